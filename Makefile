@@ -1,0 +1,38 @@
+# One-command set-up: every target creates .venv and installs what it needs.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-dev
+
+.PHONY: test lint typecheck demo bench docs clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+lint: $(STAMP)
+	$(BIN)/ruff check agentflow tests benchmarks docs
+	$(BIN)/ruff format --check agentflow tests benchmarks docs
+
+typecheck: $(STAMP)
+	$(BIN)/mypy --strict agentflow
+
+test: lint typecheck
+	$(BIN)/pytest -q
+
+demo: $(STAMP)
+	$(BIN)/python -m agentflow.demo
+
+$(VENV)/.installed-bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	touch $@
+
+bench: $(VENV)/.installed-bench
+	$(BIN)/python -m benchmarks
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

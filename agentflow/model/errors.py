@@ -1,0 +1,218 @@
+"""Typed model errors: every failure of a model call is a ``ModelError`` carrying what is known.
+
+Messages never include credentials: they are built from the status, the server's error message and
+the request URL, never from request headers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+__all__ = [
+    "AuthenticationError",
+    "BadRequestError",
+    "ContentFilterError",
+    "IncompleteResponseError",
+    "ModelConnectionError",
+    "ModelError",
+    "ModelTimeoutError",
+    "NotFoundError",
+    "ProtocolError",
+    "RateLimitError",
+    "ServerError",
+    "StreamCutOffError",
+    "error_from_payload",
+    "error_from_status",
+]
+
+
+class ModelError(Exception):
+    """A model call failed.
+
+    ``status`` is the HTTP status (``None`` for network failures and in-band stream errors without one),
+    ``body`` the raw response body text, ``error_type`` / ``code`` / ``param`` come from the server's
+    error object when it sent one, and ``retryable`` says whether a retry could succeed.
+    """
+
+    retryable_by_default: bool = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        body: str | None = None,
+        error_type: str | None = None,
+        code: str | None = None,
+        param: str | None = None,
+        retryable: bool | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.body = body
+        self.error_type = error_type
+        self.code = code
+        self.param = param
+        self.retryable = self.retryable_by_default if retryable is None else retryable
+        self.headers: Mapping[str, str] = headers or {}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r}, status={self.status!r})"
+
+
+class BadRequestError(ModelError):
+    """The server rejected the request (400, 422…): fix the request, do not retry."""
+
+
+class AuthenticationError(ModelError):
+    """Missing or wrong credentials, or no permission (401, 403)."""
+
+
+class NotFoundError(BadRequestError):
+    """Unknown model or endpoint (404)."""
+
+
+class RateLimitError(ModelError):
+    """Too many requests or quota exhausted (429). ``retryable`` is false for ``insufficient_quota``."""
+
+    retryable_by_default = True
+
+
+class ServerError(ModelError):
+    """The server failed (5xx, 408, 409): usually worth a retry."""
+
+    retryable_by_default = True
+
+
+class ModelTimeoutError(ModelError):
+    """Connecting or waiting for the next chunk took longer than the configured timeout."""
+
+    retryable_by_default = True
+
+
+class ModelConnectionError(ModelError):
+    """The connection could not be made or was lost; ``__cause__`` holds the network error."""
+
+    retryable_by_default = True
+
+
+class ProtocolError(ModelError):
+    """The server answered something that is not the protocol (malformed JSON, missing choices…)."""
+
+
+class StreamCutOffError(ProtocolError):
+    """The stream ended before its terminal marker; ``partial`` holds what was aggregated so far."""
+
+    def __init__(self, message: str, *, partial: Any = None, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.partial = partial
+
+
+class ContentFilterError(ModelError):
+    """The provider's content filter blocked the request or the answer."""
+
+
+class IncompleteResponseError(ModelError):
+    """The response ended incomplete (e.g. ``max_output_tokens``); ``partial`` holds what was produced."""
+
+    def __init__(
+        self, message: str, *, reason: str | None = None, partial: Any = None, **kwargs: Any
+    ) -> None:
+        super().__init__(message, **kwargs)
+        self.reason = reason
+        self.partial = partial
+
+
+def _str_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _error_object(payload: Any) -> Mapping[str, Any]:
+    """The error object of a payload: ``{"error": {…}}``, or the payload itself when it is flat."""
+    if isinstance(payload, Mapping):
+        inner = payload.get("error")
+        if isinstance(inner, Mapping):
+            return inner
+        return payload
+    return {}
+
+
+def error_from_payload(
+    payload: Any,
+    *,
+    status: int | None = None,
+    body: str | None = None,
+    default_message: str = "model error",
+    headers: Mapping[str, str] | None = None,
+) -> ModelError:
+    """A typed error from a decoded error object, in-band or from a non-2xx body.
+
+    Accepts OpenAI's ``{"error": {"message", "type", "code", "param"}}``, the flat shape of some stream
+    events, and OpenRouter's numeric ``code`` with no ``type``.
+    """
+    err = _error_object(payload)
+    message = str(err.get("message") or default_message)
+    error_type = _str_or_none(err.get("type"))
+    code = _str_or_none(err.get("code"))
+    param = _str_or_none(err.get("param"))
+    if status is None:
+        for key in ("status_code", "status"):
+            candidate = err.get(key)
+            if isinstance(candidate, int):
+                status = candidate
+                break
+        else:
+            if code is not None and code.isdigit():
+                status = int(code)
+    kwargs: dict[str, Any] = {
+        "status": status,
+        "body": body,
+        "error_type": error_type,
+        "code": code,
+        "param": param,
+        "headers": headers,
+    }
+    label = f"HTTP {status}: {message}" if status is not None else message
+    markers = {error_type or "", code or ""}
+    if markers & {"insufficient_quota"}:
+        return RateLimitError(label, retryable=False, **kwargs)
+    if markers & {"content_filter", "content_policy_violation"}:
+        return ContentFilterError(label, **kwargs)
+    if status is None:
+        if markers & {"rate_limit_exceeded", "rate_limit_error"}:
+            return RateLimitError(label, **kwargs)
+        if markers & {"server_error", "internal_error", "service_unavailable"}:
+            return ServerError(label, **kwargs)
+        return ModelError(label, **kwargs)
+    return _class_for_status(status)(label, **kwargs)
+
+
+def _class_for_status(status: int) -> type[ModelError]:
+    if status in (401, 403):
+        return AuthenticationError
+    if status == 404:
+        return NotFoundError
+    if status == 429:
+        return RateLimitError
+    if status in (408, 409) or status >= 500:
+        return ServerError
+    if 400 <= status < 500:
+        return BadRequestError
+    return ModelError
+
+
+def error_from_status(status: int, body: bytes | str, headers: Mapping[str, str] | None = None) -> ModelError:
+    """A typed error for a non-2xx HTTP response, with the body kept verbatim."""
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    try:
+        payload: Any = orjson.loads(text) if text.strip() else None
+    except orjson.JSONDecodeError:
+        payload = None
+    default = f"request failed with HTTP {status}"
+    error = error_from_payload(payload, status=status, body=text, default_message=default, headers=headers)
+    return error

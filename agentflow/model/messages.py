@@ -1,0 +1,169 @@
+"""Unified chat messages and tool calls.
+
+Messages are immutable values; a provider codec maps them onto its wire format. Tool-call arguments
+stay the raw JSON string the model produced, so nothing is reformatted or lost on a round trip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar, TypeAlias
+
+import attrs
+import orjson
+
+__all__ = [
+    "AiMessage",
+    "ContentPart",
+    "DeveloperMessage",
+    "ImagePart",
+    "Message",
+    "SystemMessage",
+    "TextPart",
+    "ToolCall",
+    "ToolResultMessage",
+    "UserMessage",
+]
+
+
+@attrs.frozen
+class TextPart:
+    """A text part of a multimodal user message."""
+
+    text: str
+
+
+@attrs.frozen
+class ImagePart:
+    """An image part of a user message: an ``https:`` or ``data:`` URL, with an optional detail level.
+
+    >>> ImagePart("https://example.com/cat.png", detail="low")
+    ImagePart(url='https://example.com/cat.png', detail='low')
+    """
+
+    url: str
+    detail: str | None = None
+
+
+ContentPart: TypeAlias = TextPart | ImagePart
+
+
+def _to_parts(value: str | Sequence[ContentPart]) -> str | tuple[ContentPart, ...]:
+    return value if isinstance(value, str) else tuple(value)
+
+
+@attrs.frozen
+class SystemMessage:
+    """Instructions from the application (wire role ``system``)."""
+
+    role: ClassVar[str] = "system"
+    text: str
+
+
+@attrs.frozen
+class DeveloperMessage:
+    """Instructions from the developer (wire role ``developer``, used by newer OpenAI models)."""
+
+    role: ClassVar[str] = "developer"
+    text: str
+
+
+@attrs.frozen
+class UserMessage:
+    """A user turn: plain text, or a sequence of text and image parts.
+
+    >>> UserMessage("What is CAS?").text
+    'What is CAS?'
+    >>> UserMessage([TextPart("Describe"), ImagePart("https://x/y.png")]).text
+    'Describe'
+    """
+
+    role: ClassVar[str] = "user"
+    content: str | tuple[ContentPart, ...] = attrs.field(converter=_to_parts)
+    name: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The text of the message; the text parts joined by newlines for multimodal content."""
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(p.text for p in self.content if isinstance(p, TextPart))
+
+
+@attrs.frozen
+class ToolCall:
+    """A tool call requested by the model.
+
+    ``arguments`` is the raw JSON text exactly as the model produced it; ``parse_arguments()`` decodes it
+    (an empty string means ``{}``).
+    """
+
+    id: str
+    name: str
+    arguments: str = ""
+
+    def parse_arguments(self) -> Any:
+        """Decode ``arguments`` with orjson; ``""`` (some servers send it for no-argument calls) is ``{}``.
+
+        Raises ``orjson.JSONDecodeError`` (a ``ValueError``) when the text is not JSON.
+        """
+        if not self.arguments.strip():
+            return {}
+        return orjson.loads(self.arguments)
+
+
+def _to_calls(value: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
+    return tuple(value)
+
+
+@attrs.frozen
+class AiMessage:
+    """An assistant turn: text, tool calls, reasoning and refusal (any of them may be absent).
+
+    ``text`` is ``None`` when the model only called tools, as on the wire.
+    """
+
+    role: ClassVar[str] = "assistant"
+    text: str | None = None
+    tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=_to_calls)
+    reasoning: str | None = None
+    refusal: str | None = None
+
+    @property
+    def has_tool_calls(self) -> bool:
+        """Whether the model asked for at least one tool call."""
+        return bool(self.tool_calls)
+
+
+@attrs.frozen
+class ToolResultMessage:
+    """The result of one tool call, sent back to the model (wire role ``tool``)."""
+
+    role: ClassVar[str] = "tool"
+    call_id: str
+    text: str
+    name: str | None = None
+
+
+Message: TypeAlias = SystemMessage | DeveloperMessage | UserMessage | AiMessage | ToolResultMessage
+
+
+def message_from_mapping(data: Mapping[str, Any]) -> Message:
+    """Build a message from a plain ``{"role": …, "content": …}`` mapping (a convenience for users).
+
+    >>> message_from_mapping({"role": "user", "content": "hi"})
+    UserMessage(content='hi', name=None)
+    """
+    role = data.get("role")
+    content = data.get("content")
+    if role == "system":
+        return SystemMessage(str(content or ""))
+    if role == "developer":
+        return DeveloperMessage(str(content or ""))
+    if role == "user":
+        return UserMessage(str(content or ""))
+    if role == "assistant":
+        return AiMessage(text=None if content is None else str(content))
+    if role == "tool":
+        return ToolResultMessage(str(data.get("tool_call_id", "")), str(content or ""))
+    raise ValueError(f"unknown message role {role!r}; expected system, developer, user, assistant or tool")

@@ -1,0 +1,88 @@
+"""The unified chat request: messages plus parameters.
+
+Every parameter defaults to ``None``, meaning "not set": a provider sends only what is set, so a
+server's own defaults apply otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from .messages import Message
+from .tools import ToolChoice, ToolSpec
+
+__all__ = ["ChatParameters", "ChatRequest"]
+
+
+def _opt_tuple(value: Sequence[Any] | None) -> tuple[Any, ...] | None:
+    return None if value is None else tuple(value)
+
+
+def _to_messages(value: Iterable[Message]) -> tuple[Message, ...]:
+    return tuple(value)
+
+
+@attrs.frozen
+class ChatParameters:
+    """Generation parameters. ``custom`` holds provider-specific top-level fields, written first and
+    overridden by any standard field of the same name.
+
+    >>> ChatParameters(model="gpt-4o-mini", temperature=0.2).merged(ChatParameters(temperature=0.7))
+    ... # doctest: +ELLIPSIS
+    ChatParameters(model='gpt-4o-mini', temperature=0.7, ...)
+    """
+
+    model: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    max_completion_tokens: int | None = None
+    top_p: float | None = None
+    stop: tuple[str, ...] | None = attrs.field(default=None, converter=_opt_tuple)
+    tools: tuple[ToolSpec, ...] | None = attrs.field(default=None, converter=_opt_tuple)
+    tool_choice: ToolChoice | None = None
+    parallel_tool_calls: bool | None = None
+    response_format: Mapping[str, Any] | None = None
+    reasoning_effort: str | None = None
+    seed: int | None = None
+    user: str | None = None
+    custom: Mapping[str, Any] = attrs.field(factory=dict)
+
+    def merged(self, override: ChatParameters) -> ChatParameters:
+        """These parameters with every field that ``override`` sets taking its value.
+
+        ``custom`` maps are merged key by key, the override's keys winning.
+        """
+        changes: dict[str, Any] = {}
+        for field in attrs.fields(ChatParameters):
+            value = getattr(override, field.name)
+            if field.name == "custom":
+                if value:
+                    changes["custom"] = {**self.custom, **value}
+            elif value is not None:
+                changes[field.name] = value
+        return attrs.evolve(self, **changes) if changes else self
+
+
+@attrs.frozen
+class ChatRequest:
+    """Messages and parameters for one model call.
+
+    >>> from agentflow import UserMessage
+    >>> ChatRequest([UserMessage("What is CAS?")]).messages[0].text
+    'What is CAS?'
+    """
+
+    messages: tuple[Message, ...] = attrs.field(converter=_to_messages)
+    parameters: ChatParameters = attrs.field(factory=ChatParameters)
+
+    @classmethod
+    def coerce(cls, value: ChatRequest | Sequence[Message]) -> ChatRequest:
+        """Accept either a request or a plain sequence of messages."""
+        if isinstance(value, ChatRequest):
+            return value
+        if isinstance(value, str | bytes):
+            raise TypeError("expected a ChatRequest or a sequence of messages, not a string")
+        return cls(value)
