@@ -1,0 +1,149 @@
+"""Run events: everything that happens in an agent run, as typed immutable values.
+
+Model events (``TextDelta``, ``ToolCallReady``…) come from ``agentflow.model.events`` and are stamped with
+the run's ``run_id``/``step``/``seq`` when published; this module adds the events of the agent layer.
+Every run ends with exactly one terminal event: ``RunFinished``, ``RunFailed`` or ``RunCancelled``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from .model.events import Event
+from .model.messages import ToolCall
+from .model.response import TokenUsage
+from .result import AgentResult, ToolResult
+
+__all__ = [
+    "CodeExecuted",
+    "ModelRequest",
+    "RunCancelled",
+    "RunEvent",
+    "RunFailed",
+    "RunFinished",
+    "RunStarted",
+    "StepFinished",
+    "StepStarted",
+    "TerminalEvent",
+    "ToolCallRequested",
+    "ToolFailed",
+    "ToolProgress",
+    "ToolStarted",
+    "ToolSucceeded",
+]
+
+
+@attrs.frozen
+class RunEvent(Event):
+    """Base of the agent layer's own events."""
+
+
+@attrs.frozen
+class RunStarted(RunEvent):
+    """A run began."""
+
+    input: str
+    runtime: str
+
+
+@attrs.frozen
+class StepStarted(RunEvent):
+    """A step (one model call and the tools it asks for) began."""
+
+
+@attrs.frozen
+class ModelRequest(RunEvent):
+    """The runtime is about to call the model."""
+
+    model: str | None
+    items: int
+    tools: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class ToolCallRequested(RunEvent):
+    """The model asked for a tool call (after call-id completion and name normalisation)."""
+
+    call: ToolCall
+
+
+@attrs.frozen
+class ToolStarted(RunEvent):
+    """A tool call began executing."""
+
+    call: ToolCall
+
+
+@attrs.frozen
+class ToolProgress(RunEvent):
+    """Progress reported from inside a tool (``await ctx.emit_progress(…)``); never written to memory."""
+
+    call_id: str
+    tool: str
+    message: str
+    data: Any = None
+
+
+@attrs.frozen
+class ToolSucceeded(RunEvent):
+    """A tool call returned; ``result.output`` is the text fed back to the model."""
+
+    call: ToolCall
+    result: ToolResult
+
+
+@attrs.frozen
+class ToolFailed(RunEvent):
+    """A tool call failed; ``result.output`` is the ``TOOL_ERROR: {…}`` text fed back to the model."""
+
+    call: ToolCall
+    result: ToolResult
+
+
+@attrs.frozen
+class CodeExecuted(RunEvent):
+    """CodeAct ran a code step; ``ok`` is false when the code raised or was killed."""
+
+    code: str
+    ok: bool
+    result: Any = None
+    stdout: str = ""
+    stderr: str = ""
+    error: str | None = None
+    duration: float = 0.0
+
+
+@attrs.frozen
+class StepFinished(RunEvent):
+    """A step ended; ``usage`` is this step's model usage."""
+
+    tool_calls: int = 0
+    usage: TokenUsage | None = None
+
+
+@attrs.frozen
+class RunFinished(RunEvent):
+    """Terminal: the run ended normally (final answer or a limit), with its result."""
+
+    result: AgentResult
+
+
+@attrs.frozen
+class RunFailed(RunEvent):
+    """Terminal: the run raised; ``partial`` keeps the finished work."""
+
+    error_type: str
+    error: str
+    partial: AgentResult | None = None
+
+
+@attrs.frozen
+class RunCancelled(RunEvent):
+    """Terminal: the run was cancelled; ``partial`` keeps the finished work and usage."""
+
+    partial: AgentResult
+
+
+TerminalEvent = RunFinished | RunFailed | RunCancelled

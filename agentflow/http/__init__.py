@@ -1,0 +1,1 @@
+"""HTTP transport: the transport protocol, its aiohttp implementation, SSE decoding, retries."""

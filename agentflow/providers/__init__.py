@@ -1,0 +1,1 @@
+"""Providers: wire protocols mapped onto the unified model types."""

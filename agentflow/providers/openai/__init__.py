@@ -1,0 +1,1 @@
+"""OpenAI Chat Completions and Responses, and every OpenAI-compatible server."""

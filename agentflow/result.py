@@ -1,0 +1,65 @@
+"""What a run produces: ``AgentResult``, ``ToolResult`` and ``StopReason``.
+
+These sit below the agent layer (the run events carry them), so they are plain values with no behaviour.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import attrs
+
+from .model.messages import ToolCall
+from .model.response import TokenUsage
+
+__all__ = ["AgentResult", "StopReason", "ToolResult"]
+
+
+class StopReason(enum.Enum):
+    """Why a run ended."""
+
+    FINAL_ANSWER = "final_answer"
+    MAX_STEPS = "max_steps"
+    MAX_TOOL_CALLS = "max_tool_calls"
+    MAX_TOKENS = "max_tokens"
+    DEADLINE = "deadline"
+    CANCELLED = "cancelled"
+    ERROR = "error"
+
+
+@attrs.frozen
+class ToolResult:
+    """The outcome of one tool call: the text fed back to the model and whether it failed.
+
+    On failure ``output`` is the ``TOOL_ERROR: {…}`` text and ``error_type`` names the failure
+    (``unknown_tool``, ``invalid_arguments``, ``timeout``, ``exception``, ``cancelled``).
+    """
+
+    call_id: str
+    name: str
+    output: str
+    ok: bool = True
+    error_type: str | None = None
+    error: str | None = None
+    duration: float = 0.0
+
+
+@attrs.frozen
+class AgentResult:
+    """The result of one agent run.
+
+    ``new_items`` are the memory items the run appended (its part of the conversation), ``usage`` the sum
+    over every model call of the run.
+    """
+
+    run_id: str
+    output_text: str
+    stop_reason: StopReason
+    steps: int = 0
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_results: tuple[ToolResult, ...] = ()
+    usage: TokenUsage = attrs.field(factory=TokenUsage)
+    new_items: tuple[Any, ...] = attrs.field(default=(), repr=False)
+    error: str | None = None
+    reasoning_text: str | None = None
