@@ -43,6 +43,8 @@ class ToolResult:
     error_type: str | None = None
     error: str | None = None
     duration: float = 0.0
+    value: Any = attrs.field(default=None, eq=False, repr=False)
+    """The tool's return value before it became ``output`` text (CodeAct hands it back to code)."""
 
 
 @attrs.frozen
