@@ -34,5 +34,12 @@ $(VENV)/.installed-bench: $(STAMP)
 bench: $(VENV)/.installed-bench
 	$(BIN)/python -m benchmarks
 
+$(VENV)/.installed-docs: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,docs]'
+	touch $@
+
+docs: $(VENV)/.installed-docs
+	$(BIN)/mkdocs build --strict
+
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -7,6 +7,13 @@
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from .http.retry import RetryPolicy
+from .http.timeouts import Timeout
+from .http.transport import AiohttpTransport, HttpTransport
+
 # --- model layer: unified types -------------------------------------------------------------
 from .model.errors import (
     AuthenticationError,
@@ -53,49 +60,262 @@ from .model.stream import ModelStream
 from .model.tools import ToolChoice, ToolSpec
 
 # --- providers ----------------------------------------------------------------------------
+from .providers.openai.chat_model import OpenAIChatModel
+from .result import AgentResult, StopReason, ToolResult
 
-# --- agent layer --------------------------------------------------------------------------
+# --- agent layer: imported on first use (PEP 562), so `import agentflow` stays light ------
+# name -> module that defines it. Everything here is also importable from its module directly.
+_LAZY: dict[str, str] = {
+    # Responses provider
+    "OpenAIResponsesModel": "agentflow.providers.openai.responses_model",
+    "ResponsesRequest": "agentflow.providers.openai.responses_types",
+    "ResponsesResponse": "agentflow.providers.openai.responses_types",
+    # events and the bus
+    "RunStarted": "agentflow.events",
+    "StepStarted": "agentflow.events",
+    "ModelRequest": "agentflow.events",
+    "ToolCallRequested": "agentflow.events",
+    "ToolStarted": "agentflow.events",
+    "ToolProgress": "agentflow.events",
+    "ToolSucceeded": "agentflow.events",
+    "ToolFailed": "agentflow.events",
+    "CodeExecuted": "agentflow.events",
+    "StepFinished": "agentflow.events",
+    "RunFinished": "agentflow.events",
+    "RunFailed": "agentflow.events",
+    "RunCancelled": "agentflow.events",
+    "RunEvent": "agentflow.events",
+    "EventBus": "agentflow.bus",
+    "Subscription": "agentflow.bus",
+    "BusClosedError": "agentflow.bus",
+    # tools
+    "tool": "agentflow.tools",
+    "Tool": "agentflow.tools",
+    "ToolContext": "agentflow.tools",
+    "ToolRegistry": "agentflow.tools",
+    "ToolExecutor": "agentflow.tools",
+    "ToolArgumentsError": "agentflow.tools",
+    "Param": "agentflow.tools",
+    # agent
+    "AgentPrompt": "agentflow.agent.prompt",
+    "AgentModelResult": "agentflow.agent.prompt",
+    "ModelClient": "agentflow.agent.prompt",
+    "ChatModelClient": "agentflow.agent.chat_client",
+    "ResponsesModelClient": "agentflow.agent.responses_client",
+    "Memory": "agentflow.agent.memory",
+    "InMemoryMemory": "agentflow.agent.memory",
+    "WindowedMemory": "agentflow.agent.memory",
+    "Agent": "agentflow.agent.agent",
+    "Agents": "agentflow.agent.agent",
+    "run_sync": "agentflow.agent.agent",
+    "AgentOptions": "agentflow.agent.options",
+    "ModelSettings": "agentflow.agent.options",
+    "AgentRun": "agentflow.agent.run",
+    "Session": "agentflow.agent.session",
+    # runtimes
+    "AgentRuntime": "agentflow.runtimes",
+    "ReActRuntime": "agentflow.runtimes",
+    "RunContext": "agentflow.runtimes",
+    "MaxStepsExceeded": "agentflow.runtimes",
+    "AgentRunError": "agentflow.runtimes",
+    "register_runtime": "agentflow.runtimes",
+    # CodeAct sandbox
+    "CodeExecutor": "agentflow.sandbox",
+    "CodeResult": "agentflow.sandbox",
+    "CodeErrorType": "agentflow.sandbox",
+    "ExecutionLimits": "agentflow.sandbox",
+    "ProcessSandbox": "agentflow.sandbox",
+    "SubprocessExecutor": "agentflow.sandbox",
+    "SandboxIsolation": "agentflow.sandbox",
+    "SandboxError": "agentflow.sandbox",
+    "SandboxStartError": "agentflow.sandbox",
+    "SandboxUnavailableError": "agentflow.sandbox",
+    "SandboxClosedError": "agentflow.sandbox",
+    "ToolInvoker": "agentflow.sandbox",
+    # web embedding
+    "sse_stream": "agentflow.sse",
+    "encode_sse": "agentflow.sse",
+    "SSE_HEADERS": "agentflow.sse",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentflow' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
+    from .agent.agent import Agent, Agents, run_sync
+    from .agent.chat_client import ChatModelClient
+    from .agent.memory import InMemoryMemory, Memory, WindowedMemory
+    from .agent.options import AgentOptions, ModelSettings
+    from .agent.prompt import AgentModelResult, AgentPrompt, ModelClient
+    from .agent.responses_client import ResponsesModelClient
+    from .agent.run import AgentRun
+    from .agent.session import Session
+    from .bus import BusClosedError, EventBus, Subscription
+    from .events import (
+        CodeExecuted,
+        ModelRequest,
+        RunCancelled,
+        RunEvent,
+        RunFailed,
+        RunFinished,
+        RunStarted,
+        StepFinished,
+        StepStarted,
+        ToolCallRequested,
+        ToolFailed,
+        ToolProgress,
+        ToolStarted,
+        ToolSucceeded,
+    )
+    from .providers.openai.responses_model import OpenAIResponsesModel
+    from .providers.openai.responses_types import ResponsesRequest, ResponsesResponse
+    from .runtimes import (
+        AgentRunError,
+        AgentRuntime,
+        MaxStepsExceeded,
+        ReActRuntime,
+        RunContext,
+        register_runtime,
+    )
+    from .sandbox import (
+        CodeErrorType,
+        CodeExecutor,
+        CodeResult,
+        ExecutionLimits,
+        ProcessSandbox,
+        SandboxClosedError,
+        SandboxError,
+        SandboxIsolation,
+        SandboxStartError,
+        SandboxUnavailableError,
+        SubprocessExecutor,
+        ToolInvoker,
+    )
+    from .sse import SSE_HEADERS, encode_sse, sse_stream
+    from .tools import Param, Tool, ToolArgumentsError, ToolContext, ToolExecutor, ToolRegistry, tool
 
 __all__ = [
+    "SSE_HEADERS",
+    "Agent",
+    "AgentModelResult",
+    "AgentOptions",
+    "AgentPrompt",
+    "AgentResult",
+    "AgentRun",
+    "AgentRunError",
+    "AgentRuntime",
+    "Agents",
     "AiMessage",
+    "AiohttpTransport",
     "AuthenticationError",
     "BadRequestError",
+    "BusClosedError",
     "ChatModel",
+    "ChatModelClient",
     "ChatParameters",
     "ChatRequest",
     "ChatResponse",
+    "CodeErrorType",
+    "CodeExecuted",
+    "CodeExecutor",
+    "CodeResult",
     "ContentFilterError",
     "DeveloperMessage",
     "Event",
+    "EventBus",
+    "ExecutionLimits",
     "FinishReason",
+    "HttpTransport",
     "ImagePart",
+    "InMemoryMemory",
     "IncompleteResponseError",
+    "MaxStepsExceeded",
+    "Memory",
     "Message",
+    "ModelClient",
     "ModelCompleted",
     "ModelConnectionError",
     "ModelError",
     "ModelEvent",
+    "ModelRequest",
     "ModelRetry",
+    "ModelSettings",
     "ModelStream",
     "ModelTimeoutError",
     "NotFoundError",
+    "OpenAIChatModel",
+    "OpenAIResponsesModel",
+    "Param",
+    "ProcessSandbox",
     "ProtocolError",
     "RateLimitError",
+    "ReActRuntime",
     "ReasoningDelta",
     "RefusalDelta",
+    "ResponsesModelClient",
+    "ResponsesRequest",
+    "ResponsesResponse",
+    "RetryPolicy",
+    "RunCancelled",
+    "RunContext",
+    "RunEvent",
+    "RunFailed",
+    "RunFinished",
+    "RunStarted",
+    "SandboxClosedError",
+    "SandboxError",
+    "SandboxIsolation",
+    "SandboxStartError",
+    "SandboxUnavailableError",
     "ServerError",
+    "Session",
+    "StepFinished",
+    "StepStarted",
+    "StopReason",
     "StreamCutOffError",
+    "SubprocessExecutor",
+    "Subscription",
     "SystemMessage",
     "TextDelta",
     "TextPart",
+    "Timeout",
     "TokenUsage",
+    "Tool",
+    "ToolArgumentsError",
     "ToolCall",
     "ToolCallArgumentsDelta",
     "ToolCallReady",
+    "ToolCallRequested",
     "ToolCallStarted",
     "ToolChoice",
+    "ToolContext",
+    "ToolExecutor",
+    "ToolFailed",
+    "ToolInvoker",
+    "ToolProgress",
+    "ToolRegistry",
+    "ToolResult",
     "ToolResultMessage",
     "ToolSpec",
+    "ToolStarted",
+    "ToolSucceeded",
     "UsageReported",
     "UserMessage",
+    "WindowedMemory",
+    "encode_sse",
+    "register_runtime",
+    "run_sync",
+    "sse_stream",
+    "tool",
 ]

@@ -1,0 +1,328 @@
+"""``Agent`` (a model, tools, a runtime and options) and the ``Agents`` shortcuts; ``run_sync`` for scripts.
+
+::
+
+    agent = Agent(model=OpenAIChatModel(model="gpt-4.1-mini"), tools=[get_weather],
+                  system_prompt="You are a weather assistant.")
+    result = await agent.run("Weather in Paris?")           # the whole run, then its AgentResult
+    async with agent.stream("Weather in Paris?") as run:    # the same run as events, as they happen
+        async for event in run: ...
+    chat = agent.session()                                  # a conversation: memory kept across runs
+
+An agent is configuration only: every run gets its own ``RunContext`` (and, outside a session, its own
+memory), so one agent serves any number of concurrent runs. ``run()`` is ``stream()`` consumed to the end:
+one loop serves both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, TypeAlias
+
+import anyio
+
+from ..bus import EventBus, EventTypes, Policy
+from ..model.events import Event
+from ..model.messages import Message, UserMessage
+from ..model.protocol import ChatModel
+from ..result import AgentResult
+from ..runtimes import AgentRuntime, resolve_runtime
+from ..runtimes.context import RunContext
+from ..tools.registry import ToolRegistry
+from ..tools.tool import Tool
+from .chat_client import ChatModelClient
+from .items import user_item
+from .memory import InMemoryMemory, Memory
+from .options import AgentOptions, ModelSettings
+from .prompt import ModelClient
+from .responses_client import ResponsesModelClient
+from .run import AgentRun
+from .session import Session
+
+__all__ = ["Agent", "AgentInput", "Agents", "ModelLike", "as_model_client", "run_sync"]
+
+AgentInput: TypeAlias = str | Message | Mapping[str, Any] | Sequence[Any]
+"""What a run starts from: text, a ``UserMessage`` (e.g. with images), an item dict, or a list of items."""
+
+ToolLike: TypeAlias = Tool[..., Any] | Callable[..., Any]
+ModelLike: TypeAlias = ChatModel | ModelClient
+"""A ``ChatModel`` (``OpenAIChatModel``, ``OpenAIResponsesModel``…) or a ``ModelClient``."""
+
+
+def as_model_client(model: object) -> ModelClient:
+    """The ``ModelClient`` for ``model``: an ``OpenAIResponsesModel`` in a ``ResponsesModelClient``, any other
+    ``ChatModel`` in a ``ChatModelClient``, a ``ModelClient`` as is."""
+    if isinstance(model, ChatModelClient | ResponsesModelClient):
+        return model
+    try:
+        from ..providers.openai.responses_model import OpenAIResponsesModel
+    except ImportError:  # pragma: no cover - the provider is part of the package
+        pass
+    else:
+        # Checked first: it is a ChatModel too, but its native protocol keeps more (raw output items).
+        if isinstance(model, OpenAIResponsesModel):
+            return ResponsesModelClient(model)
+    if isinstance(model, ChatModel):
+        return ChatModelClient(model)
+    if isinstance(model, ModelClient):
+        return model
+    raise TypeError(
+        f"model must be a ChatModel (e.g. OpenAIChatModel), an OpenAIResponsesModel or a ModelClient, "
+        f"got {type(model).__name__}"
+    )
+
+
+def _item_text(item: Any) -> str:
+    if isinstance(item, UserMessage):
+        return item.text
+    if isinstance(item, Message):
+        return getattr(item, "text", None) or ""
+    if isinstance(item, Mapping):
+        content = item.get("content")
+        if isinstance(content, str):
+            return content
+        if isinstance(content, Sequence):
+            return "".join(
+                str(p.get("text", ""))
+                for p in content
+                if isinstance(p, Mapping) and isinstance(p.get("text"), str)
+            )
+    return ""
+
+
+def input_items(value: AgentInput) -> tuple[str, tuple[Any, ...]]:
+    """The run input as ``(text for RunStarted, items for memory)``.
+
+    >>> input_items("hi")
+    ('hi', ({'type': 'message', 'role': 'user', 'content': [{'type': 'input_text', 'text': 'hi'}]},))
+    """
+    if isinstance(value, str):
+        return value, (user_item(value),)
+    if isinstance(value, Message | Mapping):
+        return _item_text(value), (value,)
+    if isinstance(value, Sequence) and not isinstance(value, bytes):
+        items = tuple(value)
+        if not items:
+            raise ValueError("the run input is an empty list; pass text or at least one item")
+        for index, item in enumerate(items):
+            if not isinstance(item, Message | Mapping):
+                raise TypeError(
+                    f"run input item {index} is a {type(item).__name__}; items are dicts or Message values"
+                )
+        return _item_text(items[-1]), items
+    raise TypeError(
+        f"the run input must be text, a Message, an item dict or a list of items, not {type(value).__name__}"
+    )
+
+
+class Agent:
+    """A model with tools, a runtime, a system prompt and options.
+
+    - ``model``: a ``ChatModel`` (wrapped in ``ChatModelClient``), an ``OpenAIResponsesModel`` (wrapped in
+      ``ResponsesModelClient``) or any ``ModelClient`` (e.g. ``agentflow.testing.FakeModelClient``).
+    - ``runtime``: ``"react"`` (default), another registered name, or an ``AgentRuntime`` instance.
+    - ``tools``: ``@tool`` functions, plain functions (wrapped), or a ``ToolRegistry``.
+    - ``system_prompt`` / ``instructions``: where each lands depends on the protocol (see
+      ``ChatModelClient`` and ``ResponsesModelClient``).
+    - ``options``: limits and loop behaviour (``AgentOptions``); ``settings``: model parameters
+      (``ModelSettings``).
+    - ``memory``: ``None`` gives every ``run()`` a fresh ``InMemoryMemory`` (runs are independent; use
+      ``session()`` for a conversation); a zero-argument factory is used instead of ``InMemoryMemory``; a
+      ``Memory`` instance makes ``run()``/``stream()`` continue that one conversation (runs serialised).
+    """
+
+    def __init__(
+        self,
+        model: ModelLike,
+        *,
+        runtime: str | AgentRuntime = "react",
+        tools: Iterable[ToolLike] | ToolRegistry = (),
+        system_prompt: str | None = None,
+        instructions: str | None = None,
+        options: AgentOptions | None = None,
+        settings: ModelSettings | None = None,
+        memory: Memory | Callable[[], Memory] | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.model_client = as_model_client(model)
+        self.runtime = resolve_runtime(runtime)
+        self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+        self.system_prompt = system_prompt
+        self.instructions = instructions
+        self.options = options if options is not None else AgentOptions()
+        if not isinstance(self.options, AgentOptions):
+            raise TypeError(f"options must be an AgentOptions, got {type(self.options).__name__}")
+        self.settings = settings if settings is not None else ModelSettings()
+        if not isinstance(self.settings, ModelSettings):
+            raise TypeError(f"settings must be a ModelSettings, got {type(self.settings).__name__}")
+        self.name = name or self.runtime.name
+        self._memory_factory: Callable[[], Memory] = InMemoryMemory
+        self._default_session: Session | None = None
+        if isinstance(memory, Memory):
+            self._default_session = Session(self, memory)
+        elif memory is not None:
+            if not callable(memory):
+                raise TypeError(f"memory must be a Memory or a factory of one, got {type(memory).__name__}")
+            self._memory_factory = memory
+        self._listeners: list[tuple[EventTypes, Callable[[Any], Any]]] = []
+
+    def __repr__(self) -> str:
+        return f"Agent({self.name!r}, runtime={self.runtime!r}, tools={list(self.tools.names)!r})"
+
+    # -- events ----------------------------------------------------------------------------------------------
+
+    def on(self, types: EventTypes, callback: Callable[[Any], Any]) -> Callable[[], None]:
+        """Call ``callback(event)`` for the events of ``types`` of every run started afterwards (logging,
+        tracing, forwarding). Same rules as ``EventBus.on``; returns a function that removes it."""
+        entry = (types, callback)
+        self._listeners.append(entry)
+
+        def remove() -> None:
+            if entry in self._listeners:
+                self._listeners.remove(entry)
+
+        return remove
+
+    # -- runs ------------------------------------------------------------------------------------------------
+
+    def stream(
+        self,
+        input: AgentInput,
+        *,
+        types: Sequence[type[Event]] | type[Event] | None = None,
+        buffer: int = 256,
+        policy: Policy = "backpressure",
+        run_id: str | None = None,
+    ) -> AgentRun:
+        """A run whose events you iterate: ``async with agent.stream(x) as run: async for event in run``.
+
+        ``types`` limits the events delivered, ``buffer``/``policy`` shape the subscription (see
+        ``EventBus.subscribe``). Model calls stream unless ``options.stream`` is ``False``.
+        """
+        if self._default_session is not None:
+            return self._default_session.stream(
+                input, types=types, buffer=buffer, policy=policy, run_id=run_id
+            )
+        return self._new_run(input, subscribe=True, types=types, buffer=buffer, policy=policy, run_id=run_id)
+
+    async def run(self, input: AgentInput, *, run_id: str | None = None) -> AgentResult:
+        """Run to the end and return the result.
+
+        A failed run raises its exception (a ``ModelError``, ``MaxStepsExceeded``…); a run cut short by
+        ``options.timeout`` returns its partial result (``StopReason.DEADLINE``); cancelling the calling task
+        cancels the run cleanly and re-raises the cancellation.
+        """
+        if self._default_session is not None:
+            return await self._default_session.run(input, run_id=run_id)
+        async with self._new_run(input, subscribe=False, run_id=run_id) as run:
+            return await run.wait()
+
+    def run_sync(self, input: AgentInput) -> AgentResult:
+        """``run`` for scripts and notebooks without a running event loop (see ``agentflow.run_sync``)."""
+        return run_sync(self, input)
+
+    def session(self, memory: Memory | None = None, *, session_id: str | None = None) -> Session:
+        """A new conversation: its memory (``memory``, or a fresh one) persists across its runs."""
+        return Session(self, memory if memory is not None else self._memory_factory(), session_id)
+
+    def _new_run(
+        self,
+        input: AgentInput,
+        *,
+        memory: Memory | None = None,
+        lock: anyio.Lock | None = None,
+        subscribe: bool,
+        types: Sequence[type[Event]] | type[Event] | None = None,
+        buffer: int = 256,
+        policy: Policy = "backpressure",
+        run_id: str | None = None,
+    ) -> AgentRun:
+        text, items = input_items(input)
+        run_id = run_id or f"run_{uuid.uuid4().hex}"
+        bus = EventBus(run_id)
+        for types_, callback in self._listeners:
+            bus.on(types_, callback)
+        stream_model = self.options.stream if self.options.stream is not None else subscribe
+        ctx = RunContext(
+            run_id=run_id,
+            bus=bus,
+            memory=memory if memory is not None else self._memory_factory(),
+            model=self.model_client,
+            tools=self.tools,
+            options=self.options,
+            settings=self.settings,
+            system_prompt=self.system_prompt,
+            instructions=self.instructions,
+            input_text=text,
+            input_items=items,
+            stream_model=stream_model,
+        )
+        return AgentRun(
+            self.runtime, ctx, subscribe=subscribe, types=types, buffer=buffer, policy=policy, lock=lock
+        )
+
+    # -- resources -------------------------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Close the model client (and its HTTP connections)."""
+        await self.model_client.aclose()
+
+    async def __aenter__(self) -> Agent:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+def run_sync(target: Agent | Session, input: AgentInput) -> AgentResult:
+    """Run an agent (or a session's next turn) from synchronous code, in a fresh event loop.
+
+    For scripts and notebooks without a running loop. The agent's model connections are closed before it
+    returns, since they belong to that loop (the next call opens new ones). Inside async code, ``await
+    agent.run(...)`` instead.
+    """
+    agent = target.agent if isinstance(target, Session) else target
+
+    async def main() -> AgentResult:
+        try:
+            return await target.run(input)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await agent.aclose()
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return anyio.run(main)
+    raise RuntimeError(
+        "run_sync() cannot be used inside a running event loop; use 'await agent.run(...)' there"
+    )
+
+
+class Agents:
+    """Shortcuts that build an ``Agent`` with a given runtime (the reference's ``Agents`` factory).
+
+    >>> from agentflow.testing.fake import FakeModelClient
+    >>> Agents.react(FakeModelClient([])).runtime
+    ReActRuntime()
+    """
+
+    @staticmethod
+    def react(model: ModelLike, **kwargs: Any) -> Agent:
+        """An agent with the ReAct runtime."""
+        return Agent(model, runtime="react", **kwargs)
+
+    @staticmethod
+    def codeact(model: ModelLike, **kwargs: Any) -> Agent:
+        """An agent with the CodeAct runtime."""
+        return Agent(model, runtime="codeact", **kwargs)
+
+    @staticmethod
+    def deep_research(model: ModelLike, **kwargs: Any) -> Agent:
+        """An agent with the DeepResearch runtime."""
+        return Agent(model, runtime="deep_research", **kwargs)

@@ -1,0 +1,180 @@
+"""``ChatModelClient``: an ``AgentPrompt`` sent as a Chat Completions request through any ``ChatModel``.
+
+How a prompt lands on the Chat protocol (seed 000 §2, kept deliberately):
+- ``system_prompt`` → the first system message; ``instructions`` → a second system message; then the items,
+  converted one by one (``agentflow.agent.items.to_chat_messages``).
+- Sent: ``model``, ``temperature``, ``top_p``, ``max_output_tokens`` as ``max_completion_tokens``, ``user``,
+  ``tools``, ``tool_choice``, ``parallel_tool_calls`` (only with tools: the API rejects it without), and
+  ``extra_body`` as custom top-level parameters (standard fields win on a clash).
+- Better than the seed: ``tool_choice`` may be structured (a ``ToolChoice`` or a ``{"type": "function", …}``
+  map; other maps, e.g. ``allowed_tools``, go through verbatim), and ``reasoning={"effort": X}`` becomes
+  ``reasoning_effort`` (the other ``reasoning`` keys, such as ``summary``, have no Chat form).
+- Not sent: ``store`` (a Responses notion here; put it in ``extra_body`` to send it anyway).
+- The result's memory item is one converted assistant item (text and tool calls); reasoning is not stored.
+  Text, reasoning and tool-call events stream as they arrive.
+
+The mapping functions are pure; only the client awaits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any
+
+from ..model.messages import Message, SystemMessage
+from ..model.protocol import ChatModel
+from ..model.request import ChatParameters, ChatRequest
+from ..model.response import ChatResponse
+from ..model.stream import ModelStream
+from ..model.tools import ToolChoice
+from .items import assistant_item, to_chat_messages, with_call_ids
+from .prompt import AgentModelResult, AgentPrompt, ToolChoiceLike, relay_stream
+
+__all__ = ["ChatModelClient", "chat_result", "to_chat_request"]
+
+_MODES = {"auto": ToolChoice.auto(), "none": ToolChoice.none(), "required": ToolChoice.required()}
+
+
+def _chat_tool_choice(value: ToolChoiceLike | None) -> tuple[ToolChoice | None, Mapping[str, Any] | None]:
+    """The tool choice as a ``ToolChoice``, or (for map forms with no ``ToolChoice`` equivalent) a raw map."""
+    if value is None or isinstance(value, ToolChoice):
+        return value, None
+    if isinstance(value, str):
+        if value in _MODES:
+            return _MODES[value], None
+        raise ValueError(
+            f"tool_choice must be one of {', '.join(_MODES)} or a function choice, not {value!r}"
+        )
+    if isinstance(value, Mapping):
+        kind = value.get("type")
+        if kind == "function":
+            function = value.get("function")
+            name = function.get("name") if isinstance(function, Mapping) else value.get("name")
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"a function tool_choice needs a function name, got {dict(value)!r}")
+            return ToolChoice.function(name), None
+        if isinstance(kind, str) and kind in _MODES and len(value) == 1:
+            return _MODES[kind], None
+        return None, value
+    raise TypeError(f"tool_choice must be a ToolChoice, a string or a mapping, not {type(value).__name__}")
+
+
+def _reasoning_effort(reasoning: Mapping[str, Any] | None) -> str | None:
+    if reasoning is None:
+        return None
+    if not isinstance(reasoning, Mapping):
+        raise TypeError(
+            f"reasoning must be a mapping such as {{'effort': 'low'}}, not {type(reasoning).__name__}"
+        )
+    effort = reasoning.get("effort")
+    if effort is not None and not isinstance(effort, str):
+        raise ValueError(f"reasoning effort must be a string, not {effort!r}")
+    return effort
+
+
+def to_chat_request(prompt: AgentPrompt) -> ChatRequest:
+    """The Chat Completions request for ``prompt`` (see the module docstring for the mapping).
+
+    >>> from agentflow.agent.items import user_item
+    >>> request = to_chat_request(AgentPrompt(system_prompt="Be brief.", instructions="Use tools.",
+    ...                                       items=[user_item("hi")], max_output_tokens=50))
+    >>> [type(m).__name__ for m in request.messages], request.parameters.max_completion_tokens
+    (['SystemMessage', 'SystemMessage', 'UserMessage'], 50)
+    """
+    if not isinstance(prompt, AgentPrompt):
+        raise TypeError(f"expected an AgentPrompt, got {type(prompt).__name__}")
+    messages: list[Message] = []
+    if prompt.system_prompt and prompt.system_prompt.strip():
+        messages.append(SystemMessage(prompt.system_prompt))
+    if prompt.instructions and prompt.instructions.strip():
+        messages.append(SystemMessage(prompt.instructions))
+    messages.extend(to_chat_messages(prompt.items))
+    tool_choice, raw_tool_choice = _chat_tool_choice(prompt.tool_choice)
+    custom = dict(prompt.extra_body)
+    if raw_tool_choice is not None:
+        custom["tool_choice"] = raw_tool_choice
+    tools = prompt.tools or None
+    parameters = ChatParameters(
+        model=prompt.model,
+        temperature=prompt.temperature,
+        top_p=prompt.top_p,
+        max_completion_tokens=prompt.max_output_tokens,
+        tools=tools,
+        tool_choice=tool_choice,
+        parallel_tool_calls=prompt.parallel_tool_calls if tools else None,
+        reasoning_effort=_reasoning_effort(prompt.reasoning),
+        user=prompt.user,
+        custom=custom,
+    )
+    return ChatRequest(messages, parameters)
+
+
+def chat_result(response: ChatResponse) -> AgentModelResult:
+    """The agent's view of a Chat response: text, reasoning, tool calls (blank ids filled in) and one
+    assistant memory item (none when the model said nothing at all).
+
+    >>> from agentflow.model.messages import AiMessage
+    >>> chat_result(ChatResponse(AiMessage("Paris."))).memory_items
+    ({'type': 'message', 'role': 'assistant', 'content': [{'type': 'output_text', 'text': 'Paris.'}]},)
+    """
+    message = response.message
+    calls = with_call_ids(message.tool_calls)
+    text = message.text or ""
+    memory = (
+        (assistant_item(text, calls, refusal=message.refusal),) if text or calls or message.refusal else ()
+    )
+    return AgentModelResult(
+        output_text=text,
+        reasoning_text=message.reasoning,
+        tool_calls=calls,
+        memory_items=memory,
+        usage=response.usage,
+        finish_reason=response.finish_reason,
+        raw=response,
+        refusal=message.refusal,
+    )
+
+
+class ChatModelClient:
+    """Runs agent prompts over the Chat Completions protocol through a ``ChatModel``.
+
+    ``aclose()`` (or leaving ``async with``) closes the wrapped model.
+    """
+
+    __slots__ = ("_model",)
+
+    def __init__(self, chat_model: ChatModel) -> None:
+        if not isinstance(chat_model, ChatModel):
+            raise TypeError(f"ChatModelClient needs a ChatModel, got {type(chat_model).__name__}")
+        self._model = chat_model
+
+    @property
+    def chat_model(self) -> ChatModel:
+        """The wrapped model."""
+        return self._model
+
+    def __repr__(self) -> str:
+        return f"ChatModelClient({self._model!r})"
+
+    async def create(self, prompt: AgentPrompt) -> AgentModelResult:
+        """One blocking Chat Completions call."""
+        request = to_chat_request(prompt)
+        return chat_result(await self._model.chat(request))
+
+    def create_stream(self, prompt: AgentPrompt) -> ModelStream[AgentModelResult]:
+        """One streaming call: model events as they arrive, then ``ModelCompleted(AgentModelResult)``."""
+        request = to_chat_request(prompt)
+        return relay_stream(lambda: self._model.stream(request), chat_result)
+
+    async def aclose(self) -> None:
+        """Close the wrapped model."""
+        await self._model.aclose()
+
+    async def __aenter__(self) -> ChatModelClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()

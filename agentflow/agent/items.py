@@ -1,0 +1,520 @@
+"""Memory items: plain JSON-able dicts in the OpenAI Responses item shape, and their conversions.
+
+A conversation is a sequence of items. An item is either a dict in the Responses item shape (what the
+constructors below build, and what the Responses API returns as output items) or an agentflow ``Message``.
+This module builds items, classifies them (for pair-aware memory trimming), and converts a conversation to
+each protocol: ``to_chat_messages`` for Chat Completions, ``to_responses_input`` for Responses.
+
+Pure functions only: no I/O, no awaits. Nothing is silently dropped: an item that has no form on the target
+protocol raises ``TypeError`` (not an item at all) or ``ValueError`` (an item this protocol cannot carry),
+naming the item's position. The one documented exception: ``reasoning`` items are skipped on Chat
+Completions, which has no way to send reasoning back.
+
+Where this differs from the reference's ``AgentInputItem`` shapes, on purpose, so that every item built
+here is also valid Responses input: assistant text is an ``output_text`` part (the Responses API rejects
+``input_text`` on assistant messages), and an image part's ``image_url`` is the URL string.
+
+>>> to_chat_messages([system_item("Be brief."), user_item("hi")])
+[SystemMessage(text='Be brief.'), UserMessage(content='hi', name=None)]
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeAlias
+
+import attrs
+import orjson
+
+from ..model.messages import (
+    AiMessage,
+    ContentPart,
+    DeveloperMessage,
+    ImagePart,
+    Message,
+    SystemMessage,
+    TextPart,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+
+__all__ = [
+    "Item",
+    "assistant_item",
+    "developer_item",
+    "function_call_item",
+    "function_call_output_item",
+    "is_model_output_item",
+    "is_system_item",
+    "is_tool_output_item",
+    "message_item",
+    "system_item",
+    "to_chat_messages",
+    "to_responses_input",
+    "tool_call_ids",
+    "tool_output_call_id",
+    "user_item",
+    "with_call_ids",
+]
+
+Item: TypeAlias = Mapping[str, Any] | Message
+"""One conversation item: a Responses-shaped dict or a ``Message``."""
+
+_MESSAGE_TYPES = (SystemMessage, DeveloperMessage, UserMessage, AiMessage, ToolResultMessage)
+_TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
+_IMAGE_PARTS = frozenset({"input_image", "image_url"})
+
+
+# --- constructors ------------------------------------------------------------------------------------------
+
+
+def message_item(role: str, text: str) -> dict[str, Any]:
+    """A text message item of any role; assistant text is an ``output_text`` part, others ``input_text``.
+
+    >>> message_item("user", "hi")
+    {'type': 'message', 'role': 'user', 'content': [{'type': 'input_text', 'text': 'hi'}]}
+    """
+    part_type = "output_text" if role == "assistant" else "input_text"
+    return {"type": "message", "role": role, "content": [{"type": part_type, "text": text}]}
+
+
+def user_item(text: str, images: Iterable[str] = ()) -> dict[str, Any]:
+    """A user message item: the text, then one ``input_image`` part per image URL (``https:`` or ``data:``).
+
+    The text part is left out only when it is empty and there are images. A blank URL is a ``ValueError``.
+
+    >>> user_item("What is this?", ["https://x/cat.png"])["content"][1]
+    {'type': 'input_image', 'image_url': 'https://x/cat.png'}
+    """
+    urls = [images] if isinstance(images, str) else list(images)
+    content: list[dict[str, Any]] = []
+    if text or not urls:
+        content.append({"type": "input_text", "text": text})
+    for url in urls:
+        if not isinstance(url, str) or not url.strip():
+            raise ValueError(f"user_item: image URLs must be non-blank strings, got {url!r}")
+        content.append({"type": "input_image", "image_url": url})
+    return {"type": "message", "role": "user", "content": content}
+
+
+def system_item(text: str) -> dict[str, Any]:
+    """A system message item."""
+    return message_item("system", text)
+
+
+def developer_item(text: str) -> dict[str, Any]:
+    """A developer message item (the role newer OpenAI models use for instructions)."""
+    return message_item("developer", text)
+
+
+def assistant_item(
+    text: str | None, tool_calls: Iterable[ToolCall] = (), *, refusal: str | None = None
+) -> dict[str, Any]:
+    """An assistant turn in the Chat memory shape: text and, when present, Chat-style ``tool_calls``.
+
+    ``content`` is present only when there is text (or a refusal), ``tool_calls`` only when there are calls.
+
+    >>> assistant_item("", [ToolCall("call_1", "f", "{}")])["tool_calls"][0]["function"]
+    {'name': 'f', 'arguments': '{}'}
+    """
+    item: dict[str, Any] = {"type": "message", "role": "assistant"}
+    content: list[dict[str, Any]] = []
+    if text:
+        content.append({"type": "output_text", "text": text})
+    if refusal:
+        content.append({"type": "refusal", "refusal": refusal})
+    if content:
+        item["content"] = content
+    calls = [
+        {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+        for call in tool_calls
+    ]
+    if calls:
+        item["tool_calls"] = calls
+    return item
+
+
+def function_call_item(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    """A Responses ``function_call`` item (one tool call, arguments as raw JSON text)."""
+    return {"type": "function_call", "call_id": call_id, "name": name, "arguments": arguments}
+
+
+def function_call_output_item(call_id: str, output: str) -> dict[str, Any]:
+    """A tool result item, paired with its call by ``call_id``.
+
+    >>> function_call_output_item("call_1", "18°C")
+    {'type': 'function_call_output', 'call_id': 'call_1', 'output': '18°C'}
+    """
+    return {"type": "function_call_output", "call_id": call_id, "output": output}
+
+
+# --- classification (used by pair-aware memory trimming) ---------------------------------------------------
+
+
+def _kind(item: Mapping[str, Any]) -> str | None:
+    """The item's type; a dict with a role and no type is a message (the Responses "easy" input form)."""
+    kind = item.get("type")
+    if kind is None and "role" in item:
+        return "message"
+    return kind if isinstance(kind, str) else None
+
+
+def tool_call_ids(item: Any) -> tuple[str, ...]:
+    """The ids of the tool calls this item makes (an assistant turn with tool calls, a ``*_call`` item).
+
+    >>> tool_call_ids(function_call_item("c1", "f", "{}")), tool_call_ids(user_item("hi"))
+    (('c1',), ())
+    """
+    if isinstance(item, AiMessage):
+        return tuple(call.id for call in item.tool_calls)
+    if not isinstance(item, Mapping):
+        return ()
+    kind = _kind(item)
+    if kind == "message" and item.get("role") == "assistant":
+        calls = item.get("tool_calls") or ()
+        return tuple(str(c.get("id") or "") for c in calls if isinstance(c, Mapping))
+    if kind is not None and kind.endswith("_call") and item.get("call_id") is not None:
+        return (str(item["call_id"]),)
+    return ()
+
+
+def tool_output_call_id(item: Any) -> str | None:
+    """The call id a tool output item answers (``function_call_output`` and the like), else ``None``."""
+    if isinstance(item, ToolResultMessage):
+        return item.call_id
+    if not isinstance(item, Mapping):
+        return None
+    kind = _kind(item)
+    if kind == "message" and item.get("role") == "tool":
+        return str(item.get("tool_call_id") or "")
+    if kind is not None and kind.endswith("_call_output"):
+        return str(item.get("call_id") or "")
+    return None
+
+
+def is_tool_output_item(item: Any) -> bool:
+    """Whether the item is a tool result."""
+    return tool_output_call_id(item) is not None
+
+
+def is_system_item(item: Any) -> bool:
+    """Whether the item is a system or developer message."""
+    if isinstance(item, SystemMessage | DeveloperMessage):
+        return True
+    return (
+        isinstance(item, Mapping) and _kind(item) == "message" and item.get("role") in ("system", "developer")
+    )
+
+
+def is_model_output_item(item: Any) -> bool:
+    """Whether the item is part of a model's answer: an assistant message, a reasoning item or a call.
+
+    Consecutive model output items come from one model turn and stay together when memory is trimmed (a
+    Responses ``function_call`` must travel with the ``reasoning`` item before it).
+    """
+    if isinstance(item, AiMessage):
+        return True
+    if not isinstance(item, Mapping):
+        return False
+    kind = _kind(item)
+    if kind == "message":
+        return item.get("role") == "assistant"
+    return kind == "reasoning" or (kind is not None and kind.endswith("_call"))
+
+
+# --- Chat Completions ---------------------------------------------------------------------------------
+
+
+def _where(index: int) -> str:
+    return f"item {index}"
+
+
+def _arguments_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return orjson.dumps(value).decode()
+
+
+def _chat_tool_calls(raw: Any, index: int) -> list[ToolCall]:
+    if raw is None:
+        return []
+    if not isinstance(raw, Sequence) or isinstance(raw, str):
+        raise ValueError(f"{_where(index)}: 'tool_calls' must be a list, got {type(raw).__name__}")
+    calls: list[ToolCall] = []
+    for entry in raw:
+        function = entry.get("function") if isinstance(entry, Mapping) else None
+        if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+            raise ValueError(
+                f"{_where(index)}: each tool call needs a 'function' with a 'name', got {entry!r}"
+            )
+        calls.append(
+            ToolCall(str(entry.get("id") or ""), function["name"], _arguments_text(function.get("arguments")))
+        )
+    return calls
+
+
+def _image_part(part: Mapping[str, Any], index: int) -> ImagePart:
+    image = part.get("image_url")
+    detail = part.get("detail")
+    if isinstance(image, Mapping):
+        detail = image.get("detail", detail)
+        image = image.get("url")
+    if not isinstance(image, str) or not image.strip():
+        if part.get("file_id") is not None:
+            raise ValueError(f"{_where(index)}: images by file_id have no Chat Completions form; use a URL")
+        raise ValueError(f"{_where(index)}: an image part needs a non-blank 'image_url', got {part!r}")
+    return ImagePart(image, detail if isinstance(detail, str) else None)
+
+
+class _Content:
+    """The parts of one message's content, read once."""
+
+    __slots__ = ("has_image", "has_text", "parts", "refusal", "text")
+
+    def __init__(self, content: Any, index: int) -> None:
+        self.parts: list[ContentPart] = []
+        self.refusal: str | None = None
+        self.has_image = False
+        self.has_text = False
+        texts: list[str] = []
+        if content is None:
+            self.text = ""
+            return
+        if isinstance(content, str):
+            self.text, self.has_text = content, True
+            self.parts.append(TextPart(content))
+            return
+        if not isinstance(content, Sequence):
+            raise ValueError(f"{_where(index)}: 'content' must be a string or a list of parts")
+        for part in content:
+            kind = part.get("type") if isinstance(part, Mapping) else None
+            if isinstance(part, Mapping) and kind in _TEXT_PARTS:
+                text = part.get("text")
+                if not isinstance(text, str):
+                    raise ValueError(f"{_where(index)}: a {kind} part needs a string 'text'")
+                texts.append(text)
+                self.parts.append(TextPart(text))
+                self.has_text = True
+            elif isinstance(part, Mapping) and kind in _IMAGE_PARTS:
+                self.parts.append(_image_part(part, index))
+                self.has_image = True
+            elif isinstance(part, Mapping) and kind == "refusal":
+                self.refusal = str(part.get("refusal") or "")
+            else:
+                raise ValueError(
+                    f"{_where(index)}: content part {kind or part!r} has no Chat Completions form"
+                )
+        # The reference concatenates text parts with no separator; so do we.
+        self.text = "".join(texts)
+
+
+def _message_from_map(item: Mapping[str, Any], index: int) -> Message:
+    role = item.get("role")
+    body = _Content(item.get("content"), index)
+    if body.has_image and role != "user":
+        raise ValueError(
+            f"{_where(index)}: Chat Completions carries images only in user messages, not {role!r}"
+        )
+    if role == "user":
+        name = item.get("name")
+        content: str | list[ContentPart] = body.parts if body.has_image else body.text
+        return UserMessage(content, name=name if isinstance(name, str) else None)
+    if role == "system":
+        return SystemMessage(body.text)
+    if role == "developer":
+        return DeveloperMessage(body.text)
+    if role == "assistant":
+        calls = _chat_tool_calls(item.get("tool_calls"), index)
+        text = body.text if body.has_text and (body.text or not calls) else None
+        return AiMessage(text=text, tool_calls=calls, refusal=body.refusal)
+    if role == "tool":
+        call_id = item.get("tool_call_id")
+        if not isinstance(call_id, str):
+            raise ValueError(f"{_where(index)}: a tool message needs a string 'tool_call_id'")
+        return ToolResultMessage(call_id, body.text)
+    raise ValueError(f"{_where(index)}: unknown message role {role!r}")
+
+
+def _output_text(output: Any, index: int) -> str:
+    if isinstance(output, str):
+        return output
+    if isinstance(output, Sequence):
+        body = _Content(output, index)
+        if body.has_image:
+            raise ValueError(f"{_where(index)}: image tool outputs have no Chat Completions form")
+        return body.text
+    raise ValueError(f"{_where(index)}: a tool output must be a string or a list of text parts")
+
+
+def _call_id(item: Mapping[str, Any], index: int) -> str:
+    call_id = item.get("call_id")
+    if not isinstance(call_id, str) or not call_id:
+        raise ValueError(f"{_where(index)}: a {item.get('type')} item needs a non-empty string 'call_id'")
+    return call_id
+
+
+def to_chat_messages(items: Iterable[Any]) -> list[Message]:
+    """Convert conversation items to Chat Completions messages, in order.
+
+    ``Message`` values pass through. ``message`` dicts (string content, or ``input_text``/``output_text``/
+    ``input_image``/``refusal`` parts) become the message of their role; text parts are concatenated, and any
+    image makes a multimodal ``UserMessage``; an assistant dict's Chat-style ``tool_calls`` are kept.
+    ``function_call_output`` becomes a ``ToolResultMessage``. ``function_call`` items become tool calls of
+    the assistant message right before them (a Responses turn — text, then calls — is one Chat turn), or of
+    a new assistant message. ``reasoning`` items are skipped: Chat Completions cannot send them back.
+    Anything else raises ``TypeError`` / ``ValueError``.
+
+    >>> to_chat_messages([function_call_item("c1", "f", "{}"), function_call_item("c2", "g", "{}")])
+    [AiMessage(text=None, tool_calls=(ToolCall(id='c1', name='f', arguments='{}'), \
+ToolCall(id='c2', name='g', arguments='{}')), reasoning=None, refusal=None)]
+    """
+    out: list[Message] = []
+    for index, item in enumerate(items):
+        if isinstance(item, _MESSAGE_TYPES):
+            out.append(item)
+            continue
+        if not isinstance(item, Mapping):
+            raise TypeError(
+                f"{_where(index)}: cannot use a {type(item).__name__} as a conversation item; "
+                "pass a Message or an item dict (see agentflow.agent.items)"
+            )
+        kind = _kind(item)
+        if kind == "message":
+            out.append(_message_from_map(item, index))
+        elif kind == "function_call_output":
+            out.append(ToolResultMessage(_call_id(item, index), _output_text(item.get("output"), index)))
+        elif kind == "function_call":
+            name = item.get("name")
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"{_where(index)}: a function_call item needs a non-empty 'name'")
+            call = ToolCall(_call_id(item, index), name, _arguments_text(item.get("arguments")))
+            previous = out[-1] if out else None
+            if isinstance(previous, AiMessage):
+                out[-1] = attrs.evolve(
+                    previous, text=previous.text or None, tool_calls=(*previous.tool_calls, call)
+                )
+            else:
+                out.append(AiMessage(tool_calls=(call,)))
+        elif kind == "reasoning":
+            continue
+        else:
+            raise ValueError(f"{_where(index)}: a {kind or 'typeless'} item has no Chat Completions form")
+    return out
+
+
+# --- Responses ----------------------------------------------------------------------------------------
+
+
+def _parts_to_responses(content: Sequence[ContentPart]) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    for part in content:
+        if isinstance(part, TextPart):
+            parts.append({"type": "input_text", "text": part.text})
+        else:
+            image: dict[str, Any] = {"type": "input_image", "image_url": part.url}
+            if part.detail is not None:
+                image["detail"] = part.detail
+            parts.append(image)
+    return parts
+
+
+def _message_to_responses(message: Message) -> list[dict[str, Any]]:
+    if isinstance(message, SystemMessage):
+        return [system_item(message.text)]
+    if isinstance(message, DeveloperMessage):
+        return [developer_item(message.text)]
+    if isinstance(message, UserMessage):
+        if isinstance(message.content, str):
+            return [message_item("user", message.content)]
+        return [{"type": "message", "role": "user", "content": _parts_to_responses(message.content)}]
+    if isinstance(message, ToolResultMessage):
+        return [function_call_output_item(message.call_id, message.text)]
+    # AiMessage: the text (if any) as an assistant message, then one function_call item per call.
+    # Reasoning text cannot be sent back on Responses without its encrypted item, so it is not sent.
+    out: list[dict[str, Any]] = []
+    if message.text or message.refusal:
+        head = assistant_item(message.text, refusal=message.refusal)
+        out.append(head)
+    out.extend(function_call_item(c.id, c.name, c.arguments) for c in message.tool_calls)
+    return out
+
+
+def _assistant_map_to_responses(item: Mapping[str, Any], index: int) -> list[Any]:
+    """An assistant message dict in the Chat memory shape, made valid Responses input."""
+    content = item.get("content")
+    fixed_content: Any = content
+    if (
+        isinstance(content, Sequence)
+        and not isinstance(content, str)
+        and any(isinstance(p, Mapping) and p.get("type") == "input_text" for p in content)
+    ):
+        fixed_content = [
+            {**part, "type": "output_text"}
+            if isinstance(part, Mapping) and part.get("type") == "input_text"
+            else part
+            for part in content
+        ]
+    if fixed_content is content and "tool_calls" not in item:
+        return [item]
+    calls = _chat_tool_calls(item.get("tool_calls"), index)
+    head = {k: v for k, v in item.items() if k != "tool_calls"}
+    out: list[Any] = []
+    if fixed_content:
+        head["content"] = fixed_content
+        out.append(head)
+    out.extend(function_call_item(c.id, c.name, c.arguments) for c in calls)
+    return out
+
+
+def to_responses_input(items: Iterable[Any]) -> list[Any]:
+    """Convert conversation items to Responses ``input`` items, in order.
+
+    Dict items are sent verbatim (unknown fields such as ``encrypted_content`` survive), except two Chat
+    shapes that the Responses API would reject: an assistant message with Chat-style ``tool_calls`` becomes
+    the message plus ``function_call`` items (and its ``input_text`` parts become ``output_text``), and a
+    ``{"role": "tool"}`` dict becomes a ``function_call_output``. ``Message`` values are converted to items.
+
+    >>> to_responses_input([assistant_item("", [ToolCall("c1", "f", "{}")])])
+    [{'type': 'function_call', 'call_id': 'c1', 'name': 'f', 'arguments': '{}'}]
+    """
+    out: list[Any] = []
+    for index, item in enumerate(items):
+        if isinstance(item, _MESSAGE_TYPES):
+            out.extend(_message_to_responses(item))
+        elif not isinstance(item, Mapping):
+            raise TypeError(
+                f"{_where(index)}: cannot use a {type(item).__name__} as a conversation item; "
+                "pass a Message or an item dict (see agentflow.agent.items)"
+            )
+        elif _kind(item) == "message" and item.get("role") == "assistant":
+            out.extend(_assistant_map_to_responses(item, index))
+        elif _kind(item) == "message" and item.get("role") == "tool":
+            call_id = item.get("tool_call_id")
+            if not isinstance(call_id, str) or not call_id:
+                raise ValueError(f"{_where(index)}: a tool message needs a non-empty 'tool_call_id'")
+            out.append(function_call_output_item(call_id, _output_text(item.get("content"), index)))
+        else:
+            out.append(item)
+    return out
+
+
+def with_call_ids(calls: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
+    """The calls with blank ids replaced by fresh unique ones and names stripped of surrounding spaces.
+
+    Some OpenAI-compatible servers send no id; an id is needed to pair the call with its output in memory.
+
+    >>> [call.id.startswith("call_") for call in with_call_ids([ToolCall("", " f ", "{}")])]
+    [True]
+    """
+    out: list[ToolCall] = []
+    for call in calls:
+        call_id = call.id.strip() or f"call_{uuid.uuid4().hex[:24]}"
+        name = call.name.strip()
+        out.append(
+            call if (call_id, name) == (call.id, call.name) else ToolCall(call_id, name, call.arguments)
+        )
+    return tuple(out)

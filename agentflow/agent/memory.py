@@ -1,0 +1,209 @@
+"""Conversation memory: the ``Memory`` protocol, ``InMemoryMemory`` (the default) and ``WindowedMemory``.
+
+A memory holds conversation items (see ``agentflow.agent.items``) in order. Trimming is pair-aware: a tool
+call is never separated from its outputs, so the conversation a memory hands to a model is always one a
+provider accepts. Memories are plain in-process state and do no I/O; they are not locked (a session
+serialises the runs that share one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol, runtime_checkable
+
+from ..model.messages import AiMessage, DeveloperMessage, SystemMessage, ToolResultMessage, UserMessage
+from .items import is_model_output_item, is_system_item, tool_call_ids, tool_output_call_id
+
+__all__ = ["InMemoryMemory", "Memory", "WindowedMemory"]
+
+_MESSAGE_TYPES = (SystemMessage, DeveloperMessage, UserMessage, AiMessage, ToolResultMessage)
+
+
+def _checked(item: Any) -> Any:
+    if isinstance(item, (Mapping, *_MESSAGE_TYPES)):
+        return item
+    raise TypeError(
+        f"memory items are item dicts or Message values, got {type(item).__name__} "
+        "(build one with agentflow.agent.items, e.g. user_item(text))"
+    )
+
+
+@runtime_checkable
+class Memory(Protocol):
+    """Where a conversation is kept between model calls and runs.
+
+    ``items`` is a snapshot (a tuple: later writes do not change it). ``snapshot()``/``restore()`` save and
+    put back the whole state, e.g. to roll back a failed run.
+    """
+
+    @property
+    def items(self) -> tuple[Any, ...]:
+        """The conversation, oldest first."""
+        ...
+
+    def add(self, item: Any) -> None:
+        """Append one item."""
+        ...
+
+    def extend(self, items: Iterable[Any]) -> None:
+        """Append items in order."""
+        ...
+
+    def clear(self) -> None:
+        """Forget everything."""
+        ...
+
+    def snapshot(self) -> tuple[Any, ...]:
+        """The whole state, for ``restore``."""
+        ...
+
+    def restore(self, snapshot: Iterable[Any]) -> None:
+        """Replace the state with one from ``snapshot``."""
+        ...
+
+
+class InMemoryMemory:
+    """The default memory: every item, in a list, for the life of the object.
+
+    >>> from agentflow.agent.items import user_item
+    >>> memory = InMemoryMemory()
+    >>> memory.add(user_item("hi"))
+    >>> len(memory), memory.items[0]["role"]
+    (1, 'user')
+
+    Item dicts are stored as given; do not mutate one after adding it.
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Iterable[Any] = ()) -> None:
+        self._items: list[Any] = []
+        self.extend(items)
+
+    @property
+    def items(self) -> tuple[Any, ...]:
+        """The conversation, oldest first (a snapshot)."""
+        return tuple(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({len(self._items)} items)"
+
+    def add(self, item: Any) -> None:
+        """Append one item (an item dict or a ``Message``; anything else is a ``TypeError``)."""
+        self._items.append(_checked(item))
+        self._trim()
+
+    def extend(self, items: Iterable[Any]) -> None:
+        """Append items in order; all are checked before any is added."""
+        checked = [_checked(item) for item in items]
+        self._items.extend(checked)
+        self._trim()
+
+    def clear(self) -> None:
+        """Forget everything."""
+        self._items.clear()
+
+    def snapshot(self) -> tuple[Any, ...]:
+        """The whole state, for ``restore``."""
+        return tuple(self._items)
+
+    def restore(self, snapshot: Iterable[Any]) -> None:
+        """Replace the state with ``snapshot`` (trimmed as any write would be)."""
+        checked = [_checked(item) for item in snapshot]
+        self._items[:] = checked
+        self._trim()
+
+    def _trim(self) -> None:
+        """Subclasses bound the conversation here; the default keeps everything."""
+
+
+class WindowedMemory(InMemoryMemory):
+    """A memory that keeps the leading system items plus about the last ``max_items`` items.
+
+    Trimming drops the oldest items, but only at a cut that keeps the conversation valid:
+    - a tool call (an assistant item with tool calls, a ``function_call`` item) keeps all its outputs, and an
+      output never loses its call; a call still waiting for its output is never cut off either;
+    - the window never starts with a tool output;
+    - the items of one model turn (``reasoning``, assistant message, calls) are never split;
+    - the system (and developer) items at the very start are always kept and do not count.
+
+    The window holds at most ``max_items`` items whenever such a cut exists; when one indivisible group is
+    longer than that, the window keeps the group whole (so it may briefly exceed ``max_items``).
+
+    >>> from agentflow.agent import items
+    >>> memory = WindowedMemory(max_items=2)
+    >>> memory.extend([items.system_item("sys"), items.user_item("q"),
+    ...                items.function_call_item("c1", "f", "{}"),
+    ...                items.function_call_output_item("c1", "42")])
+    >>> [item.get("role") or item["type"] for item in memory.items]
+    ['system', 'function_call', 'function_call_output']
+    """
+
+    __slots__ = ("max_items",)
+
+    def __init__(self, max_items: int, items: Iterable[Any] = ()) -> None:
+        if not isinstance(max_items, int) or isinstance(max_items, bool) or max_items <= 0:
+            raise ValueError(f"max_items must be a positive integer, got {max_items!r}")
+        self.max_items = max_items
+        super().__init__(items)
+
+    def __repr__(self) -> str:
+        return f"WindowedMemory(max_items={self.max_items}, {len(self._items)} items)"
+
+    def _trim(self) -> None:
+        items = self._items
+        pinned = 0
+        while pinned < len(items) and is_system_item(items[pinned]):
+            pinned += 1
+        tail = items[pinned:]
+        if len(tail) <= self.max_items:
+            return
+        cut = _choose_cut(tail, len(tail) - self.max_items)
+        if cut:
+            del items[pinned : pinned + cut]
+
+
+def _valid_cuts(tail: list[Any]) -> list[bool]:
+    """``valid[i]``: may the window start at ``tail[i]``? (``i == 0`` means "keep everything")."""
+    n = len(tail)
+    # Each call is keyed by (index of the item making it, call id); its end is the index of its last output,
+    # or n while it awaits one. An output pairs with the latest earlier call of its id, since some servers
+    # reuse ids such as "call_0" from one response to the next.
+    call_end: dict[tuple[int, str], int] = {}
+    latest: dict[str, int] = {}
+    for index, item in enumerate(tail):
+        for call_id in tool_call_ids(item):
+            latest[call_id] = index
+            call_end[(index, call_id)] = n
+        answered = tool_output_call_id(item)
+        if answered is not None and answered in latest:
+            call_end[(latest[answered], answered)] = index
+    needs = [-1] * n  # needs[i]: the last index that must stay with the calls tail[i] makes
+    for (caller, _), end in call_end.items():
+        needs[caller] = max(needs[caller], end)
+    valid = [True] + [False] * (n - 1)
+    reach = -1  # the furthest index that an item before the current cut still needs
+    for index in range(1, n):
+        reach = max(reach, needs[index - 1])
+        item = tail[index]
+        valid[index] = (
+            reach < index
+            and tool_output_call_id(item) is None
+            and not (is_model_output_item(tail[index - 1]) and is_model_output_item(item))
+        )
+    return valid
+
+
+def _choose_cut(tail: list[Any], wanted: int) -> int:
+    """The first valid cut at or after ``wanted``; failing that, the last valid one before it."""
+    valid = _valid_cuts(tail)
+    for index in range(wanted, len(tail)):
+        if valid[index]:
+            return index
+    for index in range(min(wanted, len(tail)) - 1, 0, -1):
+        if valid[index]:
+            return index
+    return 0

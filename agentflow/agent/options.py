@@ -1,0 +1,119 @@
+"""How agent runs are bounded (``AgentOptions``) and how their model calls are set up (``ModelSettings``).
+
+Plain immutable values, validated when they are built (a bad limit fails at construction, not mid-run).
+Nothing here runs anything; the runtime in ``agentflow.runtimes.base`` reads them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import attrs
+
+from .prompt import ToolChoiceLike
+
+__all__ = ["DEFAULT_FINAL_ANSWER_PROMPT", "AgentOptions", "MaxStepsPolicy", "ModelSettings"]
+
+MaxStepsPolicy = Literal["stop", "final_answer", "raise"]
+
+DEFAULT_FINAL_ANSWER_PROMPT = (
+    "You have reached the maximum number of steps for this task. Do not call any more tools. "
+    "Using only the information above, give your final answer now."
+)
+"""The user turn added (to that prompt only, never to memory) for ``on_max_steps="final_answer"``."""
+
+
+def _positive_int(name: str) -> Any:
+    def check(_inst: object, _attr: object, value: int | None) -> None:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ValueError(
+                f"AgentOptions.{name} must be a positive integer or None (no limit), got {value!r}"
+            )
+
+    return check
+
+
+def _positive_float(name: str) -> Any:
+    def check(_inst: object, _attr: object, value: float | None) -> None:
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int | float) or value <= 0
+        ):
+            raise ValueError(
+                f"AgentOptions.{name} must be a positive number of seconds or None, got {value!r}"
+            )
+
+    return check
+
+
+def _policy(_inst: object, _attr: object, value: str) -> None:
+    if value not in ("stop", "final_answer", "raise"):
+        raise ValueError(
+            f"AgentOptions.on_max_steps must be 'stop', 'final_answer' or 'raise', got {value!r}"
+        )
+
+
+@attrs.frozen
+class AgentOptions:
+    """Limits and loop behaviour of every run of an agent.
+
+    - ``max_steps`` (default 20): model calls before the run stops with ``StopReason.MAX_STEPS``; what
+      happens then is ``on_max_steps``: ``"stop"`` returns the partial result, ``"final_answer"`` makes one
+      last tool-less call (``tool_choice="none"``) asking for a final answer, ``"raise"`` raises
+      ``MaxStepsExceeded``.
+    - ``max_tool_calls``: tool calls executed over the whole run; a call beyond it is not run (the model
+      sees a ``TOOL_ERROR``) and the run stops with ``StopReason.MAX_TOOL_CALLS``.
+    - ``max_tokens``: a token budget (``total_tokens`` summed over every model call); once reached the run
+      stops with ``StopReason.MAX_TOKENS`` instead of calling tools or the model again.
+    - ``timeout``: wall-clock seconds for the whole run, a cancel scope that interrupts even a hanging model
+      call or tool; the run then ends with ``RunCancelled`` whose partial result says ``StopReason.DEADLINE``.
+    - ``tool_timeout`` / ``max_tool_concurrency``: the per-call default timeout and the concurrency limit of
+      tools.
+    - ``stream``: whether model calls stream. ``None`` (default) streams when the run is consumed through
+      ``agent.stream()`` (so text arrives mid-call) and makes plain calls for ``agent.run()``.
+    ``None`` means "no limit" for every limit.
+
+    >>> AgentOptions(max_steps=5, on_max_steps="final_answer").max_steps
+    5
+    >>> AgentOptions(max_steps=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: AgentOptions.max_steps must be a positive integer or None (no limit), got 0
+    """
+
+    max_steps: int | None = attrs.field(default=20, validator=_positive_int("max_steps"))
+    on_max_steps: MaxStepsPolicy = attrs.field(default="stop", validator=_policy)
+    max_tool_calls: int | None = attrs.field(default=None, validator=_positive_int("max_tool_calls"))
+    max_tokens: int | None = attrs.field(default=None, validator=_positive_int("max_tokens"))
+    timeout: float | None = attrs.field(default=None, validator=_positive_float("timeout"))
+    tool_timeout: float | None = attrs.field(default=60.0, validator=_positive_float("tool_timeout"))
+    max_tool_concurrency: int = attrs.field(default=8, validator=_positive_int("max_tool_concurrency"))
+    stream: bool | None = None
+    final_answer_prompt: str = DEFAULT_FINAL_ANSWER_PROMPT
+
+
+def _to_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return {} if value is None else value
+
+
+@attrs.frozen
+class ModelSettings:
+    """Per-call model parameters an agent puts on every ``AgentPrompt``; ``None`` means "not sent".
+
+    ``model`` overrides the model name the model object was built with. ``parallel_tool_calls`` is sent to
+    the model when set, and ``False`` also makes the runtime execute a step's tool calls one at a time.
+
+    >>> ModelSettings(model="gpt-4.1-mini", temperature=0).temperature
+    0
+    """
+
+    model: str | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    max_output_tokens: int | None = None
+    tool_choice: ToolChoiceLike | None = None
+    parallel_tool_calls: bool | None = None
+    reasoning: Mapping[str, Any] | None = None
+    store: bool | None = None
+    user: str | None = None
+    extra_body: Mapping[str, Any] = attrs.field(factory=dict, converter=_to_mapping)

@@ -1,0 +1,209 @@
+"""``AgentRun``: the handle on one run — its events, its result, and how to stop it.
+
+::
+
+    async with agent.stream("What is the weather in Paris?") as run:
+        async for event in run:          # every event, as it happens; ends after the terminal event
+            ...
+        print(run.result.output_text)
+
+The run's task lives in a task group owned by the ``async with`` block (no detached task). Events reach the
+consumer through a bounded subscription on the run's ``EventBus``, subscribed before the run starts, so none
+is missed; a slow consumer slows the run (backpressure). Leaving the block before the run has ended — by
+``break``, an exception, or the task being cancelled — cancels the run and waits until it has closed cleanly:
+model stream and tools stopped, memory completed, ``RunCancelled`` published. ``agent.run()`` is this same
+handle consumed to the end without a subscription.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import TracebackType
+
+import anyio
+from anyio.abc import TaskGroup
+
+from ..bus import EventBus, Policy, Subscription
+from ..model.events import Event
+from ..result import AgentResult
+from ..runtimes.base import AgentRuntime
+from ..runtimes.context import RunContext
+
+__all__ = ["AgentRun"]
+
+
+class AgentRun:
+    """One run of an agent, started when the ``async with`` block is entered.
+
+    - ``async for event in run`` yields the run's events (those of ``types``, if given) in order and stops
+      after the terminal event (``RunFinished``, ``RunFailed`` or ``RunCancelled``).
+    - ``run.result`` is the ``AgentResult`` once the run has ended (the partial result for a cancelled run);
+      for a failed run it raises the run's exception (also in ``run.error``).
+    - ``await run.wait()`` waits for the end (discarding unread events) and returns ``run.result``.
+    - ``await run.cancel()`` asks the run to stop; it ends with ``RunCancelled``, which the iteration yields.
+    An ``AgentRun`` can be entered once.
+    """
+
+    __slots__ = (
+        "_buffer",
+        "_done",
+        "_entered",
+        "_lock",
+        "_policy",
+        "_runtime",
+        "_subscribe",
+        "_subscription",
+        "_task_group",
+        "_types",
+        "ctx",
+    )
+
+    def __init__(
+        self,
+        runtime: AgentRuntime,
+        ctx: RunContext,
+        *,
+        subscribe: bool = True,
+        types: Sequence[type[Event]] | type[Event] | None = None,
+        buffer: int = 256,
+        policy: Policy = "backpressure",
+        lock: anyio.Lock | None = None,
+    ) -> None:
+        self._runtime = runtime
+        self.ctx = ctx
+        """The run's context: configuration and live state (step, usage, tool calls…)."""
+        self._subscribe = subscribe
+        self._types = tuple(types) if isinstance(types, Sequence) else types
+        self._buffer = buffer
+        self._policy: Policy = policy
+        self._lock = lock
+        self._subscription: Subscription[Event] | None = None
+        self._task_group: TaskGroup | None = None
+        self._done = anyio.Event()
+        self._entered = False
+
+    def __repr__(self) -> str:
+        state = "ended" if self._done.is_set() else ("running" if self._entered else "not started")
+        return f"AgentRun({self.run_id!r}, {state})"
+
+    @property
+    def run_id(self) -> str:
+        """The run's id (every event of the run carries it)."""
+        return self.ctx.run_id
+
+    @property
+    def bus(self) -> EventBus:
+        """The run's event bus: add callbacks or subscriptions here before entering the block."""
+        return self.ctx.bus
+
+    @property
+    def done(self) -> bool:
+        """Whether the run has ended."""
+        return self._done.is_set()
+
+    # -- lifecycle -------------------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> AgentRun:
+        if self._entered:
+            raise RuntimeError("this AgentRun was already started; call agent.stream() again for a new run")
+        self._entered = True
+        if self._lock is not None:
+            # A session's runs share memory: one at a time, in arrival order.
+            await self._lock.acquire()
+        try:
+            if self._subscribe:
+                self._subscription = self.ctx.bus.subscribe(
+                    self._types, buffer=self._buffer, policy=self._policy
+                )
+            task_group = anyio.create_task_group()
+            await task_group.__aenter__()
+        except BaseException:
+            self._release()
+            raise
+        self._task_group = task_group
+        task_group.start_soon(self._drive, name=f"agentflow run {self.run_id}")
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            if not self._done.is_set():
+                # Leaving early (break, exception, cancellation) cancels the run; it still closes cleanly.
+                self.ctx.cancel_scope.cancel()
+            if self._subscription is not None:
+                # Nobody reads any more: unblock a run waiting on this subscriber's full buffer.
+                self._subscription.close()
+            assert self._task_group is not None
+            # The block's own exception is not handed to the task group (it would come back wrapped in an
+            # ExceptionGroup); it propagates unchanged once the run has ended.
+            await self._task_group.__aexit__(None, None, None)
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    async def _drive(self) -> None:
+        try:
+            await self._runtime.execute(self.ctx)
+        except Exception as exc:
+            # Already published as RunFailed; the caller gets it from run.result / run.wait().
+            if self.ctx.error is None:
+                self.ctx.error = exc
+        finally:
+            self._done.set()
+
+    # -- events ----------------------------------------------------------------------------------------------
+
+    def __aiter__(self) -> AgentRun:
+        return self
+
+    async def __anext__(self) -> Event:
+        if self._subscription is None:
+            if not self._entered:
+                raise RuntimeError(
+                    "enter the run first: 'async with agent.stream(...) as run: async for e in run'"
+                )
+            raise RuntimeError("this run was started without an event subscription")
+        return await self._subscription.__anext__()
+
+    # -- outcome ---------------------------------------------------------------------------------------------
+
+    async def wait(self) -> AgentResult:
+        """Wait until the run has ended (unread events are discarded) and return ``result``."""
+        if not self._entered:
+            raise RuntimeError("enter the run first: 'async with agent.stream(...) as run'")
+        if self._subscription is not None:
+            async for _ in self._subscription:
+                pass
+        await self._done.wait()
+        return self.result
+
+    async def cancel(self) -> None:
+        """Ask the run to stop. It ends with ``RunCancelled`` (memory completed, usage kept); iterate or
+        ``await run.wait()`` to see it. Cancelling an ended run does nothing."""
+        self.ctx.cancel_scope.cancel()
+
+    @property
+    def result(self) -> AgentResult:
+        """The run's result; raises the run's exception if it failed, ``RuntimeError`` if it has not ended."""
+        if not self._done.is_set():
+            raise RuntimeError("the run has not ended yet; iterate it to the end or 'await run.wait()'")
+        if self.ctx.error is not None:
+            raise self.ctx.error
+        if self.ctx.result is None:
+            raise RuntimeError("the run ended without a result (it was cancelled before it started)")
+        return self.ctx.result
+
+    @property
+    def error(self) -> BaseException | None:
+        """The exception of a failed run, else ``None``."""
+        return self.ctx.error
+
+    @property
+    def partial(self) -> AgentResult | None:
+        """The run's result so far: set when it ended in any way (for a failed run, its partial result)."""
+        return self.ctx.result

@@ -1,0 +1,519 @@
+"""The per-run event bus: stamps every event with ``run_id``/``step``/``seq`` and delivers it to subscribers.
+
+One ``EventBus`` belongs to one run. The runtime publishes; consumers either iterate a ``Subscription``
+(a bounded anyio memory stream) or register a callback with ``on``. Rules:
+
+- **Backpressure by default.** ``publish`` waits while a subscriber's buffer is full, so a slow consumer
+  slows the run instead of growing a queue. A subscriber may choose ``policy="drop_deltas"``: when its
+  buffer is full, delta events (``DELTA_TYPES``) are dropped for that subscriber (and counted in
+  ``Subscription.dropped``); boundaries and the terminal event are never dropped.
+- **Ordering.** Every subscriber sees events in ``seq`` order, also when several tasks publish at once.
+- **No replay.** A subscriber sees only the events published after it subscribed.
+- **End of stream.** Publishing the terminal event (``RunFinished``/``RunFailed``/``RunCancelled``) delivers
+  it and then closes the bus: every subscription ends after it, and later ``publish`` calls raise.
+- **Isolation.** A callback that raises is logged on the ``agentflow`` logger and recorded in
+  ``callback_failures``; the run goes on. A subscription whose consumer closed it, left its
+  ``async with`` or broke out of its ``async for`` is dropped from the bus and never blocks the run.
+
+``publish`` is on the hot path (one call per text delta): when nothing needs to wait it completes without
+yielding to the event loop, and with no subscribers it only stamps the event. This module does no I/O of
+its own and knows nothing about runtimes, tools or models.
+"""
+
+from __future__ import annotations
+
+import collections
+import inspect
+import logging
+import operator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from types import MemberDescriptorType, TracebackType
+from typing import Any, Generic, Literal, TypeVar, overload
+
+import anyio
+import attrs
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from .events import RunCancelled, RunFailed, RunFinished, ToolProgress
+from .model.events import Event, ReasoningDelta, RefusalDelta, TextDelta, ToolCallArgumentsDelta
+
+__all__ = [
+    "DELTA_TYPES",
+    "TERMINAL_TYPES",
+    "BusClosedError",
+    "CallbackFailure",
+    "EventBus",
+    "EventTypes",
+    "Policy",
+    "Subscription",
+]
+
+_log = logging.getLogger("agentflow")
+
+E = TypeVar("E", bound=Event)
+E_co = TypeVar("E_co", bound=Event, covariant=True)
+
+DELTA_TYPES: tuple[type[Event], ...] = (
+    TextDelta,
+    ReasoningDelta,
+    RefusalDelta,
+    ToolCallArgumentsDelta,
+    ToolProgress,
+)
+"""The events a ``drop_deltas`` subscriber may lose when it falls behind."""
+
+TERMINAL_TYPES: tuple[type[Event], ...] = (RunFinished, RunFailed, RunCancelled)
+"""The events that end a run (exactly one per run); publishing one closes the bus."""
+
+Policy = Literal["backpressure", "drop_deltas"]
+"""What a subscriber's full buffer does to ``publish``: wait (``backpressure``) or drop deltas."""
+
+EventTypes = type[Event] | tuple[type[Event], ...] | None
+"""Which events a subscriber wants: a class, a tuple of classes (``isinstance`` match) or ``None`` (all)."""
+
+_MAX_RECORDED_FAILURES = 100
+
+
+class BusClosedError(RuntimeError):
+    """``publish`` was called after the run's terminal event (or after ``close``)."""
+
+
+@attrs.frozen
+class CallbackFailure:
+    """A callback raised while handling an event; the run went on."""
+
+    event_type: str
+    seq: int
+    callback: str
+    error: BaseException = attrs.field(eq=False)
+
+
+class Subscription(Generic[E_co]):
+    """A consumer's view of a run's events: an async iterator over a bounded buffer.
+
+    Use it as an async context manager so it is closed (and removed from the bus) however the loop ends::
+
+        async with bus.subscribe((TextDelta,)) as events:
+            async for event in events:
+                print(event.text, end="")
+
+    Iteration ends after the run's terminal event. Leaving an ``async for`` early closes the subscription
+    (at once with ``async with``; otherwise when Python finalises the loop's iterator, on the next pass of
+    the event loop), so a consumer that stopped reading never holds up the run. To read a few events and
+    keep the subscription, use ``receive()``. ``dropped`` counts the delta events a ``drop_deltas``
+    subscriber lost because its buffer was full.
+    """
+
+    __slots__ = ("_bus", "_drop_deltas", "_receive", "_send", "dropped", "types")
+
+    def __init__(
+        self, bus: EventBus, types: tuple[type[Event], ...] | None, buffer: int, policy: Policy
+    ) -> None:
+        self._bus = bus
+        self.types = types
+        """The event types this subscription receives (``None``: all)."""
+        self._drop_deltas = policy == "drop_deltas"
+        self.dropped = 0
+        send, receive = anyio.create_memory_object_stream[Any](max_buffer_size=buffer)
+        self._send: MemoryObjectSendStream[Any] = send
+        self._receive: MemoryObjectReceiveStream[Any] = receive
+
+    # -- consumer side -------------------------------------------------------------------------------
+
+    def __aiter__(self) -> AsyncIterator[E_co]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[E_co]:
+        # A generator, so that leaving an ``async for`` early (``break``, an exception, cancellation) closes
+        # the subscription when Python finalises the loop's iterator: a consumer that walked away can
+        # never hold up the run, even without ``async with``.
+        try:
+            while True:
+                yield await self.__anext__()
+        except StopAsyncIteration:
+            return
+        finally:
+            self.close()
+
+    async def __anext__(self) -> E_co:
+        """The next event; ``StopAsyncIteration`` (and the subscription closed) after the terminal event."""
+        # Take a buffered event without a trip through the event loop: the buffer is bounded and the
+        # producer yields whenever it is full, so this cannot starve other tasks.
+        try:
+            return self._receive.receive_nowait()  # type: ignore[no-any-return]
+        except anyio.WouldBlock:
+            pass
+        except anyio.EndOfStream:
+            self.close()
+            raise StopAsyncIteration from None
+        except anyio.ClosedResourceError:
+            raise StopAsyncIteration from None
+        try:
+            return await self._receive.receive()  # type: ignore[no-any-return]
+        except anyio.EndOfStream:
+            self.close()
+            raise StopAsyncIteration from None
+        except anyio.ClosedResourceError:
+            raise StopAsyncIteration from None
+
+    async def receive(self) -> E_co:
+        """The next event; raises ``anyio.EndOfStream`` once the run has ended and the buffer is drained."""
+        event: E_co = await self._receive.receive()
+        return event
+
+    def close(self) -> None:
+        """Stop receiving: the bus forgets this subscription (buffered events are discarded)."""
+        self._bus._remove(self)
+        self._send.close()
+        self._receive.close()
+
+    async def aclose(self) -> None:
+        """Async alias of ``close``."""
+        self.close()
+
+    def __del__(self) -> None:
+        # A forgotten subscription is not a leak worth a ResourceWarning: it holds no OS resource and the
+        # bus already let go of it (or will skip it once its buffer is closed).
+        self._send.close()
+        self._receive.close()
+
+    async def __aenter__(self) -> Subscription[E_co]:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- producer side (the bus) -----------------------------------------------------------------------
+
+    def _offer(self, event: Event) -> Awaitable[None] | None:
+        """Deliver without waiting if possible; otherwise return what the publisher must await."""
+        try:
+            self._send.send_nowait(event)
+        except anyio.WouldBlock:
+            if self._drop_deltas and isinstance(event, DELTA_TYPES):
+                self.dropped += 1
+                return None
+            return self._deliver(event)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self._bus._remove(self)
+        return None
+
+    async def _deliver(self, event: Event) -> None:
+        try:
+            await self._send.send(event)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self._bus._remove(self)
+
+    def _end(self) -> None:
+        # Closing the send side lets the consumer drain what is buffered, then ends its iteration.
+        self._send.close()
+
+
+class _Callback:
+    __slots__ = ("_bus", "fn", "types")
+
+    def __init__(
+        self, bus: EventBus, types: tuple[type[Event], ...] | None, fn: Callable[[Any], Any]
+    ) -> None:
+        self._bus = bus
+        self.types = types
+        self.fn = fn
+
+    def _offer(self, event: Event) -> Awaitable[None] | None:
+        try:
+            result = self.fn(event)
+        except Exception as exc:
+            self._bus._record_failure(event, self.fn, exc)
+            return None
+        if result is not None and inspect.isawaitable(result):
+            return self._finish(event, result)
+        return None
+
+    async def _finish(self, event: Event, pending: Awaitable[Any]) -> None:
+        try:
+            await pending
+        except Exception as exc:
+            self._bus._record_failure(event, self.fn, exc)
+
+    def _end(self) -> None:
+        pass
+
+
+_Sink = Subscription[Any] | _Callback
+
+
+class _EventClass:
+    """What the bus needs per event class, computed once: a fast stamped-copy function and flags."""
+
+    __slots__ = ("restamp", "terminal")
+
+    def __init__(self, cls: type[Event]) -> None:
+        self.terminal = issubclass(cls, TERMINAL_TYPES)
+        self.restamp = _restamper(cls)
+
+
+def _restamper(cls: type[Event]) -> Callable[[Event, str, int, int], Any]:
+    """``attrs.evolve(event, run_id=…, step=…, seq=…)``, about 3× faster for slotted event classes.
+
+    It copies the slots of the (valid, immutable) event into a new instance and sets the three stamps
+    before anyone else can see it, so no validator or converter needs to run again.
+    """
+    own = [f.name for f in attrs.fields(cls) if f.name not in ("run_id", "step", "seq")]
+    slots: list[Any] = [getattr(cls, name, None) for name in own]
+    stamps: list[Any] = [getattr(cls, name, None) for name in ("run_id", "step", "seq")]
+    if not all(isinstance(d, MemberDescriptorType) for d in (*slots, *stamps)):
+        # Not a slotted class (a user's event type, say): fall back to the general, slower way.
+        def evolve(event: Event, run_id: str, step: int, seq: int) -> Any:
+            return attrs.evolve(event, run_id=run_id, step=step, seq=seq)
+
+        return evolve
+    copy = tuple((operator.attrgetter(name), slot.__set__) for name, slot in zip(own, slots, strict=True))
+    set_run_id, set_step, set_seq = (d.__set__ for d in stamps)
+    new = object.__new__
+
+    def restamp(event: Event, run_id: str, step: int, seq: int) -> Any:
+        stamped = new(cls)
+        for get, put in copy:
+            put(stamped, get(event))
+        set_run_id(stamped, run_id)
+        set_step(stamped, step)
+        set_seq(stamped, seq)
+        return stamped
+
+    return restamp
+
+
+_event_classes: dict[type[Event], _EventClass] = {}
+
+
+def _match(kinds: tuple[type[Event], ...] | None, cls: type[Event]) -> bool:
+    return kinds is None or issubclass(cls, kinds)
+
+
+def _normalise_types(kinds: EventTypes) -> tuple[type[Event], ...] | None:
+    if kinds is None:
+        return None
+    if isinstance(kinds, type):
+        kinds = (kinds,)
+    for kind in kinds:
+        if not (isinstance(kind, type) and issubclass(kind, Event)):
+            raise TypeError(f"event types must be Event subclasses, got {kind!r}")
+    return tuple(kinds)
+
+
+class EventBus:
+    """Delivers one run's events to its subscribers and callbacks, stamped with ``run_id``, ``step``, ``seq``.
+
+    >>> import anyio
+    >>> from agentflow.model.events import TextDelta
+    >>> async def demo():
+    ...     bus = EventBus("run-1")
+    ...     seen = []
+    ...     bus.on((TextDelta,), seen.append)
+    ...     await bus.publish(TextDelta("Hel"))
+    ...     await bus.publish(TextDelta("lo"))
+    ...     return [(e.run_id, e.seq, e.text) for e in seen]
+    >>> anyio.run(demo)
+    [('run-1', 1, 'Hel'), ('run-1', 2, 'lo')]
+    """
+
+    __slots__ = (
+        "_closed",
+        "_lock",
+        "_routes",
+        "_seq",
+        "_sinks",
+        "callback_failures",
+        "failed_callbacks",
+        "run_id",
+        "step",
+    )
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.step = 0
+        """The current step; the runtime sets it. Events published without a step of their own get it."""
+        self._seq = 0
+        self._closed = False
+        self._sinks: list[_Sink] = []
+        self._routes: dict[type[Event], tuple[_Sink, ...]] = {}
+        # Held only while a publish is suspended mid-delivery, so concurrent publishers stay in seq order.
+        self._lock = anyio.Lock(fast_acquire=True)
+        self.failed_callbacks = 0
+        """How many callback invocations raised (every one is logged)."""
+        self.callback_failures: collections.deque[CallbackFailure] = collections.deque(
+            maxlen=_MAX_RECORDED_FAILURES
+        )
+        """The most recent callback failures (at most 100 are kept; ``failed_callbacks`` counts all)."""
+
+    @property
+    def closed(self) -> bool:
+        """True once the terminal event was published or ``close`` was called."""
+        return self._closed
+
+    @property
+    def seq(self) -> int:
+        """The ``seq`` of the last published event (0 before the first)."""
+        return self._seq
+
+    # -- subscribing ---------------------------------------------------------------------------------
+
+    @overload
+    def subscribe(
+        self, types: None = None, *, buffer: int = 256, policy: Policy = "backpressure"
+    ) -> Subscription[Event]: ...
+
+    @overload
+    def subscribe(
+        self, types: type[E] | tuple[type[E], ...], *, buffer: int = 256, policy: Policy = "backpressure"
+    ) -> Subscription[E]: ...
+
+    def subscribe(
+        self,
+        types: EventTypes = None,
+        *,
+        buffer: int = 256,
+        policy: Policy = "backpressure",
+    ) -> Subscription[Any]:
+        """A bounded subscription to the events of ``types`` (``isinstance`` match; ``None``: every event).
+
+        ``buffer`` is how many events may wait for the consumer (0: each ``publish`` waits for it).
+        ``policy="drop_deltas"`` drops delta events instead of waiting when the buffer is full. Events
+        published before this call are not replayed. Subscribing to a closed bus gives an ended subscription.
+        """
+        if isinstance(buffer, bool) or not isinstance(buffer, int) or buffer < 0:
+            raise ValueError(f"buffer must be an int >= 0 (bounded), got {buffer!r}")
+        if policy not in ("backpressure", "drop_deltas"):
+            raise ValueError(f"policy must be 'backpressure' or 'drop_deltas', got {policy!r}")
+        sub: Subscription[Any] = Subscription(self, _normalise_types(types), buffer, policy)
+        if self._closed:
+            sub._end()
+        else:
+            self._add(sub)
+        return sub
+
+    def on(self, types: EventTypes, callback: Callable[[Any], Any]) -> Callable[[], None]:
+        """Call ``callback(event)`` for every event of ``types``; returns a function that unsubscribes.
+
+        The callback may be sync or async; an async one is awaited before ``publish`` returns (so it
+        applies backpressure too). Exceptions are logged and recorded, never raised into the run.
+        A callback must not publish on the same bus.
+        """
+        if not callable(callback):
+            raise TypeError(f"callback must be callable, got {callback!r}")
+        entry = _Callback(self, _normalise_types(types), callback)
+        if not self._closed:
+            self._add(entry)
+
+        def unsubscribe() -> None:
+            self._remove(entry)
+
+        return unsubscribe
+
+    def _add(self, sink: _Sink) -> None:
+        self._sinks.append(sink)
+        self._routes.clear()
+
+    def _remove(self, sink: _Sink) -> None:
+        try:
+            self._sinks.remove(sink)
+        except ValueError:
+            return
+        self._routes.clear()
+
+    def _route(self, cls: type[Event]) -> tuple[_Sink, ...]:
+        route = self._routes.get(cls)
+        if route is None:
+            route = self._routes[cls] = tuple(s for s in self._sinks if _match(s.types, cls))
+        return route
+
+    # -- publishing ----------------------------------------------------------------------------------
+
+    async def publish(self, event: E) -> E:
+        """Stamp ``event`` (``run_id``, ``step`` unless it has one, next ``seq``) and deliver it.
+
+        Returns the stamped event. Waits while a backpressure subscriber's buffer is full. Raises
+        ``BusClosedError`` after the terminal event.
+        """
+        if self._closed:
+            raise self._closed_error(event)
+        if self._lock.locked():
+            # Another publish is suspended mid-delivery: queue behind it so every subscriber sees seq order.
+            async with self._lock:
+                return await self._publish_in_order(event)
+        cls = type(event)
+        info = _event_classes.get(cls) or _event_classes.setdefault(cls, _EventClass(cls))
+        self._seq += 1
+        stamped: E = info.restamp(event, self.run_id, event.step or self.step, self._seq)
+        if self._sinks:
+            route = self._route(cls)
+            for i, sink in enumerate(route):
+                pending = sink._offer(stamped)
+                if pending is not None:
+                    # Slow path: hold the lock while suspended so no concurrent publish overtakes this one.
+                    self._lock.acquire_nowait()
+                    try:
+                        await pending
+                        for rest in route[i + 1 :]:
+                            pending = rest._offer(stamped)
+                            if pending is not None:
+                                await pending
+                    finally:
+                        self._lock.release()
+                    break
+        if info.terminal:
+            self._close()
+        return stamped
+
+    async def _publish_in_order(self, event: E) -> E:
+        if self._closed:
+            raise self._closed_error(event)
+        cls = type(event)
+        info = _event_classes.get(cls) or _event_classes.setdefault(cls, _EventClass(cls))
+        self._seq += 1
+        stamped: E = info.restamp(event, self.run_id, event.step or self.step, self._seq)
+        for sink in self._route(cls):
+            pending = sink._offer(stamped)
+            if pending is not None:
+                await pending
+        if info.terminal:
+            self._close()
+        return stamped
+
+    def _closed_error(self, event: Event) -> BusClosedError:
+        return BusClosedError(
+            f"run {self.run_id!r} has ended; cannot publish {type(event).__name__} after its terminal event"
+        )
+
+    # -- ending --------------------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """End every subscription (consumers still drain what is buffered) and refuse further events.
+
+        Publishing a terminal event does this by itself; call it for a run that ends without one.
+        """
+        self._close()
+
+    def _close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        sinks, self._sinks = self._sinks, []
+        self._routes.clear()
+        for sink in sinks:
+            sink._end()
+
+    def _record_failure(self, event: Event, fn: Callable[[Any], Any], exc: Exception) -> None:
+        name = getattr(fn, "__qualname__", None) or repr(fn)
+        self.failed_callbacks += 1
+        self.callback_failures.append(CallbackFailure(type(event).__name__, event.seq, name, exc))
+        _log.error(
+            "event callback %s failed on %s (run %s, seq %d); the run continues",
+            name,
+            type(event).__name__,
+            self.run_id,
+            event.seq,
+            exc_info=exc,
+        )

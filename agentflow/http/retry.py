@@ -1,0 +1,133 @@
+"""``RetryPolicy``: which failures are retried, and how long to wait before the next attempt.
+
+Pure policy: it decides and computes delays; the client does the waiting (with an injectable sleep) and
+announces each retry as a ``ModelRetry`` event. Nothing here sleeps or does I/O.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import random
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from ..model.errors import ModelError
+
+__all__ = ["NEVER_RETRIED_STATUSES", "RetryPolicy", "retry_after_seconds"]
+
+NEVER_RETRIED_STATUSES = frozenset({400, 401, 403, 404})
+"""Statuses that no policy retries: the same request would fail the same way."""
+
+
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    """A header value by case-insensitive name (aiohttp's headers already are; plain dicts may not be)."""
+    value = headers.get(name)
+    if value is not None:
+        return value
+    for key, candidate in headers.items():
+        if key.lower() == name:
+            return candidate
+    return None
+
+
+def retry_after_seconds(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+    """The wait a server asked for: ``retry-after-ms`` (milliseconds, OpenAI), else ``Retry-After``
+    (seconds, or an HTTP date). ``None`` when absent or unreadable.
+
+    >>> retry_after_seconds({"retry-after-ms": "250"})
+    0.25
+    >>> retry_after_seconds({"Retry-After": "3"})
+    3.0
+    >>> retry_after_seconds({"retry-after": "Wed, 21 Oct 2015 07:28:10 GMT"}, now=1445412480.0)
+    10.0
+    """
+    ms = _header(headers, "retry-after-ms")
+    if ms is not None:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = _header(headers, "retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    current = time.time() if now is None else now
+    return max(0.0, when.timestamp() - current)
+
+
+def _non_negative(_instance: object, attribute: attrs.Attribute[Any], value: float) -> None:
+    if value < 0:
+        raise ValueError(f"RetryPolicy.{attribute.name} must not be negative, not {value!r}")
+
+
+@attrs.frozen
+class RetryPolicy:
+    """Retries with capped exponential back-off and jitter, honouring the server's ``Retry-After``.
+
+    Retried: connection failures and timeouts, HTTP 408, 409, 429 and 5xx, and any other ``ModelError``
+    marked ``retryable`` — except 400, 401, 403 and 404, which are never retried, and errors the server
+    marked final (``insufficient_quota``; an ``x-should-retry: false`` header). The delay before retry
+    *n* (1-based) is ``min(max_delay, initial_delay * multiplier ** (n - 1))`` reduced by up to ``jitter``
+    (a fraction; ``rng`` draws it), unless the server sent ``retry-after-ms`` / ``Retry-After`` of at
+    most ``max_retry_after`` seconds, which is then used as is.
+
+    ``max_retries=2`` (the default) means at most 3 attempts. ``RetryPolicy.none()`` never retries.
+
+    >>> policy = RetryPolicy(jitter=0)
+    >>> [policy.delay(n) for n in (1, 2, 3, 6)]
+    [0.5, 1.0, 2.0, 8.0]
+    """
+
+    max_retries: int = attrs.field(default=2, validator=_non_negative)
+    initial_delay: float = attrs.field(default=0.5, validator=_non_negative)
+    max_delay: float = attrs.field(default=8.0, validator=_non_negative)
+    multiplier: float = attrs.field(default=2.0, validator=_non_negative)
+    jitter: float = attrs.field(default=0.25, validator=[_non_negative, attrs.validators.le(1.0)])
+    max_retry_after: float = attrs.field(default=60.0, validator=_non_negative)
+    rng: Callable[[], float] = attrs.field(default=random.random, repr=False, eq=False)
+
+    @classmethod
+    def none(cls) -> RetryPolicy:
+        """A policy that never retries."""
+        return cls(max_retries=0)
+
+    @property
+    def max_attempts(self) -> int:
+        """Attempts in all, the first one included."""
+        return self.max_retries + 1
+
+    def is_retryable(self, error: BaseException) -> bool:
+        """Whether this failure is worth another attempt (ignoring how many were made)."""
+        if not isinstance(error, ModelError):
+            return False
+        if error.status in NEVER_RETRIED_STATUSES:
+            return False
+        should = _header(error.headers, "x-should-retry") if error.headers else None
+        if should == "false":
+            return False
+        if should == "true":
+            return True
+        return error.retryable
+
+    def should_retry(self, error: BaseException, attempt: int) -> bool:
+        """Whether to retry after attempt number ``attempt`` (1-based) failed with ``error``."""
+        return attempt <= self.max_retries and self.is_retryable(error)
+
+    def delay(self, retry: int, error: BaseException | None = None, *, now: float | None = None) -> float:
+        """Seconds to wait before retry number ``retry`` (1 = the first retry)."""
+        if isinstance(error, ModelError) and error.headers:
+            asked = retry_after_seconds(error.headers, now=now)
+            if asked is not None and asked <= self.max_retry_after:
+                return asked
+        base = min(self.max_delay, self.initial_delay * self.multiplier ** max(0, retry - 1))
+        return base * (1.0 - self.jitter * self.rng())

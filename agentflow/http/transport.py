@@ -1,0 +1,249 @@
+"""The HTTP SPI (seed 003's ``HttpTransport``) and its default implementation on aiohttp.
+
+A transport sends one request. With ``stream=False`` it returns once the whole body is in (``read``
+hands it back); with ``stream=True`` once the headers are in, and the body is then read chunk by chunk
+(``next_chunk``). A transport enforces two of the ``Timeout`` limits itself: ``connect`` (opening a
+connection) and ``read`` (the longest wait for data: for the response headers once the request is sent,
+then between body chunks). Failures come out typed: ``ModelConnectionError`` (with the network error as
+``__cause__``) and ``ModelTimeoutError``, so the client above never sees aiohttp. Transports know
+nothing about JSON, SSE, retries or the total timeout (the client's anyio cancel scope). Request headers
+(which carry the API key) never appear in a repr or an error message.
+
+Why ``read`` lives here and not in a cancel scope per chunk: a stream may bring thousands of chunks, and
+an anyio scope costs ~8 µs each — about half of what a raw aiohttp loop spends per delta. aiohttp's own
+``sock_read`` timer is re-armed per received packet for a fraction of that, with the same meaning.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping
+from typing import Protocol, runtime_checkable
+from urllib.parse import urlsplit
+
+import aiohttp
+
+from ..model.errors import ModelConnectionError, ModelTimeoutError
+from .timeouts import Timeout
+
+__all__ = ["AiohttpResponse", "AiohttpTransport", "HttpResponse", "HttpTransport"]
+
+
+@runtime_checkable
+class HttpResponse(Protocol):
+    """A response whose headers have arrived; the body is read with ``read`` or ``next_chunk``."""
+
+    @property
+    def status(self) -> int:
+        """The HTTP status code."""
+        ...
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """Response headers; lookups are case-insensitive."""
+        ...
+
+    async def read(self) -> bytes:
+        """The whole body (already in memory when the request was sent with ``stream=False``)."""
+        ...
+
+    async def next_chunk(self) -> bytes:
+        """The next piece of the body, as much as has arrived; ``b""`` at its end."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release the connection: back to the pool when the body was read to its end, else closed."""
+        ...
+
+
+@runtime_checkable
+class HttpTransport(Protocol):
+    """Sends HTTP requests. Implementations own their connection pool and release it in ``aclose``."""
+
+    async def send(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeout: Timeout,  # noqa: ASYNC109
+        stream: bool = False,
+    ) -> HttpResponse:
+        """Send a request; return once the whole response (``stream=False``) or its headers are in.
+
+        ``timeout.connect`` bounds establishing the connection, ``timeout.read`` the wait for the
+        response once the request is sent. Raises ``ModelConnectionError`` when the server cannot be
+        reached or the connection drops, ``ModelTimeoutError`` when either limit is exceeded.
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Close every pooled connection. The transport may be used again afterwards (it reconnects)."""
+        ...
+
+
+def _where(url: str) -> str:
+    """``scheme://host:port`` of a URL: enough to say where a failure happened, nothing more."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
+
+
+class AiohttpResponse:
+    """``HttpResponse`` over an ``aiohttp.ClientResponse``."""
+
+    __slots__ = ("_body", "_content", "_read_timeout", "_response", "_url")
+
+    def __init__(
+        self,
+        response: aiohttp.ClientResponse,
+        url: str,
+        read_timeout: float | None,
+        body: bytes | None = None,
+    ) -> None:
+        self._response = response
+        self._content = response.content
+        self._url = url
+        self._read_timeout = read_timeout
+        self._body = body
+
+    @property
+    def status(self) -> int:
+        """The HTTP status code."""
+        return self._response.status
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """Response headers (a case-insensitive multidict)."""
+        return self._response.headers
+
+    async def read(self) -> bytes:
+        """The whole body (aiohttp releases the connection to the pool once it is read)."""
+        if self._body is not None:
+            return self._body
+        try:
+            return await self._response.read()
+        except aiohttp.ClientError as exc:
+            raise _failure(self._url, exc, self._read_timeout) from exc
+
+    async def next_chunk(self) -> bytes:
+        """Whatever part of the body has arrived (at least one byte), or ``b""`` at the end."""
+        try:
+            return await self._content.readany()
+        except aiohttp.ClientError as exc:
+            raise _failure(self._url, exc, self._read_timeout) from exc
+
+    async def aclose(self) -> None:
+        """Return the connection to the pool if the body was consumed, otherwise drop it."""
+        if self._content.at_eof():
+            self._response.release()
+        else:
+            self._response.close()
+
+
+def _failure(
+    url: str, exc: BaseException, read_timeout: float | None
+) -> ModelConnectionError | ModelTimeoutError:
+    where = _where(url)
+    if isinstance(exc, aiohttp.ServerTimeoutError):
+        return ModelTimeoutError(f"no data from {where} within the read timeout of {read_timeout} s")
+    return ModelConnectionError(f"connection to {where} lost while reading the response: {_describe(exc)}")
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class AiohttpTransport:
+    """The default transport: one pooled ``aiohttp.ClientSession``, created lazily in the running loop.
+
+    Pass ``session=`` to share a session you own (it is then never closed here). A transport used from a
+    new event loop (e.g. two ``asyncio.run`` calls) opens a fresh session for that loop.
+
+    >>> AiohttpTransport()
+    AiohttpTransport(limit=100)
+    """
+
+    __slots__ = ("_limit", "_loop", "_owned", "_session", "_timeouts")
+
+    def __init__(self, *, session: aiohttp.ClientSession | None = None, limit: int = 100) -> None:
+        self._session = session
+        self._owned = session is None
+        self._limit = limit
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._timeouts: tuple[Timeout, aiohttp.ClientTimeout] | None = None
+
+    def __repr__(self) -> str:
+        return f"AiohttpTransport(limit={self._limit})"
+
+    async def _current_session(self) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        session = self._session
+        if session is not None and (not self._owned or (self._loop is loop and not session.closed)):
+            return session
+        if session is not None and not session.closed:
+            # It belongs to an earlier event loop, now gone, and its sockets with it: closing only
+            # marks it closed (aiohttp skips the dead loop's transports), which keeps GC quiet.
+            with contextlib.suppress(Exception):
+                await session.close()
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=self._limit),
+            auto_decompress=True,
+            raise_for_status=False,
+        )
+        self._loop = loop
+        return self._session
+
+    async def send(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeout: Timeout,  # noqa: ASYNC109
+        stream: bool = False,
+    ) -> HttpResponse:
+        """Send the request; return once the whole response (``stream=False``) or its headers are in."""
+        session = await self._current_session()
+        try:
+            response = await session.request(
+                method,
+                url,
+                data=body,
+                headers=headers,
+                timeout=self._client_timeout(timeout),
+                allow_redirects=True,
+            )
+            data = None if stream else await response.read()
+        except aiohttp.ConnectionTimeoutError as exc:
+            where = _where(url)
+            raise ModelTimeoutError(f"connecting to {where} timed out after {timeout.connect} s") from exc
+        except aiohttp.ServerTimeoutError as exc:
+            what = "response headers" if stream else "complete response"
+            where = _where(url)
+            raise ModelTimeoutError(
+                f"no {what} from {where} within the read timeout of {timeout.read} s"
+            ) from exc
+        except (aiohttp.ClientError, OSError) as exc:
+            raise ModelConnectionError(f"request to {_where(url)} failed: {_describe(exc)}") from exc
+        return AiohttpResponse(response, url, timeout.read, data)
+
+    def _client_timeout(self, timeout: Timeout) -> aiohttp.ClientTimeout:
+        # Cached: the same Timeout comes with every call of a model.
+        cached = self._timeouts
+        if cached is None or cached[0] is not timeout:
+            cached = self._timeouts = (
+                timeout,
+                aiohttp.ClientTimeout(total=None, sock_connect=timeout.connect, sock_read=timeout.read),
+            )
+        return cached[1]
+
+    async def aclose(self) -> None:
+        """Close the session this transport opened (a session passed in stays open)."""
+        session, self._session = self._session, None
+        if session is not None and self._owned and not session.closed:
+            with contextlib.suppress(RuntimeError):  # its loop may already be closed
+                await session.close()

@@ -1,0 +1,345 @@
+"""The Chat Completions codec: ``ChatRequest`` → wire dict, wire dict → ``ChatResponse`` (seed 003 §3).
+
+Pure functions: no I/O, no awaits, nothing about HTTP. The stream decoder (``chat_stream``) reuses the
+usage and finish-reason mappings from here.
+
+Request body order (seed 003 §3.3): custom parameters first, then ``model`` and ``messages``, the
+sampling fields, ``tools`` / ``tool_choice``, and for streams ``stream`` / ``stream_options`` — so a
+standard field always wins over a custom one of the same name. Unset (``None``) fields are not sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from ...model.errors import ProtocolError, error_from_payload
+from ...model.messages import (
+    AiMessage,
+    DeveloperMessage,
+    ImagePart,
+    Message,
+    SystemMessage,
+    TextPart,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from ...model.request import ChatParameters, ChatRequest
+from ...model.response import ChatResponse, FinishReason, TokenUsage
+from ...model.tools import ToolChoice, ToolSpec
+
+__all__ = [
+    "decode_chat_response",
+    "decode_finish_reason",
+    "decode_usage",
+    "encode_chat_request",
+    "encode_message",
+    "encode_tool",
+    "encode_tool_choice",
+]
+
+_FINISH_REASONS = {
+    "stop": FinishReason.STOP,
+    "length": FinishReason.LENGTH,
+    "tool_calls": FinishReason.TOOL_EXECUTION,
+    "function_call": FinishReason.TOOL_EXECUTION,
+    "content_filter": FinishReason.CONTENT_FILTER,
+}
+
+# Plain scalar parameters: (ChatParameters attribute, wire field).
+_SCALARS = (
+    ("temperature", "temperature"),
+    ("max_tokens", "max_tokens"),
+    ("max_completion_tokens", "max_completion_tokens"),
+    ("top_p", "top_p"),
+    ("reasoning_effort", "reasoning_effort"),
+    ("seed", "seed"),
+    ("user", "user"),
+)
+
+
+# --- request -------------------------------------------------------------------------------------
+
+
+def encode_message(message: Message) -> dict[str, Any]:
+    """One unified message as a Chat Completions message object.
+
+    >>> encode_message(AiMessage(tool_calls=[ToolCall("call_1", "getWeather", '{"city":"hangzhou"}')]))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'role': 'assistant', 'content': None, 'tool_calls': [{'id': 'call_1', 'type': 'function',
+     'function': {'name': 'getWeather', 'arguments': '{"city":"hangzhou"}'}}]}
+    """
+    if isinstance(message, UserMessage):
+        out: dict[str, Any] = {"role": "user", "content": _user_content(message.content)}
+        if message.name is not None:
+            out["name"] = message.name
+        return out
+    if isinstance(message, SystemMessage):
+        return {"role": "system", "content": message.text}
+    if isinstance(message, DeveloperMessage):
+        return {"role": "developer", "content": message.text}
+    if isinstance(message, AiMessage):
+        return _assistant(message)
+    if isinstance(message, ToolResultMessage):
+        return {"role": "tool", "tool_call_id": message.call_id, "content": message.text}
+    raise TypeError(
+        f"cannot send a {type(message).__name__} to Chat Completions; expected SystemMessage, "
+        "DeveloperMessage, UserMessage, AiMessage or ToolResultMessage"
+    )
+
+
+def _user_content(content: str | tuple[TextPart | ImagePart, ...]) -> str | list[dict[str, Any]]:
+    if isinstance(content, str):
+        return content
+    parts: list[dict[str, Any]] = []
+    for part in content:
+        if isinstance(part, TextPart):
+            parts.append({"type": "text", "text": part.text})
+        elif isinstance(part, ImagePart):
+            image: dict[str, Any] = {"url": part.url}
+            if part.detail is not None:
+                image["detail"] = part.detail
+            parts.append({"type": "image_url", "image_url": image})
+        else:
+            raise TypeError(
+                f"unsupported user content part {type(part).__name__}; expected TextPart or ImagePart"
+            )
+    return parts
+
+
+def _assistant(message: AiMessage) -> dict[str, Any]:
+    # Reasoning is never sent back: Chat Completions has no input field for it.
+    content: str | None = message.text
+    if content is None and not message.tool_calls and message.refusal is None:
+        content = ""
+    out: dict[str, Any] = {"role": "assistant", "content": content}
+    if message.refusal is not None:
+        out["refusal"] = message.refusal
+    if message.tool_calls:
+        out["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in message.tool_calls
+        ]
+    return out
+
+
+def encode_tool(tool: ToolSpec) -> dict[str, Any]:
+    """``{"type": "function", "function": {name, description, parameters[, strict]}}``.
+
+    >>> encode_tool(ToolSpec("f", "does f", {"type": "object"}, strict=True))["function"]["strict"]
+    True
+    """
+    function: dict[str, Any] = {
+        "name": tool.name,
+        "description": tool.description,
+        "parameters": tool.parameters,
+    }
+    if tool.strict is not None:
+        function["strict"] = tool.strict
+    return {"type": "function", "function": function}
+
+
+def encode_tool_choice(choice: ToolChoice) -> str | dict[str, Any]:
+    """``"auto"``, ``"none"``, ``"required"``, or ``{"type": "function", "function": {"name": …}}``.
+
+    >>> encode_tool_choice(ToolChoice.function("f"))
+    {'type': 'function', 'function': {'name': 'f'}}
+    """
+    if choice.mode == "function":
+        return {"type": "function", "function": {"name": choice.name}}
+    return choice.mode
+
+
+def encode_chat_request(request: ChatRequest, *, stream: bool = False) -> dict[str, Any]:
+    """The request body for ``POST /chat/completions``.
+
+    Raises ``ValueError`` when no model name is set (seed 003: it fails locally, before any request).
+
+    >>> from agentflow import UserMessage
+    >>> params = ChatParameters(model="m", custom={"model": "x", "n": 1})
+    >>> encode_chat_request(ChatRequest([UserMessage("hi")], params))
+    {'model': 'm', 'n': 1, 'messages': [{'role': 'user', 'content': 'hi'}]}
+    """
+    params = request.parameters
+    if not params.model:
+        raise ValueError(
+            "no model name: pass model=… to OpenAIChatModel, or set ChatParameters.model on the request"
+        )
+    body: dict[str, Any] = dict(params.custom)
+    body["model"] = params.model
+    body["messages"] = [encode_message(m) for m in request.messages]
+    _encode_parameters(params, body)
+    if stream:
+        options = body.get("stream_options")
+        body["stream"] = True
+        body["stream_options"] = {**(options if isinstance(options, Mapping) else {}), "include_usage": True}
+    elif "stream" in body:
+        # A blocking call reads one JSON body; a custom ``stream: true`` would make it unreadable.
+        body["stream"] = False
+        body.pop("stream_options", None)
+    return body
+
+
+def _encode_parameters(params: ChatParameters, body: dict[str, Any]) -> None:
+    for attribute, field in _SCALARS:
+        value = getattr(params, attribute)
+        if value is not None:
+            body[field] = value
+    if params.stop is not None:
+        body["stop"] = list(params.stop)
+    if params.response_format is not None:
+        body["response_format"] = dict(params.response_format)
+    if params.tools:
+        body["tools"] = [encode_tool(t) for t in params.tools]
+    if params.tool_choice is not None:
+        body["tool_choice"] = encode_tool_choice(params.tool_choice)
+    # OpenAI rejects parallel_tool_calls without tools, so it is only sent alongside them.
+    if params.parallel_tool_calls is not None and body.get("tools"):
+        body["parallel_tool_calls"] = params.parallel_tool_calls
+
+
+# --- response ------------------------------------------------------------------------------------
+
+
+def decode_finish_reason(value: Any) -> FinishReason | None:
+    """Seed 003 §3.5: stop, length, tool_calls/function_call, content_filter; other → OTHER; null → None.
+
+    >>> decode_finish_reason("function_call"), decode_finish_reason("eos"), decode_finish_reason(None)
+    (<FinishReason.TOOL_EXECUTION: 'tool_execution'>, <FinishReason.OTHER: 'other'>, None)
+    """
+    if value is None or value == "":
+        return None
+    return _FINISH_REASONS.get(value, FinishReason.OTHER)
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _details(usage: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = usage.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def decode_usage(usage: Mapping[str, Any]) -> TokenUsage:
+    """Token usage from a Chat Completions ``usage`` object. Missing counts are 0; a missing total is
+    input + output; cached input is ``prompt_tokens_details.cached_tokens`` or DeepSeek's
+    ``prompt_cache_hit_tokens``.
+
+    >>> decode_usage({"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120,
+    ...     "prompt_tokens_details": {"cached_tokens": 60, "cache_write_tokens": 30},
+    ...     "completion_tokens_details": {"reasoning_tokens": 7}}).uncached_input_tokens
+    40
+    """
+    prompt = _details(usage, "prompt_tokens_details")
+    completion = _details(usage, "completion_tokens_details")
+    input_tokens = _int(usage.get("prompt_tokens"))
+    output_tokens = _int(usage.get("completion_tokens"))
+    total = usage.get("total_tokens")
+    cached = prompt.get("cached_tokens")
+    if cached is None:
+        cached = usage.get("prompt_cache_hit_tokens")
+    return TokenUsage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        total_tokens=_int(total) if total is not None else input_tokens + output_tokens,
+        cached_input_tokens=_int(cached),
+        cache_write_tokens=_int(prompt.get("cache_write_tokens")),
+        reasoning_tokens=_int(completion.get("reasoning_tokens")),
+    )
+
+
+def decode_metadata(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """``id``, ``model`` and ``created`` of a completion (or chunk), those that are present."""
+    return {key: payload[key] for key in ("id", "model", "created") if payload.get(key) is not None}
+
+
+def _text(content: Any, where: str) -> str | None:
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        # Some compatible servers answer with content parts; keep their text.
+        return "".join(
+            str(p.get("text") or "") for p in content if isinstance(p, Mapping) and p.get("type") == "text"
+        )
+    raise ProtocolError(f"{where} is neither a string nor null: {type(content).__name__}")
+
+
+def _arguments(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    # A few compatible servers send an object; keep its JSON text (tool arguments are always a string).
+    return orjson.dumps(value).decode()
+
+
+def _tool_calls(message: Mapping[str, Any]) -> list[ToolCall]:
+    calls: list[ToolCall] = []
+    raw_calls = message.get("tool_calls")
+    if raw_calls is not None and not isinstance(raw_calls, list):
+        raise ProtocolError("choices[0].message.tool_calls is not a list")
+    for i, raw in enumerate(raw_calls or ()):
+        function = raw.get("function") if isinstance(raw, Mapping) else None
+        if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+            raise ProtocolError(f"choices[0].message.tool_calls[{i}] has no function name")
+        call_id = raw.get("id")
+        calls.append(
+            ToolCall(
+                call_id if isinstance(call_id, str) and call_id else f"call_{i}",
+                function["name"],
+                _arguments(function.get("arguments")),
+            )
+        )
+    legacy = message.get("function_call")
+    if not calls and isinstance(legacy, Mapping) and isinstance(legacy.get("name"), str):
+        calls.append(ToolCall("function_call", legacy["name"], _arguments(legacy.get("arguments"))))
+    return calls
+
+
+def decode_chat_response(payload: Any) -> ChatResponse:
+    """A ``ChatResponse`` from a decoded ``chat.completion`` body (seed 003 §3.4–3.6).
+
+    Raises ``ProtocolError`` when ``choices`` is missing or empty or ``choices[0].message`` is missing,
+    and the typed ``ModelError`` when the body is an error object.
+
+    >>> r = decode_chat_response({"choices": [{"message": {"content": "CAS."}, "finish_reason": "stop"}],
+    ...                           "usage": {"prompt_tokens": 20, "completion_tokens": 10}})
+    >>> r.message.text, r.finish_reason, r.usage.total_tokens
+    ('CAS.', <FinishReason.STOP: 'stop'>, 30)
+    """
+    if not isinstance(payload, Mapping):
+        raise ProtocolError(f"expected a JSON object, got {type(payload).__name__}")
+    if payload.get("error") is not None:
+        raise error_from_payload(payload, body=orjson.dumps(payload).decode())
+    choices = payload.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise ProtocolError("the response has no choices", body=orjson.dumps(payload).decode())
+    choice = choices[0]
+    message = choice.get("message") if isinstance(choice, Mapping) else None
+    if not isinstance(message, Mapping):
+        raise ProtocolError("the response has no choices[0].message", body=orjson.dumps(payload).decode())
+    calls = _tool_calls(message)
+    text = _text(message.get("content"), "choices[0].message.content")
+    if not text and calls:
+        text = None
+    reasoning = message.get("reasoning_content")
+    if not isinstance(reasoning, str) or not reasoning:
+        reasoning = message.get("reasoning")
+    refusal = message.get("refusal")
+    usage = payload.get("usage")
+    return ChatResponse(
+        message=AiMessage(
+            text=text,
+            tool_calls=calls,
+            reasoning=reasoning if isinstance(reasoning, str) and reasoning else None,
+            refusal=refusal if isinstance(refusal, str) else None,
+        ),
+        usage=decode_usage(usage) if isinstance(usage, Mapping) else None,
+        finish_reason=decode_finish_reason(choice.get("finish_reason")),
+        metadata=decode_metadata(payload),
+        raw=payload,
+    )

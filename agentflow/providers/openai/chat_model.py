@@ -1,0 +1,151 @@
+"""``OpenAIChatModel``: the ``ChatModel`` for ``POST /chat/completions`` on OpenAI and compatible servers.
+
+A thin assembly: parameters are merged (constructor defaults < request < call overrides), encoded by
+``chat_codec``, sent by the shared ``OpenAIHttpClient``, and decoded by ``chat_codec`` (blocking) or
+``ChatStreamDecoder`` (streaming). It holds no wire logic of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from types import TracebackType
+from typing import Any
+
+import attrs
+
+from ...http.retry import RetryPolicy
+from ...http.timeouts import Timeout
+from ...http.transport import HttpTransport
+from ...model.events import ModelRetry
+from ...model.protocol import RequestLike
+from ...model.request import ChatParameters, ChatRequest
+from ...model.response import ChatResponse
+from ...model.stream import ModelStream
+from .chat_codec import decode_chat_response, encode_chat_request
+from .chat_stream import ChatStreamDecoder
+from .client import DEFAULT_BASE_URL, OpenAIHttpClient
+
+__all__ = ["OpenAIChatModel"]
+
+_ENDPOINT = "/chat/completions"
+_PARAMETER_NAMES = frozenset(f.name for f in attrs.fields(ChatParameters)) - {"custom"}
+
+
+def _parameters(values: Mapping[str, Any], where: str) -> ChatParameters:
+    unknown = set(values) - _PARAMETER_NAMES
+    if unknown:
+        raise TypeError(
+            f"unknown {where} {sorted(unknown)}; expected ChatParameters fields: {sorted(_PARAMETER_NAMES)} "
+            "(put provider-specific fields in custom_parameters)"
+        )
+    return ChatParameters(**values)
+
+
+class OpenAIChatModel:
+    """A chat model speaking OpenAI Chat Completions, blocking (``chat``) and streaming (``stream``).
+
+    ``OpenAIChatModel(base_url=…, api_key=…, model=…, **defaults)``: ``defaults`` are ``ChatParameters``
+    fields (``temperature=0.2``, ``max_tokens=…``, ``tools=…``); ``custom_parameters`` are extra top-level
+    body fields (standard fields win over them); ``custom_headers`` are sent after the standard headers.
+    ``connect_timeout`` / ``read_timeout`` (seconds) adjust ``timeout`` (a ``Timeout``); ``retry`` is the
+    ``RetryPolicy``. ``api_key`` is sent as ``Authorization: Bearer …`` only when set — it is never read
+    from the environment implicitly and never shown in a repr, an error or an event.
+
+    One pooled HTTP session per model, opened on first use: close it with ``async with model:`` or
+    ``await model.aclose()``.
+
+    >>> OpenAIChatModel(base_url="http://127.0.0.1:8000", api_key="sk-secret", model="gpt-4o-mini")
+    OpenAIChatModel(base_url='http://127.0.0.1:8000/v1', model='gpt-4o-mini', api_key=<set>)
+    """
+
+    __slots__ = ("_client", "_defaults")
+
+    def __init__(
+        self,
+        *,
+        base_url: str = DEFAULT_BASE_URL,
+        api_key: str | None = None,
+        model: str | None = None,
+        custom_parameters: Mapping[str, Any] | None = None,
+        custom_headers: Mapping[str, str] | None = None,
+        transport: HttpTransport | None = None,
+        timeout: Timeout | None = None,
+        connect_timeout: float | None = None,
+        read_timeout: float | None = None,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], Awaitable[None]] | None = None,
+        on_retry: Callable[[ModelRetry], None] | None = None,
+        **defaults: Any,
+    ) -> None:
+        params = _parameters(defaults, "OpenAIChatModel keyword(s)")
+        self._defaults = attrs.evolve(params, model=model, custom=dict(custom_parameters or {}))
+        limits = timeout or Timeout()
+        if connect_timeout is not None:
+            limits = attrs.evolve(limits, connect=connect_timeout)
+        if read_timeout is not None:
+            limits = attrs.evolve(limits, read=read_timeout)
+        self._client = OpenAIHttpClient(
+            base_url=base_url,
+            api_key=api_key,
+            headers=dict(custom_headers or {}),
+            transport=transport,
+            timeout=limits,
+            retry=retry or RetryPolicy(),
+            sleep=sleep,
+            on_retry=on_retry,
+        )
+
+    def __repr__(self) -> str:
+        client = repr(self._client).partition("(")[2].rstrip(")")
+        base, _, key = client.partition(", ")
+        return f"OpenAIChatModel({base}, model={self._defaults.model!r}, {key})"
+
+    @property
+    def defaults(self) -> ChatParameters:
+        """The parameters every request starts from (the request's own, then call overrides, win)."""
+        return self._defaults
+
+    @property
+    def client(self) -> OpenAIHttpClient:
+        """The HTTP client (base URL, timeouts, retry policy)."""
+        return self._client
+
+    def _request(self, request: RequestLike, overrides: Mapping[str, Any]) -> ChatRequest:
+        coerced = ChatRequest.coerce(request)
+        params = self._defaults.merged(coerced.parameters)
+        if overrides:
+            params = params.merged(_parameters(overrides, "parameter override(s)"))
+        return ChatRequest(coerced.messages, params)
+
+    async def chat(self, request: RequestLike, /, **overrides: Any) -> ChatResponse:
+        """Send the request and return the whole response (retried per the policy).
+
+        ``overrides`` are ``ChatParameters`` fields for this call only, e.g. ``temperature=0``.
+        """
+        body = encode_chat_request(self._request(request, overrides), stream=False)
+        return decode_chat_response(await self._client.post_json(_ENDPOINT, body))
+
+    def stream(self, request: RequestLike, /, **overrides: Any) -> ModelStream[ChatResponse]:
+        """Stream the response: ``TextDelta``/``ReasoningDelta``/``RefusalDelta`` as they arrive, tool-call
+        events, ``UsageReported``, ``ModelRetry`` for retries before the first event, and finally
+        ``ModelCompleted(ChatResponse)``. Nothing is sent until the stream is entered or iterated; a bad
+        request (no model name…) fails here, at once.
+        """
+        body = encode_chat_request(self._request(request, overrides), stream=True)
+        client = self._client
+        return ModelStream(lambda: client.stream(_ENDPOINT, body, ChatStreamDecoder))
+
+    async def aclose(self) -> None:
+        """Release the model's HTTP connections. The model reconnects if it is used again."""
+        await self._client.aclose()
+
+    async def __aenter__(self) -> OpenAIChatModel:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

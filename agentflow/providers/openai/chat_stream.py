@@ -1,0 +1,267 @@
+"""The Chat Completions stream decoder: SSE events → model events, aggregated into one ``ChatResponse``.
+
+Pure and synchronous (no I/O): the HTTP client feeds it one ``SseEvent`` at a time. Per chunk it reads
+``choices[0].delta`` — ``content`` → ``TextDelta`` at once; ``reasoning_content`` (DeepSeek) or
+``reasoning`` (OpenRouter, Groq) → ``ReasoningDelta``; ``refusal`` → ``RefusalDelta``; ``tool_calls``
+fragments aggregated **by index** → ``ToolCallStarted`` (once the name is known), ``ToolCallArgumentsDelta``
+per fragment, ``ToolCallReady`` when the next index starts or at the finish — and ``usage`` (also on a
+``choices: []`` chunk) → ``UsageReported``. ``finish()`` ends with ``ModelCompleted(ChatResponse)``.
+
+In-band errors raise typed ``ModelError``\\ s: a ``data: {"error": …}`` chunk (OpenRouter, also after a
+finish_reason) and an ``event: error`` SSE event (Groq).
+
+End of stream: ``[DONE]`` ends it. A stream that reached a ``finish_reason`` but closed without ``[DONE]``
+is accepted as complete (several compatible servers end that way; its usage may then be missing). A stream
+that ended with neither raises ``StreamCutOffError`` whose ``partial`` is the response aggregated so far.
+
+Hot path: one ``orjson.loads`` per chunk, dict lookups, list appends; no regex, no copies of the
+aggregate per delta.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from ...http.sse import SseEvent
+from ...model.errors import ModelError, ProtocolError, StreamCutOffError, error_from_payload
+from ...model.events import (
+    ModelCompleted,
+    ModelEvent,
+    ReasoningDelta,
+    RefusalDelta,
+    TextDelta,
+    ToolCallArgumentsDelta,
+    ToolCallReady,
+    ToolCallStarted,
+    UsageReported,
+)
+from ...model.messages import AiMessage, ToolCall
+from ...model.response import ChatResponse, FinishReason, TokenUsage
+from .chat_codec import decode_finish_reason, decode_metadata, decode_usage
+
+__all__ = ["ChatStreamDecoder"]
+
+_loads = orjson.loads
+_MID_STREAM = "the server reported an error mid-stream"
+
+
+class _CallBuffer:
+    """One tool call being assembled from fragments."""
+
+    __slots__ = ("id", "index", "name", "parts", "ready", "started")
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.id = ""
+        self.name = ""
+        self.parts: list[str] = []
+        self.started = False
+        self.ready = False
+
+    def call(self) -> ToolCall:
+        return ToolCall(self.id or f"call_{self.index}", self.name, "".join(self.parts))
+
+
+class ChatStreamDecoder:
+    """Decodes one Chat Completions SSE stream (implements the client's ``StreamDecoder``).
+
+    >>> d = ChatStreamDecoder()
+    >>> d.feed(SseEvent('{"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":"stop"}]}'))
+    [TextDelta(run_id='', step=0, seq=0, text='Hi')]
+    >>> d.feed(SseEvent("[DONE]")), d.done
+    ([], True)
+    >>> d.finish()[-1].response.message.text
+    'Hi'
+    """
+
+    __slots__ = (
+        "_calls",
+        "_current",
+        "_done",
+        "_finish_reason",
+        "_finished",
+        "_last",
+        "_metadata",
+        "_reasoning",
+        "_refusal",
+        "_text",
+        "_usage",
+    )
+
+    def __init__(self) -> None:
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._refusal: list[str] = []
+        self._calls: dict[int, _CallBuffer] = {}
+        self._current: _CallBuffer | None = None
+        self._usage: TokenUsage | None = None
+        self._finish_reason: FinishReason | None = None
+        self._finished = False
+        self._done = False
+        self._metadata: dict[str, Any] | None = None
+        self._last: dict[str, Any] | None = None
+
+    @property
+    def done(self) -> bool:
+        """Whether ``[DONE]`` was seen."""
+        return self._done
+
+    def feed(self, event: SseEvent) -> list[ModelEvent]:
+        """The model events of one SSE event; raises the typed error of an in-band error."""
+        data = event.data
+        if event.event != "message":
+            if event.event == "error":
+                raise _in_band_error(data)
+            return []  # other named events (keep-alive pings…) carry nothing for Chat Completions
+        if data == "[DONE]":
+            self._done = True
+            return []
+        try:
+            chunk = _loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise ProtocolError(f"malformed JSON in a stream chunk ({exc})", body=data) from exc
+        if type(chunk) is not dict:
+            raise ProtocolError("a stream chunk is not a JSON object", body=data)
+        if chunk.get("error") is not None:
+            raise error_from_payload(
+                chunk, body=data, default_message="the server reported an error mid-stream"
+            )
+        self._last = chunk
+        if self._metadata is None:
+            self._metadata = decode_metadata(chunk)
+        out: list[ModelEvent] = []
+        choices = chunk.get("choices")
+        if choices:
+            choice = choices[0]
+            if choice.get("index", 0):
+                choice = next((c for c in choices if not c.get("index", 0)), None)
+            if choice is not None:
+                delta = choice.get("delta")
+                if delta:
+                    content = delta.get("content")
+                    if content:
+                        self._text.append(content)
+                        out.append(TextDelta(content))
+                    # Most deltas hold nothing but content: skip the other lookups for them.
+                    if content is None or len(delta) > 1:
+                        self._other_deltas(delta, out)
+                if choice.get("finish_reason"):
+                    self._finish_reason = decode_finish_reason(choice["finish_reason"])
+                    self._finished = True
+                    self._ready_all(out)
+        # Usage comes on a final ``choices: []`` chunk (OpenAI) or on the finish chunk (DeepSeek): read it
+        # before (and regardless of) the empty-choices case.
+        usage = chunk.get("usage")
+        if usage:
+            decoded = decode_usage(usage)
+            if decoded != self._usage:
+                self._usage = decoded
+                out.append(UsageReported(decoded))
+        return out
+
+    def _other_deltas(self, delta: dict[str, Any], out: list[ModelEvent]) -> None:
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if reasoning and type(reasoning) is str:
+            self._reasoning.append(reasoning)
+            out.append(ReasoningDelta(reasoning))
+        refusal = delta.get("refusal")
+        if refusal:
+            self._refusal.append(refusal)
+            out.append(RefusalDelta(refusal))
+        tool_calls = delta.get("tool_calls")
+        if tool_calls:
+            self._tool_calls(tool_calls, out)
+
+    def _tool_calls(self, fragments: list[Any], out: list[ModelEvent]) -> None:
+        for fragment in fragments:
+            index = fragment.get("index")
+            if type(index) is not int:
+                index = self._implicit_index(fragment)
+            buffer = self._calls.get(index)
+            if buffer is None:
+                # A new call begins: the earlier ones are complete.
+                self._ready_all(out)
+                buffer = self._calls[index] = _CallBuffer(index)
+            self._current = buffer
+            call_id = fragment.get("id")
+            if call_id and not buffer.id:
+                buffer.id = call_id
+            function = fragment.get("function")
+            arguments = None
+            if function:
+                name = function.get("name")
+                if name and not buffer.name:
+                    buffer.name = name
+                arguments = function.get("arguments")
+                if arguments is not None and type(arguments) is not str:
+                    arguments = orjson.dumps(arguments).decode()
+                if arguments:
+                    buffer.parts.append(arguments)
+            if buffer.started:
+                if arguments:
+                    out.append(ToolCallArgumentsDelta(index, arguments))
+            elif buffer.name:
+                buffer.started = True
+                out.append(ToolCallStarted(index, buffer.id, buffer.name))
+                if buffer.parts:
+                    out.append(ToolCallArgumentsDelta(index, "".join(buffer.parts)))
+
+    def _implicit_index(self, fragment: dict[str, Any]) -> int:
+        """Index for servers that omit it: a new id starts a new call, otherwise the current one goes on."""
+        current = self._current
+        call_id = fragment.get("id")
+        if current is None or (call_id and current.id and call_id != current.id):
+            return len(self._calls)
+        return current.index
+
+    def _ready_all(self, out: list[ModelEvent]) -> None:
+        for buffer in self._calls.values():
+            if buffer.ready:
+                continue
+            buffer.ready = True
+            if not buffer.started:
+                if not buffer.name:
+                    raise ProtocolError(f"tool call at index {buffer.index} ended without a function name")
+                buffer.started = True
+                out.append(ToolCallStarted(buffer.index, buffer.id, buffer.name))
+                if buffer.parts:
+                    out.append(ToolCallArgumentsDelta(buffer.index, "".join(buffer.parts)))
+            out.append(ToolCallReady(buffer.index, buffer.call()))
+
+    def response(self) -> ChatResponse:
+        """What has been aggregated so far, as a ``ChatResponse``."""
+        calls = tuple(self._calls[i].call() for i in sorted(self._calls) if self._calls[i].name)
+        text = "".join(self._text) if self._text else None
+        return ChatResponse(
+            message=AiMessage(
+                text=text,
+                tool_calls=calls,
+                reasoning="".join(self._reasoning) if self._reasoning else None,
+                refusal="".join(self._refusal) if self._refusal else None,
+            ),
+            usage=self._usage,
+            finish_reason=self._finish_reason,
+            metadata=dict(self._metadata or {}),
+            raw=self._last,
+        )
+
+    def finish(self) -> list[ModelEvent]:
+        """The last events (pending ``ToolCallReady``, then ``ModelCompleted``); raises when cut off."""
+        if not self._done and not self._finished:
+            raise StreamCutOffError(
+                "the stream ended before [DONE] and without a finish_reason", partial=self.response()
+            )
+        out: list[ModelEvent] = []
+        self._ready_all(out)
+        out.append(ModelCompleted(self.response()))
+        return out
+
+
+def _in_band_error(data: str) -> ModelError:
+    try:
+        payload = _loads(data) if data else None
+    except orjson.JSONDecodeError:
+        return ModelError(f"the server reported an error mid-stream: {data[:500]}", body=data)
+    return error_from_payload(payload, body=data, default_message=_MID_STREAM)

@@ -1,0 +1,377 @@
+"""``OpenAIHttpClient``: the HTTP half shared by the Chat Completions and Responses models.
+
+It owns what both protocols do the same way: the base URL rule, headers and the API key, JSON POSTs,
+SSE streams read in chunks, the connect/read/total timeouts (anyio cancel scopes), the retry policy and
+the mapping of failures onto typed ``ModelError``\\ s. What a payload *means* is not its business: a
+non-streaming call returns the decoded JSON, and a stream is interpreted by a ``StreamDecoder`` that the
+caller supplies (pure, one per attempt).
+
+Base URL rule: a URL with no path gets ``/v1`` (``http://localhost:8000`` → ``http://localhost:8000/v1``);
+a URL with a path is used as is (``https://openrouter.ai/api/v1``, ``https://host/v1/``), trailing slashes
+dropped. A query string (``?api-version=…``) is kept and appended after the endpoint path.
+
+The API key lives only in the ``Authorization`` header sent on the wire: never in a repr, a log line, an
+exception message or an event.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from types import MappingProxyType
+from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
+
+import anyio
+import orjson
+
+from ...http.retry import RetryPolicy
+from ...http.sse import SseDecoder, SseEvent
+from ...http.timeouts import Timeout
+from ...http.transport import AiohttpTransport, HttpResponse, HttpTransport
+from ...model.errors import (
+    ModelError,
+    ModelTimeoutError,
+    ProtocolError,
+    error_from_payload,
+    error_from_status,
+)
+from ...model.events import ModelEvent, ModelRetry
+
+__all__ = ["DEFAULT_BASE_URL", "OpenAIHttpClient", "StreamDecoder", "normalize_base_url"]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_USER_AGENT = "agentflow/0.1"
+_DRAIN_BYTES = 64 * 1024
+_DRAIN_SECONDS = 0.5
+_EMPTY: Mapping[str, str] = MappingProxyType({})
+
+log = logging.getLogger("agentflow.http")
+
+
+class StreamDecoder(Protocol):
+    """Turns one protocol's SSE events into model events. Pure; one instance per stream attempt.
+
+    ``feed`` may raise a ``ModelError`` for an in-band error. ``done`` turns true once the terminal marker
+    was seen (``[DONE]``, ``response.completed``…); the client then stops reading. ``finish`` is called
+    once at the end of the body (or after ``done``): it returns the last events, ``ModelCompleted``
+    included, or raises ``StreamCutOffError`` (with ``.partial``) when the stream was cut off.
+    """
+
+    def feed(self, event: SseEvent) -> list[ModelEvent]:
+        """Model events for one SSE event (often none)."""
+        ...
+
+    @property
+    def done(self) -> bool:
+        """Whether the terminal marker was seen."""
+        ...
+
+    def finish(self) -> list[ModelEvent]:
+        """The last events, ending with ``ModelCompleted``; raises if the stream was cut off."""
+        ...
+
+
+def normalize_base_url(base_url: str) -> tuple[str, str]:
+    """Apply the base URL rule; return ``(base without trailing slash, query string)``.
+
+    >>> normalize_base_url("http://localhost:8000")
+    ('http://localhost:8000/v1', '')
+    >>> normalize_base_url("https://openrouter.ai/api/v1/")
+    ('https://openrouter.ai/api/v1', '')
+    >>> normalize_base_url("https://x.openai.azure.com/openai/deployments/d?api-version=2024-10-21")
+    ('https://x.openai.azure.com/openai/deployments/d', 'api-version=2024-10-21')
+    """
+    parts = urlsplit(base_url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"base_url must be an absolute http(s) URL such as {DEFAULT_BASE_URL!r}")
+    path = parts.path.rstrip("/") or "/v1"
+    return urlunsplit((parts.scheme, parts.netloc, path, "", "")), parts.query
+
+
+def _join(base: str, query: str, path: str) -> str:
+    url = f"{base}/{path.lstrip('/')}"
+    return f"{url}?{query}" if query else url
+
+
+class OpenAIHttpClient:
+    """HTTP client for OpenAI-compatible servers: JSON POSTs and SSE streams, with retries and timeouts.
+
+    ``transport`` defaults to an ``AiohttpTransport`` owned (and closed) by this client; a transport you
+    pass is yours to close. ``sleep`` replaces ``anyio.sleep`` for the back-off (tests record delays with
+    it); ``on_retry`` is told about every retry of a non-streaming call (streams yield ``ModelRetry``).
+
+    >>> OpenAIHttpClient(base_url="http://127.0.0.1:8000", api_key="sk-secret")
+    OpenAIHttpClient(base_url='http://127.0.0.1:8000/v1', api_key=<set>)
+    """
+
+    __slots__ = (
+        "_base",
+        "_has_key",
+        "_json_headers",
+        "_on_retry",
+        "_owns_transport",
+        "_query",
+        "_retry",
+        "_sleep",
+        "_stream_headers",
+        "_timeout",
+        "_transport",
+    )
+
+    def __init__(
+        self,
+        *,
+        base_url: str = DEFAULT_BASE_URL,
+        api_key: str | None = None,
+        headers: Mapping[str, str] = _EMPTY,
+        transport: HttpTransport | None = None,
+        timeout: Timeout = Timeout(),  # noqa: B008 - immutable value object
+        retry: RetryPolicy = RetryPolicy(),  # noqa: B008 - immutable value object
+        sleep: Callable[[float], Awaitable[None]] | None = None,
+        on_retry: Callable[[ModelRetry], None] | None = None,
+    ) -> None:
+        self._base, self._query = normalize_base_url(base_url)
+        common: dict[str, str] = {"Content-Type": "application/json", "User-Agent": _USER_AGENT}
+        self._has_key = bool(api_key)
+        if api_key:
+            common["Authorization"] = f"Bearer {api_key}"
+        # Custom headers come last, so a gateway may replace any default (e.g. its own auth header).
+        self._json_headers = {**common, "Accept": "application/json", **headers}
+        self._stream_headers = {**common, "Accept": "text/event-stream", **headers}
+        self._owns_transport = transport is None
+        self._transport: HttpTransport = AiohttpTransport() if transport is None else transport
+        self._timeout = timeout
+        self._retry = retry
+        self._sleep: Callable[[float], Awaitable[None]] = anyio.sleep if sleep is None else sleep
+        self._on_retry = on_retry
+
+    def __repr__(self) -> str:
+        key = "<set>" if self._has_key else "None"
+        return f"OpenAIHttpClient(base_url={self._base!r}, api_key={key})"
+
+    @property
+    def base_url(self) -> str:
+        """The normalized base URL (no trailing slash, no query)."""
+        return self._base
+
+    @property
+    def timeout(self) -> Timeout:
+        """The time limits applied to every call."""
+        return self._timeout
+
+    @property
+    def retry(self) -> RetryPolicy:
+        """The retry policy applied to every call."""
+        return self._retry
+
+    def url(self, path: str) -> str:
+        """The full URL of an endpoint path such as ``"/chat/completions"``."""
+        return _join(self._base, self._query, path)
+
+    async def aclose(self) -> None:
+        """Close the pooled connections (when this client created its transport)."""
+        if self._owns_transport:
+            await self._transport.aclose()
+
+    # --- non-streaming -----------------------------------------------------------------------
+
+    async def post_json(
+        self, path: str, body: Mapping[str, Any], *, on_retry: Callable[[ModelRetry], None] | None = None
+    ) -> Any:
+        """POST ``body`` as JSON and return the decoded JSON answer, retrying per the policy.
+
+        Raises the typed ``ModelError`` for the status (``error_from_status``), ``ModelConnectionError``,
+        ``ModelTimeoutError``, or ``ProtocolError`` when a 2xx body is not JSON.
+        """
+        url = self.url(path)
+        data = orjson.dumps(body)
+        deadline = self._deadline()
+        attempt = 1
+        while True:
+            try:
+                return await self._post_once(url, data, deadline)
+            except ModelError as error:
+                retry = self._plan_retry(error, attempt, deadline, url)
+                if retry is None:
+                    raise
+            for callback in (self._on_retry, on_retry):
+                if callback is not None:
+                    callback(retry)
+            await self._sleep(retry.delay)
+            attempt += 1
+
+    async def _post_once(self, url: str, data: bytes, deadline: float | None) -> Any:
+        response = await self._send(url, data, self._json_headers, deadline, stream=False)
+        try:
+            raw = await response.read()  # already in memory: the transport read it within its timeout
+        finally:
+            await response.aclose()
+        status = response.status
+        if not 200 <= status < 300:
+            raise error_from_status(status, raw, response.headers)
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise ProtocolError(
+                f"the response from {url} is not valid JSON ({exc})",
+                status=status,
+                body=raw.decode("utf-8", "replace"),
+            ) from exc
+
+    # --- streaming ---------------------------------------------------------------------------
+
+    async def stream(
+        self, path: str, body: Mapping[str, Any], decoder: Callable[[], StreamDecoder]
+    ) -> AsyncGenerator[ModelEvent, None]:
+        """POST ``body`` and yield the model events that ``decoder`` makes of the SSE stream.
+
+        A failed attempt is retried (announced by a ``ModelRetry`` event) only while no event has been
+        yielded yet; afterwards the error propagates. Closing the generator closes the connection.
+        """
+        url = self.url(path)
+        data = orjson.dumps(body)
+        deadline = self._deadline()
+        attempt = 1
+        while True:
+            emitted = False
+            response: HttpResponse | None = None
+            try:
+                response = await self._send(url, data, self._stream_headers, deadline, stream=True)
+                await self._check_stream_response(response, deadline, url)
+                decode = decoder()
+                feed = decode.feed
+                sse = SseDecoder()
+                chunk = b"x"
+                while chunk and not decode.done:
+                    chunk = await self._read_chunk(response, deadline, url)
+                    for sse_event in sse.feed(chunk) if chunk else sse.close():
+                        events = feed(sse_event)
+                        if events:
+                            emitted = True
+                            for event in events:
+                                yield event
+                        if decode.done:
+                            break
+                if chunk:
+                    await self._drain(response, deadline, url)
+                for event in decode.finish():
+                    emitted = True
+                    yield event
+                return
+            except ModelError as error:
+                if emitted:
+                    raise
+                retry = self._plan_retry(error, attempt, deadline, url)
+                if retry is None:
+                    raise
+            finally:
+                if response is not None:
+                    await response.aclose()
+            yield retry
+            await self._sleep(retry.delay)
+            attempt += 1
+
+    async def _check_stream_response(self, response: HttpResponse, deadline: float | None, url: str) -> None:
+        status = response.status
+        if not 200 <= status < 300:
+            raw = await self._read_body(response, deadline, url)
+            raise error_from_status(status, raw, response.headers)
+        content_type = response.headers.get("Content-Type", "")
+        if "json" in content_type:
+            # Some servers answer a stream request with one JSON object: an error, or no stream at all.
+            raw = await self._read_body(response, deadline, url)
+            text = raw.decode("utf-8", "replace")
+            try:
+                payload = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                payload = None
+            if isinstance(payload, dict) and payload.get("error") is not None:
+                raise error_from_payload(payload, body=text, headers=response.headers)
+            raise ProtocolError(
+                f"expected an event stream from {url} but got {content_type!r}", status=status, body=text
+            )
+
+    async def _drain(self, response: HttpResponse, deadline: float | None, url: str) -> None:
+        """Read what follows the terminal marker, so the connection can go back to the pool.
+
+        Bounded in bytes and time: a server that keeps the body open after its end marker only costs
+        its connection, and a failure here changes nothing (the answer is already complete).
+        """
+        budget = _DRAIN_BYTES
+        try:
+            with anyio.move_on_after(_DRAIN_SECONDS):
+                while budget > 0:
+                    chunk = await self._read_chunk(response, deadline, url)
+                    if not chunk:
+                        return
+                    budget -= len(chunk)
+        except ModelError:
+            return
+
+    # --- shared mechanics --------------------------------------------------------------------
+
+    def _deadline(self) -> float | None:
+        total = self._timeout.total
+        return None if total is None else anyio.current_time() + total
+
+    def _total_timeout(self, url: str) -> ModelTimeoutError:
+        total = self._timeout.total
+        return ModelTimeoutError(f"the call to {url} exceeded its total timeout of {total} s")
+
+    async def _send(
+        self, url: str, data: bytes, headers: Mapping[str, str], deadline: float | None, *, stream: bool
+    ) -> HttpResponse:
+        # The transport enforces the connect and read limits; only the total deadline is ours.
+        send = self._transport.send
+        timeout = self._timeout
+        if deadline is None:
+            return await send("POST", url, headers=headers, body=data, timeout=timeout, stream=stream)
+        try:
+            with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
+                return await send("POST", url, headers=headers, body=data, timeout=timeout, stream=stream)
+        except TimeoutError:
+            raise self._total_timeout(url) from None
+
+    async def _read_body(self, response: HttpResponse, deadline: float | None, url: str) -> bytes:
+        if deadline is None:
+            return await response.read()
+        try:
+            with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
+                return await response.read()
+        except TimeoutError:
+            raise self._total_timeout(url) from None
+
+    async def _read_chunk(self, response: HttpResponse, deadline: float | None, url: str) -> bytes:
+        if deadline is None:
+            return await response.next_chunk()
+        try:
+            with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
+                return await response.next_chunk()
+        except TimeoutError:
+            raise self._total_timeout(url) from None
+
+    def _plan_retry(
+        self, error: ModelError, attempt: int, deadline: float | None, url: str
+    ) -> ModelRetry | None:
+        """The retry to make after ``attempt`` failed, or ``None`` to give up and raise ``error``."""
+        policy = self._retry
+        if not policy.should_retry(error, attempt):
+            return None
+        delay = policy.delay(attempt, error)
+        if deadline is not None and anyio.current_time() + delay >= deadline:
+            return None
+        if not math.isfinite(delay):
+            return None
+        log.info(
+            "retrying POST %s in %.2f s (attempt %d of %d) after: %s",
+            url,
+            delay,
+            attempt + 1,
+            policy.max_attempts,
+            error.message,
+        )
+        return ModelRetry(
+            attempt=attempt + 1, max_attempts=policy.max_attempts, delay=delay, reason=error.message
+        )

@@ -1,0 +1,431 @@
+"""Pure codec of the OpenAI Responses protocol: typed request → wire body, wire body → typed response.
+
+Also maps the unified ``ChatRequest`` onto a ``ResponsesRequest`` so ``OpenAIResponsesModel`` can serve the
+``ChatModel`` protocol. Plain functions over dicts and attrs values: no I/O, no awaits, no HTTP.
+
+>>> from agentflow import UserMessage
+>>> encode_request(ResponsesRequest([UserMessage("hi")], model="gpt-5-mini"), stream=False)
+{'model': 'gpt-5-mini', 'input': [{'type': 'message', 'role': 'user', 'content': [{'type': 'input_text', \
+'text': 'hi'}]}]}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+import orjson
+
+from ...model.errors import IncompleteResponseError, ModelError, ProtocolError, error_from_payload
+from ...model.messages import (
+    AiMessage,
+    DeveloperMessage,
+    ImagePart,
+    SystemMessage,
+    TextPart,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from ...model.request import ChatParameters, ChatRequest
+from ...model.response import TokenUsage
+from ...model.tools import ToolChoice, ToolSpec
+from .responses_types import InputItem, ResponsesRequest, ResponsesResponse, ToolChoiceLike, ToolLike
+
+__all__ = [
+    "UNFINISHED_STATUSES",
+    "IncompletePolicy",
+    "build_response",
+    "check_response",
+    "decode_response",
+    "decode_usage",
+    "encode_input",
+    "encode_request",
+    "encode_tool",
+    "encode_tool_choice",
+    "error_from_event",
+    "request_from_chat",
+    "tool_call_from_item",
+]
+
+IncompletePolicy = Literal["raise", "return"]
+"""What an ``incomplete`` response does: raise ``IncompleteResponseError`` (default) or return it."""
+
+
+# --- request ----------------------------------------------------------------------------------------------
+
+
+def encode_request(request: ResponsesRequest, *, stream: bool) -> dict[str, Any]:
+    """The JSON body of ``POST /responses``: ``extra_body`` first, then every set standard field over it.
+
+    ``stream`` is written as ``true`` for a streaming call; for a blocking call an ``extra_body`` ``stream``
+    is forced to ``false`` (a blocking call cannot read an event stream). Raises ``ValueError`` when no model
+    is set and ``TypeError`` for an input item it cannot map.
+    """
+    body: dict[str, Any] = dict(request.extra_body)
+    if not request.model:
+        raise ValueError("no model set: pass model=... to OpenAIResponsesModel, the request, or the call")
+    body["model"] = request.model
+    body["input"] = encode_input(request.input)
+    if request.instructions is not None:
+        body["instructions"] = request.instructions
+    if request.tools is not None:
+        body["tools"] = [encode_tool(tool) for tool in request.tools]
+    if request.tool_choice is not None:
+        body["tool_choice"] = encode_tool_choice(request.tool_choice)
+    if request.parallel_tool_calls is not None:
+        body["parallel_tool_calls"] = request.parallel_tool_calls
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    if request.top_p is not None:
+        body["top_p"] = request.top_p
+    if request.max_output_tokens is not None:
+        body["max_output_tokens"] = request.max_output_tokens
+    if request.reasoning is not None:
+        body["reasoning"] = dict(request.reasoning)
+    if request.store is not None:
+        body["store"] = request.store
+    if request.user is not None:
+        body["user"] = request.user
+    if request.previous_response_id is not None:
+        body["previous_response_id"] = request.previous_response_id
+    if request.text is not None:
+        body["text"] = dict(request.text)
+    if request.include is not None:
+        body["include"] = list(request.include)
+    if request.metadata is not None:
+        body["metadata"] = dict(request.metadata)
+    if stream:
+        body["stream"] = True
+    elif "stream" in body:
+        body["stream"] = False
+    return body
+
+
+def encode_tool(tool: ToolLike) -> dict[str, Any]:
+    """A flat function tool ``{"type": "function", "name", "description", "parameters", "strict"}``.
+
+    ``description`` is sent when non-empty and ``strict`` when set (OpenAI's ``/responses`` treats an unset
+    ``strict`` as ``true``). A mapping (a hosted tool, or a hand-written function tool) is sent verbatim.
+    """
+    if isinstance(tool, ToolSpec):
+        wire: dict[str, Any] = {"type": "function", "name": tool.name}
+        if tool.description:
+            wire["description"] = tool.description
+        wire["parameters"] = tool.parameters
+        if tool.strict is not None:
+            wire["strict"] = tool.strict
+        return wire
+    if isinstance(tool, Mapping):
+        return dict(tool)
+    raise TypeError(f"a tool must be a ToolSpec or a mapping, not {type(tool).__name__}")
+
+
+def encode_tool_choice(choice: ToolChoiceLike) -> str | dict[str, Any]:
+    """``auto``/``none``/``required`` as strings, a function as ``{"type": "function", "name": …}``.
+
+    A mapping (e.g. ``{"type": "web_search"}`` or ``{"type": "allowed_tools", …}``) is sent verbatim.
+
+    >>> encode_tool_choice(ToolChoice.function("get_weather"))
+    {'type': 'function', 'name': 'get_weather'}
+    """
+    if isinstance(choice, ToolChoice):
+        if choice.mode == "function":
+            return {"type": "function", "name": choice.name}
+        return choice.mode
+    if isinstance(choice, str):
+        return choice
+    if isinstance(choice, Mapping):
+        return dict(choice)
+    raise TypeError(f"tool_choice must be a ToolChoice, a string or a mapping, not {type(choice).__name__}")
+
+
+def _text_part(text: str) -> dict[str, Any]:
+    return {"type": "input_text", "text": text}
+
+
+def _message(role: str, content: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"type": "message", "role": role, "content": content}
+
+
+def _user_content(message: UserMessage) -> list[dict[str, Any]]:
+    if isinstance(message.content, str):
+        return [_text_part(message.content)]
+    parts: list[dict[str, Any]] = []
+    for part in message.content:
+        if isinstance(part, TextPart):
+            parts.append(_text_part(part.text))
+        elif isinstance(part, ImagePart):
+            # /responses requires a detail level on input images; "auto" is the API's own default.
+            parts.append({"type": "input_image", "image_url": part.url, "detail": part.detail or "auto"})
+        else:
+            raise TypeError(f"unsupported content part {type(part).__name__} in a user message")
+    return parts
+
+
+def encode_input(items: Iterable[InputItem]) -> list[Any]:
+    """Input items on the wire.
+
+    Messages become ``{"type": "message", "role", "content": [input_text | input_image…]}`` (assistant text as
+    ``output_text``, a refusal as a ``refusal`` part); an assistant's tool calls become ``function_call``
+    items and a tool result a ``function_call_output``. Mappings pass through verbatim.
+    ``AiMessage.reasoning`` is not sent: reasoning is replayed through the raw reasoning items of an earlier
+    response.
+    """
+    wire: list[Any] = []
+    for item in items:
+        if isinstance(item, Mapping):
+            wire.append(item if isinstance(item, dict) else dict(item))
+        elif isinstance(item, UserMessage):
+            if item.name is not None:
+                raise ValueError("the Responses API has no per-message name; drop UserMessage.name")
+            wire.append(_message("user", _user_content(item)))
+        elif isinstance(item, SystemMessage | DeveloperMessage):
+            wire.append(_message(item.role, [_text_part(item.text)]))
+        elif isinstance(item, AiMessage):
+            content: list[dict[str, Any]] = []
+            if item.text:
+                content.append({"type": "output_text", "text": item.text})
+            if item.refusal:
+                content.append({"type": "refusal", "refusal": item.refusal})
+            if content:
+                wire.append(_message("assistant", content))
+            for call in item.tool_calls:
+                wire.append(
+                    {
+                        "type": "function_call",
+                        "call_id": call.id,
+                        "name": call.name,
+                        "arguments": call.arguments,
+                    }
+                )
+        elif isinstance(item, ToolResultMessage):
+            wire.append({"type": "function_call_output", "call_id": item.call_id, "output": item.text})
+        else:
+            raise TypeError(
+                f"cannot send {type(item).__name__} as a Responses input item; use an agentflow message "
+                "or a raw item mapping"
+            )
+    return wire
+
+
+def _chat_text_format(response_format: Mapping[str, Any]) -> dict[str, Any]:
+    """Chat's ``response_format`` as Responses' ``text.format`` (``json_schema`` is flattened)."""
+    fmt = dict(response_format)
+    if fmt.get("type") == "json_schema" and isinstance(fmt.get("json_schema"), Mapping):
+        inner = fmt.pop("json_schema")
+        fmt.update(inner)
+    return fmt
+
+
+def request_from_chat(request: ChatRequest, overrides: ChatParameters | None = None) -> ResponsesRequest:
+    """The ``ResponsesRequest`` for a unified ``ChatRequest`` (with ``overrides`` applied to its parameters).
+
+    ``max_completion_tokens`` (else ``max_tokens``) → ``max_output_tokens``; ``reasoning_effort`` →
+    ``reasoning.effort``; ``response_format`` → ``text.format``; ``custom`` → ``extra_body``. ``stop`` and
+    ``seed`` have no Responses equivalent and raise ``ValueError`` rather than being dropped.
+    """
+    params = request.parameters if overrides is None else request.parameters.merged(overrides)
+    if params.stop:
+        raise ValueError("the Responses API has no stop sequences; remove 'stop' or use OpenAIChatModel")
+    if params.seed is not None:
+        raise ValueError("the Responses API has no seed; remove 'seed' or use OpenAIChatModel")
+    max_tokens = (
+        params.max_completion_tokens if params.max_completion_tokens is not None else params.max_tokens
+    )
+    return ResponsesRequest(
+        request.messages,
+        model=params.model,
+        tools=params.tools,
+        tool_choice=params.tool_choice,
+        parallel_tool_calls=params.parallel_tool_calls,
+        temperature=params.temperature,
+        top_p=params.top_p,
+        max_output_tokens=max_tokens,
+        reasoning=None if params.reasoning_effort is None else {"effort": params.reasoning_effort},
+        user=params.user,
+        text=None
+        if params.response_format is None
+        else {"format": _chat_text_format(params.response_format)},
+        extra_body=dict(params.custom),
+    )
+
+
+# --- response ---------------------------------------------------------------------------------------------
+
+
+def _count(value: Any, where: str) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise ProtocolError(f"usage field {where} is not an integer: {value!r}")
+
+
+def decode_usage(usage: Any) -> TokenUsage | None:
+    """``TokenUsage`` from a Responses ``usage`` object; missing sub-fields count as 0, a missing total as
+    input + output. ``None`` when the server sent no usage.
+
+    >>> usage = decode_usage({"input_tokens": 10, "output_tokens": 5,
+    ...                       "input_tokens_details": {"cached_tokens": 4}})
+    >>> (usage.total_tokens, usage.cached_input_tokens, usage.uncached_input_tokens)
+    (15, 4, 6)
+    """
+    if usage is None:
+        return None
+    if not isinstance(usage, Mapping):
+        raise ProtocolError(f"usage is not an object: {usage!r}")
+    input_tokens = _count(usage.get("input_tokens"), "input_tokens")
+    output_tokens = _count(usage.get("output_tokens"), "output_tokens")
+    total = usage.get("total_tokens")
+    in_details = usage.get("input_tokens_details")
+    out_details = usage.get("output_tokens_details")
+    in_details = in_details if isinstance(in_details, Mapping) else {}
+    out_details = out_details if isinstance(out_details, Mapping) else {}
+    return TokenUsage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        total_tokens=input_tokens + output_tokens if total is None else _count(total, "total_tokens"),
+        cached_input_tokens=_count(in_details.get("cached_tokens"), "cached_tokens"),
+        cache_write_tokens=_count(in_details.get("cache_write_tokens"), "cache_write_tokens"),
+        reasoning_tokens=_count(out_details.get("reasoning_tokens"), "reasoning_tokens"),
+    )
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def tool_call_from_item(item: Mapping[str, Any]) -> ToolCall:
+    """The ``ToolCall`` of a ``function_call`` item; ``ProtocolError`` without a name or call id.
+
+    Arguments stay the raw JSON text (an object sent by a lenient server is serialised, never reformatted).
+    """
+    name = item.get("name")
+    if not isinstance(name, str) or not name:
+        raise ProtocolError(f"function_call item without a name: {item.get('id')!r}")
+    call_id = item.get("call_id") or item.get("id")
+    if not isinstance(call_id, str):
+        raise ProtocolError(f"function_call item {name!r} without a call_id")
+    arguments = item.get("arguments")
+    if arguments is None:
+        arguments = ""
+    elif not isinstance(arguments, str):
+        # Some compatible servers send the arguments object itself; keep it as JSON text.
+        arguments = orjson.dumps(arguments).decode()
+    return ToolCall(call_id, name, arguments)
+
+
+UNFINISHED_STATUSES = frozenset({"in_progress", "incomplete"})
+"""Item statuses of calls the model did not finish (their arguments may be truncated)."""
+
+
+def build_response(envelope: Mapping[str, Any], output: Iterable[Any]) -> ResponsesResponse:
+    """A ``ResponsesResponse`` from a response envelope and its output items, deriving every view.
+
+    Used for blocking bodies and for stream results (whose items may come from the events seen).
+    """
+    items: list[dict[str, Any]] = []
+    texts: list[str] = []
+    refusals: list[str] = []
+    reasoning: list[str] = []
+    calls: list[ToolCall] = []
+    for item in output:
+        if not isinstance(item, dict):
+            raise ProtocolError(f"output item is not an object: {item!r}")
+        items.append(item)
+        kind = item.get("type")
+        if kind == "message":
+            content = item.get("content")
+            if isinstance(content, list):
+                for part in content:
+                    if not isinstance(part, Mapping):
+                        continue
+                    part_type = part.get("type")
+                    if part_type == "output_text":
+                        texts.append(_str(part.get("text")) or "")
+                    elif part_type == "refusal":
+                        refusals.append(_str(part.get("refusal")) or "")
+        elif kind == "function_call":
+            # A call the model did not finish (a cut-off stream, max_output_tokens) stays in ``output`` but is
+            # not offered as a tool call: its arguments may be truncated.
+            if item.get("status") not in UNFINISHED_STATUSES:
+                calls.append(tool_call_from_item(item))
+        elif kind == "reasoning":
+            for key in ("summary", "content"):
+                parts = item.get(key)
+                if isinstance(parts, list):
+                    for part in parts:
+                        text = _str(part.get("text")) if isinstance(part, Mapping) else None
+                        if text:
+                            reasoning.append(text)
+    incomplete = envelope.get("incomplete_details")
+    error = envelope.get("error")
+    return ResponsesResponse(
+        id=_str(envelope.get("id")),
+        model=_str(envelope.get("model")),
+        status=_str(envelope.get("status")),
+        output=tuple(items),
+        output_text="".join(texts),
+        refusal="".join(refusals) if refusals else None,
+        reasoning="\n\n".join(reasoning) if reasoning else None,
+        tool_calls=tuple(calls),
+        usage=decode_usage(envelope.get("usage")),
+        incomplete_details=incomplete if isinstance(incomplete, Mapping) and incomplete else None,
+        error=error if isinstance(error, Mapping) and error else None,
+        raw=envelope,
+    )
+
+
+def decode_response(payload: Any) -> ResponsesResponse:
+    """A ``ResponsesResponse`` from a decoded ``/responses`` body; ``ProtocolError`` when it is not one.
+
+    Does not judge the status: ``check_response`` turns ``failed`` / ``incomplete`` into typed errors.
+    """
+    if not isinstance(payload, dict):
+        raise ProtocolError(f"expected a response object, got {type(payload).__name__}")
+    output = payload.get("output")
+    if output is None:
+        if payload.get("error") is None and payload.get("status") != "failed":
+            raise ProtocolError("response object without an 'output' list")
+        output = []
+    if not isinstance(output, list):
+        raise ProtocolError(f"response 'output' is not a list: {type(output).__name__}")
+    return build_response(payload, output)
+
+
+def check_response(
+    response: ResponsesResponse, *, on_incomplete: IncompletePolicy = "raise", partial: Any = None
+) -> ResponsesResponse:
+    """``response`` itself when it succeeded; otherwise the typed error.
+
+    ``failed`` or an ``error`` object → the ``ModelError`` subclass for its code (``insufficient_quota`` →
+    non-retryable ``RateLimitError``…); ``cancelled`` → ``ModelError``; ``incomplete`` →
+    ``IncompleteResponseError`` (``reason`` from ``incomplete_details``) unless ``on_incomplete="return"``.
+    ``partial`` is what the error carries (default: the response itself).
+    """
+    status = response.status
+    if response.error is not None or status == "failed":
+        raise error_from_payload(response.error or {}, default_message=f"response {response.id} failed")
+    if status == "cancelled":
+        raise ModelError(f"response {response.id} was cancelled")
+    if status == "incomplete" and on_incomplete == "raise":
+        reason = response.incomplete_reason
+        raise IncompleteResponseError(
+            f"response incomplete: {reason or 'no reason given'}",
+            reason=reason,
+            partial=response if partial is None else partial,
+        )
+    return response
+
+
+def error_from_event(payload: Mapping[str, Any]) -> ModelError:
+    """The typed error of an ``error`` stream event, nested (``{"error": {…}}``) or flat (``{"code", …}``)."""
+    inner = payload.get("error")
+    if isinstance(inner, Mapping):
+        return error_from_payload(inner, default_message="error event in the response stream")
+    # The flat shape's own "type" is the event type ("error"), not an error type.
+    flat = {key: value for key, value in payload.items() if key not in ("type", "sequence_number")}
+    return error_from_payload(flat, default_message="error event in the response stream")

@@ -1,0 +1,221 @@
+"""``OpenAIResponsesModel``: the OpenAI Responses API (``POST /responses``), blocking and streaming.
+
+It joins the pure Responses codec and stream decoder to the shared ``OpenAIHttpClient`` (transport,
+retries, timeouts, typed HTTP errors). It also implements the ``ChatModel`` protocol, so an agent can use it
+in place of ``OpenAIChatModel``. It holds no protocol logic of its own: mappings live in ``responses_codec``
+and ``responses_stream``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from types import MappingProxyType, TracebackType
+from typing import Any
+
+import attrs
+
+from ...http.retry import RetryPolicy
+from ...http.timeouts import Timeout
+from ...http.transport import HttpTransport
+from ...model.events import ModelRetry
+from ...model.protocol import RequestLike
+from ...model.request import ChatParameters, ChatRequest
+from ...model.response import ChatResponse
+from ...model.stream import ModelStream
+from .client import DEFAULT_BASE_URL, OpenAIHttpClient
+from .responses_codec import (
+    IncompletePolicy,
+    check_response,
+    decode_response,
+    encode_request,
+    request_from_chat,
+)
+from .responses_stream import ResponsesStreamDecoder
+from .responses_types import InputItem, ResponsesRequest, ResponsesResponse, check_request_fields
+
+__all__ = ["OpenAIResponsesModel"]
+
+_PATH = "/responses"
+
+ResponsesRequestLike = ResponsesRequest | str | Sequence[InputItem]
+
+
+def _to_chat(response: ResponsesResponse) -> ChatResponse:
+    return response.to_chat_response()
+
+
+class OpenAIResponsesModel:
+    """A model served by an OpenAI-compatible ``/responses`` endpoint.
+
+    ``OpenAIResponsesModel(base_url=…, api_key=…, model=…, **defaults)``: ``defaults`` are
+    ``ResponsesRequest`` fields (``temperature``, ``reasoning``, ``store``, ``extra_body``…) used when a
+    request leaves them unset; call keywords override both. ``custom_parameters`` (as for
+    ``OpenAIChatModel``) join ``extra_body``: extra top-level body fields that standard fields win over.
+    ``on_incomplete`` decides what an ``incomplete`` response does: ``"raise"`` (default) raises
+    ``IncompleteResponseError`` whose ``partial`` holds the result; ``"return"`` returns it (its ``status`` /
+    ``finish_reason`` say why it stopped).
+
+    The HTTP options are those of ``OpenAIChatModel``: ``custom_headers`` (sent after the standard ones),
+    ``transport``, ``timeout`` / ``connect_timeout`` / ``read_timeout``, ``retry``, ``sleep``, ``on_retry``.
+    The API key is sent as ``Authorization: Bearer …`` only when set and never shown in a repr, an error or an
+    event. One pooled HTTP session per model, opened on first use: close it with ``async with model:`` or
+    ``await model.aclose()``.
+
+    >>> OpenAIResponsesModel(base_url="http://127.0.0.1:8000/v1", api_key="sk-secret", model="gpt-5-mini")
+    OpenAIResponsesModel(base_url='http://127.0.0.1:8000/v1', model='gpt-5-mini', api_key=<set>)
+
+    Usage::
+
+        async with OpenAIResponsesModel(api_key=key, model="gpt-5-mini") as model:
+            response = await model.create("Say hi", max_output_tokens=50)
+            async with model.create_stream("Tell a story") as stream:
+                async for event in stream:
+                    ...
+    """
+
+    __slots__ = ("_client", "_defaults", "_has_key", "_on_incomplete")
+
+    def __init__(
+        self,
+        *,
+        base_url: str = DEFAULT_BASE_URL,
+        api_key: str | None = None,
+        model: str | None = None,
+        custom_parameters: Mapping[str, Any] | None = None,
+        custom_headers: Mapping[str, str] | None = None,
+        transport: HttpTransport | None = None,
+        timeout: Timeout | None = None,
+        connect_timeout: float | None = None,
+        read_timeout: float | None = None,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], Awaitable[None]] | None = None,
+        on_retry: Callable[[ModelRetry], None] | None = None,
+        on_incomplete: IncompletePolicy = "raise",
+        **defaults: Any,
+    ) -> None:
+        if on_incomplete not in ("raise", "return"):
+            raise ValueError(f"on_incomplete must be 'raise' or 'return', not {on_incomplete!r}")
+        check_request_fields(defaults)
+        if model is not None:
+            defaults["model"] = model
+        if custom_parameters:
+            defaults["extra_body"] = {**custom_parameters, **(defaults.get("extra_body") or {})}
+        self._defaults: dict[str, Any] = defaults
+        self._on_incomplete: IncompletePolicy = on_incomplete
+        self._has_key = bool(api_key)
+        limits = timeout or Timeout()
+        if connect_timeout is not None:
+            limits = attrs.evolve(limits, connect=connect_timeout)
+        if read_timeout is not None:
+            limits = attrs.evolve(limits, read=read_timeout)
+        self._client = OpenAIHttpClient(
+            base_url=base_url,
+            api_key=api_key,
+            headers=dict(custom_headers or {}),
+            transport=transport,
+            timeout=limits,
+            retry=retry or RetryPolicy(),
+            sleep=sleep,
+            on_retry=on_retry,
+        )
+
+    def __repr__(self) -> str:
+        key = "<set>" if self._has_key else "None"
+        base, model = self._client.base_url, self._defaults.get("model")
+        return f"OpenAIResponsesModel(base_url={base!r}, model={model!r}, api_key={key})"
+
+    @property
+    def model(self) -> str | None:
+        """The default model name."""
+        model = self._defaults.get("model")
+        return None if model is None else str(model)
+
+    @property
+    def defaults(self) -> Mapping[str, Any]:
+        """The ``ResponsesRequest`` fields every request starts from (read-only view)."""
+        return MappingProxyType(self._defaults)
+
+    @property
+    def client(self) -> OpenAIHttpClient:
+        """The HTTP client (base URL, timeouts, retry policy)."""
+        return self._client
+
+    # --- the Responses API ------------------------------------------------------------------------------
+
+    def build_request(self, request: ResponsesRequestLike, /, **overrides: Any) -> ResponsesRequest:
+        """The request as it will be sent: the model's defaults fill unset fields, ``overrides`` win."""
+        return ResponsesRequest.coerce(request).merged(self._defaults, overrides)
+
+    async def create(self, request: ResponsesRequestLike, /, **overrides: Any) -> ResponsesResponse:
+        """Send the request and return the whole response.
+
+        Raises the typed ``ModelError`` for HTTP failures, ``failed`` responses and error objects, and
+        ``IncompleteResponseError`` for an ``incomplete`` response (unless ``on_incomplete="return"``).
+        """
+        body = encode_request(self.build_request(request, **overrides), stream=False)
+        response = decode_response(await self._client.post_json(_PATH, body))
+        return check_response(response, on_incomplete=self._on_incomplete)
+
+    def create_stream(
+        self, request: ResponsesRequestLike, /, **overrides: Any
+    ) -> ModelStream[ResponsesResponse]:
+        """Stream the response as model events ending with ``ModelCompleted(ResponsesResponse)``.
+
+        The body is built now (bad input fails here); nothing is sent until the stream is entered or iterated.
+        """
+        body = encode_request(self.build_request(request, **overrides), stream=True)
+        on_incomplete = self._on_incomplete
+
+        def decoder() -> ResponsesStreamDecoder[ResponsesResponse]:
+            return ResponsesStreamDecoder.for_responses(on_incomplete=on_incomplete)
+
+        return ModelStream(lambda: self._client.stream(_PATH, body, decoder))
+
+    # --- the ChatModel protocol -------------------------------------------------------------------------
+
+    def _chat_request(self, request: RequestLike, overrides: Mapping[str, Any]) -> ResponsesRequest:
+        chat = ChatRequest.coerce(request)
+        try:
+            params = ChatParameters(**overrides) if overrides else None
+        except TypeError as exc:
+            raise TypeError(f"unknown chat parameter in {sorted(overrides)}: {exc}") from None
+        return request_from_chat(chat, params).merged(self._defaults)
+
+    async def chat(self, request: RequestLike, /, **overrides: Any) -> ChatResponse:
+        """``ChatModel.chat``: the unified request sent to ``/responses``, the answer as a ``ChatResponse``.
+
+        ``overrides`` are ``ChatParameters`` fields. Errors are those of ``create``; the ``partial`` of an
+        ``IncompleteResponseError`` is a ``ChatResponse`` here.
+        """
+        body = encode_request(self._chat_request(request, overrides), stream=False)
+        response = decode_response(await self._client.post_json(_PATH, body))
+        chat = response.to_chat_response()
+        check_response(response, on_incomplete=self._on_incomplete, partial=chat)
+        return chat
+
+    def stream(self, request: RequestLike, /, **overrides: Any) -> ModelStream[ChatResponse]:
+        """``ChatModel.stream``: model events ending with ``ModelCompleted(ChatResponse)``."""
+        body = encode_request(self._chat_request(request, overrides), stream=True)
+        on_incomplete = self._on_incomplete
+
+        def decoder() -> ResponsesStreamDecoder[ChatResponse]:
+            return ResponsesStreamDecoder(_to_chat, on_incomplete=on_incomplete)
+
+        return ModelStream(lambda: self._client.stream(_PATH, body, decoder))
+
+    # --- lifecycle --------------------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Release the model's HTTP connections."""
+        await self._client.aclose()
+
+    async def __aenter__(self) -> OpenAIResponsesModel:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

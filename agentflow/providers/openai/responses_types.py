@@ -1,0 +1,219 @@
+"""Typed values of the OpenAI Responses protocol: ``ResponsesRequest`` and ``ResponsesResponse``.
+
+Plain immutable data. Encoding to and decoding from the wire lives in ``responses_codec``; nothing here does
+I/O or knows about HTTP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeAlias
+
+import attrs
+
+from ...model.messages import AiMessage, ToolCall, UserMessage
+from ...model.response import ChatResponse, FinishReason, TokenUsage
+from ...model.tools import ToolChoice, ToolSpec
+
+__all__ = ["InputItem", "ResponsesRequest", "ResponsesResponse", "ToolChoiceLike", "ToolLike"]
+
+InputItem: TypeAlias = Any
+"""An input item: an agentflow message, or a raw wire item (a mapping sent verbatim)."""
+
+ToolLike: TypeAlias = ToolSpec | Mapping[str, Any]
+"""A function tool, or a raw tool mapping (hosted tools such as ``{"type": "web_search"}``) sent verbatim."""
+
+ToolChoiceLike: TypeAlias = ToolChoice | str | Mapping[str, Any]
+"""``ToolChoice``, one of ``"auto"``/``"none"``/``"required"``, or a raw mapping sent verbatim."""
+
+_TOOL_CHOICE_STRINGS = frozenset({"auto", "none", "required"})
+
+
+def _to_input(value: str | Iterable[InputItem]) -> tuple[InputItem, ...]:
+    if isinstance(value, str):
+        return (UserMessage(value),)
+    if isinstance(value, bytes | Mapping):
+        raise TypeError("input must be a string or a sequence of items (messages or raw item mappings)")
+    return tuple(value)
+
+
+def _opt_tuple(value: Iterable[Any] | None) -> tuple[Any, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str | bytes | Mapping):
+        raise TypeError(f"expected a sequence, got {type(value).__name__}")
+    return tuple(value)
+
+
+def _check_tool_choice(_: Any, __: attrs.Attribute[Any], value: ToolChoiceLike | None) -> None:
+    if isinstance(value, str) and value not in _TOOL_CHOICE_STRINGS:
+        raise ValueError(
+            f"tool_choice {value!r} is not one of 'auto', 'none', 'required'; use ToolChoice.function(name) "
+            "or a mapping such as {'type': 'web_search'}"
+        )
+
+
+@attrs.frozen
+class ResponsesRequest:
+    """One ``POST /responses`` call. Every field but ``input`` is optional; unset (``None``) is not sent.
+
+    ``input`` holds agentflow messages or raw item mappings (e.g. reasoning items with ``encrypted_content``
+    from an earlier response, passed through verbatim); a plain string is one user message.
+    ``extra_body`` is written into the body first, so any standard field set here wins over it.
+
+    >>> ResponsesRequest("Say hi", model="gpt-5-mini", max_output_tokens=50).input
+    (UserMessage(content='Say hi', name=None),)
+    """
+
+    input: tuple[InputItem, ...] = attrs.field(converter=_to_input)
+    model: str | None = None
+    instructions: str | None = None
+    tools: tuple[ToolLike, ...] | None = attrs.field(default=None, converter=_opt_tuple)
+    tool_choice: ToolChoiceLike | None = attrs.field(default=None, validator=_check_tool_choice)
+    parallel_tool_calls: bool | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    max_output_tokens: int | None = None
+    reasoning: Mapping[str, Any] | None = None
+    store: bool | None = None
+    user: str | None = None
+    previous_response_id: str | None = None
+    text: Mapping[str, Any] | None = None
+    include: tuple[str, ...] | None = attrs.field(default=None, converter=_opt_tuple)
+    metadata: Mapping[str, str] | None = None
+    extra_body: Mapping[str, Any] = attrs.field(factory=dict)
+
+    @classmethod
+    def coerce(cls, value: ResponsesRequest | str | Sequence[InputItem]) -> ResponsesRequest:
+        """Accept a request, a string (one user message) or a sequence of input items."""
+        if isinstance(value, ResponsesRequest):
+            return value
+        return cls(value)
+
+    def merged(
+        self, defaults: Mapping[str, Any] | None = None, overrides: Mapping[str, Any] | None = None
+    ) -> ResponsesRequest:
+        """This request with ``defaults`` filling its unset fields and ``overrides`` replacing fields.
+
+        ``extra_body`` maps merge key by key (defaults < request < overrides). Unknown names raise
+        ``TypeError``; ``None`` in ``overrides`` leaves a field as it is.
+
+        >>> r = ResponsesRequest("hi", temperature=0.2)
+        >>> r = r.merged({"model": "m", "temperature": 1.0}, {"top_p": 0.5})
+        >>> (r.model, r.temperature, r.top_p)
+        ('m', 0.2, 0.5)
+        """
+        defaults = check_request_fields(defaults or {})
+        overrides = check_request_fields(overrides or {})
+        if not defaults and not overrides:
+            return self
+        changes: dict[str, Any] = {}
+        for name, value in defaults.items():
+            if name == "extra_body":
+                changes["extra_body"] = {**(value or {}), **self.extra_body}
+            elif getattr(self, name) is None and value is not None:
+                changes[name] = value
+        for name, value in overrides.items():
+            if name == "extra_body":
+                changes["extra_body"] = {**changes.get("extra_body", self.extra_body), **(value or {})}
+            elif value is not None:
+                changes[name] = value
+        return attrs.evolve(self, **changes) if changes else self
+
+
+_REQUEST_FIELDS = frozenset(f.name for f in attrs.fields(ResponsesRequest)) - {"input"}
+
+
+def check_request_fields(fields: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``fields`` unchanged if every name is a ``ResponsesRequest`` field other than ``input``.
+
+    Raises ``TypeError`` naming the unknown keys, so a typo never turns into a silently ignored option.
+    """
+    unknown = set(fields) - _REQUEST_FIELDS
+    if unknown:
+        raise TypeError(
+            f"unknown Responses request option(s) {sorted(unknown)}; expected some of "
+            f"{sorted(_REQUEST_FIELDS)} (put provider-specific fields in extra_body)"
+        )
+    return fields
+
+
+@attrs.frozen
+class ResponsesResponse:
+    """A decoded ``/responses`` result: the raw output items verbatim plus derived views.
+
+    - ``output``: every output item exactly as the server sent it (unknown fields such as
+      ``encrypted_content`` survive, so the items can be replayed as input of the next call);
+    - ``output_text``: all ``output_text`` parts, concatenated; ``refusal``: all refusal parts, or ``None``;
+    - ``reasoning``: reasoning summaries and reasoning text, parts separated by a blank line, or ``None``;
+    - ``tool_calls``: the finished ``function_call`` items as ``ToolCall(call_id, name, arguments)``, the
+      arguments raw (an ``in_progress`` / ``incomplete`` call may be truncated: it stays in ``output`` only);
+    - ``status``: ``completed``, ``incomplete``, ``failed``, ``in_progress`` (a cut-off stream)…;
+    - ``raw``: the decoded response object.
+    """
+
+    id: str | None
+    model: str | None
+    status: str | None
+    output: tuple[dict[str, Any], ...] = attrs.field(repr=False)
+    output_text: str = ""
+    refusal: str | None = None
+    reasoning: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: TokenUsage | None = None
+    incomplete_details: Mapping[str, Any] | None = None
+    error: Mapping[str, Any] | None = None
+    raw: Any = attrs.field(default=None, repr=False, eq=False)
+
+    @property
+    def incomplete_reason(self) -> str | None:
+        """Why the response is incomplete (e.g. ``"max_output_tokens"``, ``"content_filter"``), if it is."""
+        details = self.incomplete_details
+        reason = details.get("reason") if details else None
+        return None if reason is None else str(reason)
+
+    @property
+    def finish_reason(self) -> FinishReason:
+        """The unified finish reason.
+
+        ``completed`` with tool calls → ``TOOL_EXECUTION``; ``completed`` → ``STOP``; ``incomplete``
+        because of ``max_output_tokens`` → ``LENGTH``, because of ``content_filter`` → ``CONTENT_FILTER``;
+        anything else → ``OTHER``.
+        A missing status (some compatible servers) counts as completed.
+        """
+        status = self.status
+        if status in ("completed", None):
+            return FinishReason.TOOL_EXECUTION if self.tool_calls else FinishReason.STOP
+        if status == "incomplete":
+            reason = self.incomplete_reason
+            if reason == "max_output_tokens":
+                return FinishReason.LENGTH
+            if reason == "content_filter":
+                return FinishReason.CONTENT_FILTER
+        return FinishReason.OTHER
+
+    def to_chat_response(self) -> ChatResponse:
+        """This response as a unified ``ChatResponse`` (the ``ChatModel`` view).
+
+        ``metadata`` holds ``id``, ``model``, ``created``, ``status`` (and ``incomplete_details`` when set);
+        ``raw`` is the decoded response object, whose ``output`` holds the raw items.
+        """
+        message = AiMessage(
+            text=self.output_text or None,
+            tool_calls=self.tool_calls,
+            reasoning=self.reasoning,
+            refusal=self.refusal,
+        )
+        metadata: dict[str, Any] = {}
+        if self.id is not None:
+            metadata["id"] = self.id
+        if self.model is not None:
+            metadata["model"] = self.model
+        created = self.raw.get("created_at") if isinstance(self.raw, Mapping) else None
+        if created is not None:
+            metadata["created"] = created
+        if self.status is not None:
+            metadata["status"] = self.status
+        if self.incomplete_details:
+            metadata["incomplete_details"] = dict(self.incomplete_details)
+        return ChatResponse(message, self.usage, self.finish_reason, metadata, self.raw)

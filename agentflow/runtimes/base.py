@@ -1,0 +1,375 @@
+"""``AgentRuntime``: the base loop every runtime reuses (seed 002 §3.1, with DESIGN §4's decisions).
+
+One run, step by step::
+
+    RunStarted
+    [user input → memory]
+    repeat until a final answer or a limit:
+        StepStarted
+        build_prompt      system prompt + runtime instructions, the tools' specs, the items in memory
+        call_model        ModelRequest, then every model event as it arrives (streaming) or once (blocking)
+        handle_model_result
+                          complete call ids / names → the assistant turn to memory (ids already final)
+                          no calls → final answer; else ToolCallRequested per call, then
+        act               run the calls concurrently (ToolStarted / ToolProgress / ToolSucceeded|ToolFailed
+                          as they happen), results → memory in call order
+        StepFinished      (with this step's usage)
+    exactly one of RunFinished(result) / RunFailed(error, partial) / RunCancelled(partial)
+
+Where this does better than the reference: exhausting ``max_steps`` is never silent
+(``StopReason.MAX_STEPS``, optionally a last tool-less "final answer" call, or ``MaxStepsExceeded``); limits
+on tool calls, tokens and wall clock end the run with their own stop reason, the wall clock as a cancel scope
+that interrupts a hanging model call; state lives in a per-run ``RunContext`` (not on the runtime), so one
+runtime serves concurrent runs; and however a run is cut short, memory stays valid: every tool call in it
+gets a result (a synthetic ``TOOL_ERROR`` ``cancelled`` one when needed), written under a shield.
+
+Subclasses override the hooks, not the loop: ``name``/``instructions``, ``start`` (what enters memory before
+the first step), ``build_prompt``, ``call_model``, ``handle_model_result`` (how a model turn is read: CodeAct
+parses a code message here and runs the code instead of tool calls), ``act`` / ``run_tool_calls`` (how tool
+calls run), ``settle_pending`` (how interrupted work is closed in memory) and ``run_step`` / ``run_loop``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import ClassVar
+
+import anyio
+import anyio.lowlevel
+
+from ..agent.items import user_item
+from ..agent.prompt import AgentModelResult, AgentPrompt
+from ..bus import BusClosedError
+from ..events import (
+    ModelRequest,
+    RunCancelled,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    StepFinished,
+    StepStarted,
+    TerminalEvent,
+    ToolCallRequested,
+    ToolFailed,
+)
+from ..model.errors import StreamCutOffError
+from ..model.events import ModelCompleted, ReasoningDelta, TextDelta
+from ..model.messages import ToolCall
+from ..model.response import TokenUsage
+from ..model.tools import ToolChoice
+from ..result import AgentResult, StopReason, ToolResult
+from ..tools.outcome import cancelled_result, exception_message
+from .calls import complete_tool_calls, patch_memory_items
+from .context import RunContext
+from .errors import AgentRunError, MaxStepsExceeded
+
+__all__ = ["AgentRuntime"]
+
+_CLEANUP_SECONDS = 10.0
+"""How long shielded clean-up (closing memory, the terminal event) may take after a cancel."""
+
+
+def join_prompt(*parts: str | None) -> str | None:
+    """The non-blank parts joined by a blank line (``None`` when all are blank).
+
+    >>> join_prompt("You are terse.", None, "Use tools when necessary.")
+    'You are terse.\\n\\nUse tools when necessary.'
+    """
+    kept = [p.strip() for p in parts if p and p.strip()]
+    return "\n\n".join(kept) if kept else None
+
+
+class AgentRuntime:
+    """The base runtime: the loop of seed 002 §3.1 (``ReActRuntime`` adds a name and instructions).
+
+    A runtime holds no per-run state, so one instance may serve many runs at once; ``execute(ctx)`` runs one.
+    """
+
+    name: ClassVar[str] = "base"
+    """The runtime's name (``RunStarted.runtime``)."""
+    instructions: ClassVar[str | None] = None
+    """Text added to the system prompt of every model call (after the agent's own system prompt)."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    # -- the run ---------------------------------------------------------------------------------------------
+
+    async def execute(self, ctx: RunContext) -> AgentResult:
+        """Run to the end and publish exactly one terminal event; returns the result.
+
+        Cancellation through ``ctx.cancel_scope`` or the ``options.timeout`` deadline returns the partial
+        result (``StopReason.CANCELLED`` / ``StopReason.DEADLINE``) after ``RunCancelled``. Cancellation from
+        outside (the task running the run is cancelled) publishes ``RunCancelled`` and re-raises. An
+        exception publishes ``RunFailed`` and is re-raised. ``ctx.result`` / ``ctx.error`` hold the outcome.
+        """
+        result: AgentResult | None = None
+        timeout = ctx.options.timeout
+        deadline = anyio.current_time() + timeout if timeout is not None else float("inf")
+        deadline_scope = anyio.CancelScope(deadline=deadline)
+        try:
+            await ctx.publish(RunStarted(input=ctx.input_text, runtime=self.name))
+            with deadline_scope, ctx.cancel_scope:
+                await self.start(ctx)
+                result = await self.run_loop(ctx)
+        except anyio.get_cancelled_exc_class():
+            with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
+                await self._end_cancelled(ctx, StopReason.CANCELLED)
+            raise
+        except Exception as exc:
+            ctx.error = exc
+            with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
+                await self.settle_pending(ctx, "the run failed before this tool call finished")
+                partial = exc.partial if isinstance(exc, AgentRunError) else None
+                if partial is None:
+                    partial = ctx.result_for(StopReason.ERROR, error=exception_message(exc))
+                ctx.result = partial
+                await self._publish_terminal(
+                    ctx, RunFailed(error_type=type(exc).__name__, error=str(exc), partial=partial)
+                )
+            raise
+        if result is None:
+            # One of the run's own scopes caught a cancellation: the caller's, or the wall-clock deadline.
+            reason = StopReason.DEADLINE if deadline_scope.cancelled_caught else StopReason.CANCELLED
+            with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
+                await self._end_cancelled(ctx, reason)
+            assert ctx.result is not None
+            return ctx.result
+        ctx.result = result
+        # Shielded like the other terminal events: a cancel arriving now cannot leave the run without one.
+        with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
+            await self._publish_terminal(ctx, RunFinished(result=result))
+        return result
+
+    async def _end_cancelled(self, ctx: RunContext, reason: StopReason) -> None:
+        if reason is StopReason.DEADLINE:
+            why = f"the run's time limit ({ctx.options.timeout} s) was reached before this tool call finished"
+        else:
+            why = "the run was cancelled before this tool call finished"
+        await self.settle_pending(ctx, why)
+        ctx.result = ctx.result_for(reason)
+        await self._publish_terminal(ctx, RunCancelled(partial=ctx.result))
+
+    async def _publish_terminal(self, ctx: RunContext, event: TerminalEvent) -> None:
+        # If someone closed the bus early nobody can receive the event any more; the outcome is on ctx.
+        with contextlib.suppress(BusClosedError):
+            await ctx.publish(event)
+
+    async def run_loop(self, ctx: RunContext) -> AgentResult:
+        """Run steps until one returns a stop reason, or handle ``max_steps`` exhaustion."""
+        max_steps = ctx.options.max_steps
+        while max_steps is None or ctx.step < max_steps:
+            stop = await self.run_step(ctx)
+            if stop is not None:
+                return ctx.result_for(stop)
+        return await self.on_max_steps(ctx)
+
+    async def on_max_steps(self, ctx: RunContext) -> AgentResult:
+        """``max_steps`` used up: stop, make one last tool-less call, or raise (``options.on_max_steps``)."""
+        policy = ctx.options.on_max_steps
+        if policy == "final_answer":
+            await self.run_step(ctx, final=True)
+        elif policy == "raise":
+            raise MaxStepsExceeded(ctx.step, ctx.result_for(StopReason.MAX_STEPS))
+        return ctx.result_for(StopReason.MAX_STEPS)
+
+    async def run_step(self, ctx: RunContext, *, final: bool = False) -> StopReason | None:
+        """One step: prompt, model call, then whatever the model asked for. Returns why to stop, or None.
+
+        ``final`` marks the extra "final answer" step after ``max_steps``: no tool may run in it.
+        """
+        # A step that never waits (a fast model, no tools) must still notice a cancel requested meanwhile.
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        ctx.bus.step = ctx.step
+        ctx.step_usage = TokenUsage()
+        await ctx.publish(StepStarted())
+        calls_before = len(ctx.tool_calls)
+        prompt = self.build_prompt(ctx, final=final)
+        result = await self.call_model(ctx, prompt)
+        ctx.add_usage(result.usage)
+        stop = await self.handle_model_result(ctx, result, final=final)
+        await ctx.publish(StepFinished(tool_calls=len(ctx.tool_calls) - calls_before, usage=ctx.step_usage))
+        ctx.step += 1
+        return stop
+
+    # -- hooks -----------------------------------------------------------------------------------------------
+
+    async def start(self, ctx: RunContext) -> None:
+        """Before the first step: write the run's input to memory."""
+        ctx.remember(ctx.input_items)
+
+    def system_prompt(self, ctx: RunContext) -> str | None:
+        """The agent's system prompt followed by this runtime's ``instructions``."""
+        return join_prompt(ctx.system_prompt, self.instructions)
+
+    def build_prompt(self, ctx: RunContext, *, final: bool = False) -> AgentPrompt:
+        """The prompt of the next model call: system prompt, tools, memory items and model settings.
+
+        For the ``final`` answer call the tools stay declared (the history refers to them) but
+        ``tool_choice`` is ``none``, and a user turn asking for the answer is added to this prompt only.
+        """
+        s = ctx.settings
+        items = ctx.memory.items
+        tools = ctx.tools.specs
+        tool_choice = s.tool_choice
+        if final:
+            items = (*items, user_item(ctx.options.final_answer_prompt))
+            tool_choice = ToolChoice.none() if tools else None
+        return AgentPrompt(
+            model=s.model,
+            system_prompt=self.system_prompt(ctx),
+            instructions=ctx.instructions,
+            items=items,
+            tools=tools,
+            tool_choice=tool_choice,
+            parallel_tool_calls=s.parallel_tool_calls if tools else None,
+            temperature=s.temperature,
+            top_p=s.top_p,
+            max_output_tokens=s.max_output_tokens,
+            reasoning=s.reasoning,
+            store=s.store,
+            user=s.user,
+            extra_body=s.extra_body,
+            stream=ctx.stream_model,
+        )
+
+    async def call_model(self, ctx: RunContext, prompt: AgentPrompt) -> AgentModelResult:
+        """``ModelRequest``, then the model call; every model event is published as it arrives.
+
+        A blocking call publishes its reasoning and text once, as a ``ReasoningDelta`` and a ``TextDelta``,
+        so subscribers see the same vocabulary either way; both paths end with ``ModelCompleted``.
+        Leaving early (cancel, deadline) closes the stream and with it the HTTP response.
+        """
+        await ctx.publish(
+            ModelRequest(
+                model=prompt.model, items=len(prompt.items), tools=tuple(t.name for t in prompt.tools)
+            )
+        )
+        if not prompt.stream:
+            result = await ctx.model.create(prompt)
+            await self._publish_whole(ctx, result, text=True, reasoning=True)
+            return result
+        completed: AgentModelResult | None = None
+        saw_text = saw_reasoning = False
+        async with ctx.model.create_stream(prompt) as stream:
+            async for event in stream:
+                if isinstance(event, ModelCompleted):
+                    completed = event.response
+                    await self._publish_whole(ctx, completed, text=not saw_text, reasoning=not saw_reasoning)
+                    continue
+                if isinstance(event, TextDelta):
+                    saw_text = True
+                elif isinstance(event, ReasoningDelta):
+                    saw_reasoning = True
+                await ctx.publish(event)
+        if completed is None:
+            raise StreamCutOffError("the model stream ended without a completion event")
+        return completed
+
+    async def _publish_whole(
+        self, ctx: RunContext, result: AgentModelResult, *, text: bool, reasoning: bool
+    ) -> None:
+        if reasoning and result.reasoning_text:
+            await ctx.publish(ReasoningDelta(result.reasoning_text))
+        if text and result.output_text:
+            await ctx.publish(TextDelta(result.output_text))
+        await ctx.publish(ModelCompleted(result))
+
+    async def handle_model_result(
+        self, ctx: RunContext, result: AgentModelResult, *, final: bool = False
+    ) -> StopReason | None:
+        """Read one model turn: store it, then answer (no calls) or act on its tool calls.
+
+        Call ids and names are completed first, and the turn's memory items rewritten to match, so the
+        assistant turn in memory and the tool outputs written later always pair up.
+        """
+        raw = result.tool_calls
+        calls = complete_tool_calls(raw, ctx.step, ctx.tools.normalize_name)
+        ctx.remember(patch_memory_items(result.memory_items, raw, calls, result.output_text))
+        ctx.output_text = result.output_text
+        ctx.reasoning_text = result.reasoning_text
+        if not calls:
+            return StopReason.FINAL_ANSWER
+        if final:
+            await self.refuse_calls(ctx, calls, "not run: the run reached its step limit")
+            return None
+        if ctx.token_budget_reached:
+            await self.refuse_calls(
+                ctx, calls, f"not run: the run reached its token budget ({ctx.options.max_tokens} tokens)"
+            )
+            return StopReason.MAX_TOKENS
+        return await self.act(ctx, calls)
+
+    async def act(self, ctx: RunContext, calls: tuple[ToolCall, ...]) -> StopReason | None:
+        """Run a step's tool calls (within the run's tool-call limit) and write every result to memory.
+
+        Calls beyond ``options.max_tool_calls`` are not run; they get a ``TOOL_ERROR`` result and the run
+        stops with ``StopReason.MAX_TOOL_CALLS`` after this step.
+        """
+        limit = ctx.options.max_tool_calls
+        allowed = calls
+        if limit is not None:
+            allowed = calls[: max(0, limit - len(ctx.tool_calls))]
+        refused = calls[len(allowed) :]
+        ctx.pending = list(calls)
+        ctx.finished = {}
+        ctx.tool_calls.extend(calls)
+        for call in calls:
+            await ctx.publish(ToolCallRequested(call=call))
+        results = list(await self.run_tool_calls(ctx, allowed)) if allowed else []
+        results.extend(
+            await self._refused_results(
+                ctx, refused, f"not run: the run reached its limit of {limit} tool calls"
+            )
+        )
+        ctx.record_results(calls, results)
+        return StopReason.MAX_TOOL_CALLS if refused else None
+
+    async def run_tool_calls(self, ctx: RunContext, calls: tuple[ToolCall, ...]) -> list[ToolResult]:
+        """Execute calls with the run's ``ToolExecutor``, concurrently unless ``parallel_tool_calls=False``.
+
+        Returns the results in call order; result events are published as each call completes.
+        """
+        parallel = ctx.settings.parallel_tool_calls is not False
+
+        def finished(index: int, result: ToolResult) -> None:
+            # Recorded as each call completes, so a cancel mid-batch keeps the results that exist.
+            ctx.finished[calls[index].id] = result
+
+        return await ctx.executor.run_calls(
+            calls, run_id=ctx.run_id, step=ctx.step, parallel=parallel, on_result=finished
+        )
+
+    async def refuse_calls(self, ctx: RunContext, calls: tuple[ToolCall, ...], reason: str) -> None:
+        """Answer calls without running them: ``ToolCallRequested`` then ``ToolFailed`` each, and memory."""
+        ctx.pending = list(calls)
+        ctx.finished = {}
+        ctx.tool_calls.extend(calls)
+        for call in calls:
+            await ctx.publish(ToolCallRequested(call=call))
+        ctx.record_results(calls, await self._refused_results(ctx, calls, reason))
+
+    async def _refused_results(
+        self, ctx: RunContext, calls: tuple[ToolCall, ...], reason: str
+    ) -> list[ToolResult]:
+        results = [cancelled_result(call, reason) for call in calls]
+        for call, result in zip(calls, results, strict=True):
+            ctx.finished[call.id] = result
+            await ctx.publish(ToolFailed(call=call, result=result))
+        return results
+
+    async def settle_pending(self, ctx: RunContext, reason: str) -> None:
+        """Close interrupted work in memory: every pending call gets its result, or a synthetic cancelled one.
+
+        Called (shielded) when a run is cancelled, times out or fails; memory writes come first so they
+        happen even if publishing the synthetic ``ToolFailed`` events is cut short.
+        """
+        if not ctx.pending:
+            return
+        calls = tuple(ctx.pending)
+        synthetic = [c for c in calls if c.id not in ctx.finished]
+        results = [ctx.finished.get(c.id) or cancelled_result(c, reason) for c in calls]
+        ctx.record_results(calls, results)
+        for call, result in zip(calls, results, strict=True):
+            if call in synthetic:
+                await ctx.publish(ToolFailed(call=call, result=result))

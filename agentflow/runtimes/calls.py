@@ -1,0 +1,166 @@
+"""Tool-call completion: give every call of a model turn an id and a name, and make its memory items agree.
+
+The reference completed missing call ids only *after* writing the assistant turn to memory, so the stored
+turn and its ``function_call_output`` items could disagree and the provider rejected the next request.
+Here the runtime completes the calls first and rewrites the turn's memory items to use the same ids and names
+before anything is stored. Pure functions: no I/O, no awaits; the input items are never mutated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from ..agent.items import assistant_item
+from ..model.messages import AiMessage, ToolCall
+
+__all__ = ["MemoryItemsMismatchError", "complete_tool_calls", "fallback_call_id", "patch_memory_items"]
+
+FALLBACK_TOOL_NAME = "tool"
+"""The name a call gets when the model sent none (the executor then reports an unknown tool)."""
+
+
+class MemoryItemsMismatchError(ValueError):
+    """A model client returned memory items whose tool calls cannot be matched with its ``tool_calls``."""
+
+
+def fallback_call_id(step: int, index: int) -> str:
+    """The id of a call the model sent without one (the reference's format).
+
+    >>> fallback_call_id(2, 0)
+    'tool_step_2_0'
+    """
+    return f"tool_step_{step}_{index}"
+
+
+def complete_tool_calls(
+    calls: Sequence[ToolCall], step: int, normalize_name: Callable[[str], str] | None = None
+) -> tuple[ToolCall, ...]:
+    """The calls with blank (or repeated) ids replaced by ``tool_step_<step>_<index>`` and names normalised.
+
+    ``normalize_name`` maps a name as the model wrote it to the registered one (e.g.
+    ``ToolRegistry.normalize_name``); without it names are stripped. A blank name becomes ``"tool"``.
+    Arguments are untouched (raw JSON text). Unchanged calls are returned as the same objects.
+
+    >>> complete_tool_calls([ToolCall("", " lookup ", "{}"), ToolCall("c1", "f")], step=3)
+    (ToolCall(id='tool_step_3_0', name='lookup', arguments='{}'), ToolCall(id='c1', name='f', arguments=''))
+    """
+    out: list[ToolCall] = []
+    seen: set[str] = set()
+    for index, call in enumerate(calls):
+        call_id = call.id.strip()
+        if not call_id or call_id in seen:
+            call_id = fallback_call_id(step, index)
+        seen.add(call_id)
+        name = (normalize_name(call.name) if normalize_name else call.name).strip() or FALLBACK_TOOL_NAME
+        out.append(
+            call if (call_id, name) == (call.id, call.name) else ToolCall(call_id, name, call.arguments)
+        )
+    return tuple(out)
+
+
+def _slots(items: Sequence[Any]) -> list[tuple[int, int | None]]:
+    """Where the tool calls sit in ``items``: ``(item index, position in its tool_calls list or None)``."""
+    slots: list[tuple[int, int | None]] = []
+    for i, item in enumerate(items):
+        if isinstance(item, AiMessage):
+            slots.extend((i, k) for k in range(len(item.tool_calls)))
+        elif isinstance(item, Mapping):
+            kind = item.get("type", "message" if "role" in item else None)
+            if kind == "message" and item.get("role") == "assistant":
+                calls = item.get("tool_calls") or ()
+                slots.extend((i, k) for k in range(len(calls)))
+            elif kind == "function_call":
+                slots.append((i, None))
+    return slots
+
+
+def _slot_call(item: Any, position: int | None) -> tuple[str, str]:
+    if isinstance(item, AiMessage):
+        call = item.tool_calls[position or 0]
+        return call.id, call.name
+    if position is None:
+        return str(item.get("call_id") or ""), str(item.get("name") or "")
+    entry = item["tool_calls"][position]
+    function = entry.get("function") if isinstance(entry, Mapping) else None
+    name = function.get("name") if isinstance(function, Mapping) else None
+    return str(entry.get("id") or "") if isinstance(entry, Mapping) else "", str(name or "")
+
+
+def _match(
+    items: Sequence[Any], slots: list[tuple[int, int | None]], raw: Sequence[ToolCall]
+) -> list[int] | None:
+    """For each slot, the index of its call in ``raw``; ``None`` when they cannot be paired."""
+    if len(slots) != len(raw):
+        return None
+    slot_ids = [_slot_call(items[i], position)[0] for i, position in slots]
+    # Pair by position when every slot id is blank or agrees with its call's id (the usual case) …
+    if all(not sid or sid == call.id for sid, call in zip(slot_ids, raw, strict=True)):
+        return list(range(len(raw)))
+    # … else by id, for a client whose memory items list the calls in another order.
+    pairing: list[int] = []
+    unused = list(range(len(raw)))
+    for sid in slot_ids:
+        found = next((i for i in unused if sid and raw[i].id == sid), None)
+        if found is None:
+            return None
+        unused.remove(found)
+        pairing.append(found)
+    return pairing
+
+
+def _rewrite_entry(entry: Any, call: ToolCall) -> Any:
+    function = dict(entry.get("function") or {})
+    function["name"] = call.name
+    return {**entry, "id": call.id, "function": function}
+
+
+def patch_memory_items(
+    items: Sequence[Any], raw: Sequence[ToolCall], completed: Sequence[ToolCall], output_text: str = ""
+) -> tuple[Any, ...]:
+    """``items`` (one model turn's memory items) rewritten so their tool calls carry the completed ids/names.
+
+    ``raw`` are the calls as the model client returned them and ``completed`` the same calls after
+    ``complete_tool_calls``. Chat-shaped assistant items (``tool_calls`` entries), Responses ``function_call``
+    items and ``AiMessage`` values are patched; everything else is kept as is. When the items hold no tool
+    calls at all but the model asked for some, an assistant item with the calls is appended, so memory always
+    pairs every call with its output. Items whose calls cannot be matched raise ``MemoryItemsMismatchError``.
+
+    >>> from agentflow.agent.items import assistant_item
+    >>> raw = [ToolCall("", "f", "{}")]
+    >>> patched = patch_memory_items([assistant_item("", raw)], raw, complete_tool_calls(raw, 0))
+    >>> patched[0]["tool_calls"][0]["id"]
+    'tool_step_0_0'
+    """
+    if len(raw) != len(completed):
+        raise ValueError("patch_memory_items: raw and completed calls differ in number")
+    slots = _slots(items)
+    if not slots:
+        if not completed:
+            return tuple(items)
+        return (*items, assistant_item(output_text or None, completed))
+    pairing = _match(items, slots, raw)
+    if pairing is None:
+        raise MemoryItemsMismatchError(
+            f"the model client's memory items hold {len(slots)} tool call(s) that do not match its "
+            f"{len(raw)} tool call(s); a ModelClient's memory items must hold exactly the calls it reports"
+        )
+    out = list(items)
+    for (index, position), call_index in zip(slots, pairing, strict=True):
+        call = completed[call_index]
+        item = out[index]
+        if _slot_call(item, position) == (call.id, call.name):
+            continue
+        if isinstance(item, AiMessage):
+            calls = list(item.tool_calls)
+            calls[position or 0] = call
+            out[index] = attrs.evolve(item, tool_calls=calls)
+        elif position is None:
+            out[index] = {**item, "call_id": call.id, "name": call.name}
+        else:
+            entries = list(item["tool_calls"])
+            entries[position] = _rewrite_entry(entries[position], call)
+            out[index] = {**item, "tool_calls": entries}
+    return tuple(out)

@@ -1,0 +1,154 @@
+"""``RunContext``: everything one run of an agent works with, and the state it accumulates.
+
+The agent builds one per run (``Agent.stream``/``Agent.run``) and hands it to its runtime; the runtime's hooks
+read the configuration (model client, tools, memory, options) and update the state (step, tool calls and
+results, usage, the items the run added to memory, the calls still waiting for a result). Keeping that state
+here, not on the runtime, is what lets one runtime instance serve any number of concurrent runs.
+
+No loop logic here: ``agentflow.runtimes.base`` drives the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import anyio
+import attrs
+
+from ..agent.items import function_call_output_item
+from ..agent.memory import Memory
+from ..agent.options import AgentOptions, ModelSettings
+from ..agent.prompt import ModelClient
+from ..bus import EventBus
+from ..model.events import Event
+from ..model.messages import ToolCall
+from ..model.response import TokenUsage
+from ..result import AgentResult, StopReason, ToolResult
+from ..tools.executor import ToolExecutor
+from ..tools.registry import ToolRegistry
+
+__all__ = ["RunContext", "usage_total"]
+
+
+def usage_total(usage: TokenUsage) -> int:
+    """The tokens a usage counts against a budget: ``total_tokens``, or input + output when it is missing."""
+    return usage.total_tokens or usage.input_tokens + usage.output_tokens
+
+
+@attrs.define(eq=False)
+class RunContext:
+    """One run: its configuration (read-only by convention) and its state (updated by the runtime).
+
+    ``input_items`` are written to memory when the run starts; ``input_text`` is what ``RunStarted`` shows.
+    ``cancel_scope`` is the scope ``AgentRun.cancel()`` cancels. ``pending`` are the tool calls of the
+    current step that memory holds without outputs yet, and ``finished`` the results that arrived for them:
+    if the run is cut short, ``settle_pending`` completes memory with them and synthetic results.
+    """
+
+    run_id: str
+    bus: EventBus
+    memory: Memory
+    model: ModelClient
+    tools: ToolRegistry
+    options: AgentOptions = attrs.field(factory=AgentOptions)
+    settings: ModelSettings = attrs.field(factory=ModelSettings)
+    system_prompt: str | None = None
+    instructions: str | None = None
+    input_text: str = ""
+    input_items: tuple[Any, ...] = ()
+    stream_model: bool = False
+    cancel_scope: anyio.CancelScope = attrs.field(factory=anyio.CancelScope)
+
+    step: int = 0
+    """The index of the current step (after the run: the number of steps run)."""
+    tool_calls: list[ToolCall] = attrs.field(factory=list)
+    tool_results: list[ToolResult] = attrs.field(factory=list)
+    usage: TokenUsage = attrs.field(factory=TokenUsage)
+    step_usage: TokenUsage = attrs.field(factory=TokenUsage)
+    model_calls: int = 0
+    new_items: list[Any] = attrs.field(factory=list)
+    output_text: str = ""
+    reasoning_text: str | None = None
+    pending: list[ToolCall] = attrs.field(factory=list)
+    finished: dict[str, ToolResult] = attrs.field(factory=dict)
+    result: AgentResult | None = None
+    """The outcome once the run has ended (the partial result for a failed or cancelled run)."""
+    error: BaseException | None = None
+    """The exception a failed run raised."""
+    _executor: ToolExecutor | None = attrs.field(default=None, init=False, repr=False)
+
+    # -- events ----------------------------------------------------------------------------------------------
+
+    async def publish(self, event: Event) -> Event:
+        """Publish on the run's bus (stamped with the run id, the current step and the next seq)."""
+        return await self.bus.publish(event)
+
+    @property
+    def executor(self) -> ToolExecutor:
+        """The run's tool executor (built on first use), publishing its events on the run's bus."""
+        if self._executor is None:
+            self._executor = ToolExecutor(
+                self.tools,
+                max_concurrency=self.options.max_tool_concurrency,
+                default_timeout=self.options.tool_timeout,
+                emit=self.bus.publish,
+            )
+        return self._executor
+
+    # -- memory ----------------------------------------------------------------------------------------------
+
+    def remember(self, items: Iterable[Any]) -> None:
+        """Append items to memory and to the run's ``new_items``."""
+        items = tuple(items)
+        if items:
+            self.memory.extend(items)
+            self.new_items.extend(items)
+
+    def record_results(self, calls: Iterable[ToolCall], results: Iterable[ToolResult]) -> None:
+        """Write tool results to memory in call order (``function_call_output`` items) and to the run's state.
+
+        The calls stop being pending.
+        """
+        calls = tuple(calls)
+        results = tuple(results)
+        if len(calls) != len(results):
+            raise ValueError(f"{len(calls)} tool calls but {len(results)} results")
+        self.remember(function_call_output_item(c.id, r.output) for c, r in zip(calls, results, strict=True))
+        self.tool_results.extend(results)
+        done = {c.id for c in calls}
+        self.pending = [c for c in self.pending if c.id not in done]
+        for call_id in done:
+            self.finished.pop(call_id, None)
+
+    # -- usage -----------------------------------------------------------------------------------------------
+
+    def add_usage(self, usage: TokenUsage | None) -> None:
+        """Count one model call's usage towards the step and the run."""
+        self.model_calls += 1
+        if usage is not None:
+            self.usage = self.usage + usage
+            self.step_usage = self.step_usage + usage
+
+    @property
+    def token_budget_reached(self) -> bool:
+        """Whether ``options.max_tokens`` is set and the run's usage has reached it."""
+        budget = self.options.max_tokens
+        return budget is not None and usage_total(self.usage) >= budget
+
+    # -- result ----------------------------------------------------------------------------------------------
+
+    def result_for(self, stop_reason: StopReason, error: str | None = None) -> AgentResult:
+        """The run's result so far, ending for ``stop_reason``."""
+        return AgentResult(
+            run_id=self.run_id,
+            output_text=self.output_text,
+            stop_reason=stop_reason,
+            steps=self.step,
+            tool_calls=tuple(self.tool_calls),
+            tool_results=tuple(self.tool_results),
+            usage=self.usage,
+            new_items=tuple(self.new_items),
+            error=error,
+            reasoning_text=self.reasoning_text,
+        )

@@ -1,0 +1,668 @@
+"""The sandbox's child side: runs the host's code steps in a persistent namespace, like a notebook kernel.
+
+The host starts it as ``python -I -S -c <this file's source>`` inside the sandbox (see ``launch.py``), so it
+must import nothing but the standard library (never ``agentflow``) and run on Python 3.8+. It trusts nothing
+it runs: user code may replace ``sys.stdout``, raise ``BaseException`` or exit, and the runner still answers.
+
+Channel: the process's original stdin/stdout carry length-prefixed JSON frames (4-byte big-endian length,
+then UTF-8 JSON) to and from the host. At start-up the runner moves them to private descriptors and points
+fd 0 at ``/dev/null`` and fd 1 at fd 2, so nothing user code writes can corrupt the channel. Prints go to
+bounded capture objects that stream ``out`` frames to the host (so output printed before a timeout is kept).
+
+Frames, child → host: ``ready``; ``call`` (a tool call: ``id``, ``name``, ``args``); ``out`` (``s``: stream
+name, ``d``: text); ``done`` (the step's outcome). Host → child: ``exec`` (one code step) and ``result``
+(the answer to a ``call``: ``ok`` plus ``value`` or ``error``). Several calls may be in flight at once
+(``parallel``, ``map_tool``, ``acall_tool`` with ``asyncio.gather``); results are matched by id.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import io
+import json
+import keyword
+import linecache
+import math
+import os
+import signal
+import struct
+import sys
+import traceback
+
+# Not ``typing.TYPE_CHECKING``: importing ``typing`` would add ~7 ms to every sandbox start.
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import asyncio
+    from collections.abc import Callable
+    from typing import Any
+
+PROTOCOL_VERSION = 1
+_HEADER = struct.Struct(">I")
+_MAX_FRAME = 256 * 1024 * 1024
+_FLUSH_AT = 4096
+_MAX_ERROR_CHARS = 8000
+_MAX_TRACEBACK_FRAMES = 8
+_CO_COROUTINE = 0x80
+_ALLOW_TOP_LEVEL_AWAIT = getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0x2000)
+_LAST = "__agentflow_last__"
+_RETURN = "__agentflow_return__"
+_HELPERS = ("call_tool", "acall_tool", "map_tool", "parallel", "final_answer", "ToolError")
+_STUB_MARK = "__agentflow_tool__"
+
+
+class ToolError(Exception):
+    """A tool called from code failed; ``str(error)`` is the host's ``TOOL_ERROR: {…}`` text."""
+
+    def __init__(self, tool: str, message: str) -> None:
+        super().__init__(message)
+        self.tool = tool
+
+
+class _Return(BaseException):
+    """A top-level ``return`` (rewritten into a raise, so module-level variables stay global)."""
+
+    def __init__(self, value: Any = None) -> None:
+        super().__init__()
+        self.value = value
+
+
+class _FinalAnswer(BaseException):
+    """``final_answer(x)`` was called: the step ends here with ``x``."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__()
+        self.value = value
+
+
+class CpuTimeExceeded(BaseException):
+    """The step used up its CPU seconds (raised from the ``SIGXCPU`` handler)."""
+
+
+class _HostGone(BaseException):
+    """The host closed or broke the channel: the runner exits (a ``BaseException`` so code cannot hide it)."""
+
+
+class _CpuGuard:
+    """Decides when the ``SIGXCPU`` handler may raise into the running code.
+
+    It raises only while user code runs, and never in the middle of a frame read or write (that would
+    desynchronise the channel): a signal that arrives then is kept and raised when the frame is through.
+    """
+
+    def __init__(self) -> None:
+        self.user_code = False
+        self.busy = False
+        self.pending = False
+
+    def on_signal(self, signum: int, frame: Any) -> None:
+        if not self.user_code:
+            return
+        if self.busy:
+            self.pending = True
+            return
+        self.expire()
+
+    def after_frame(self) -> None:
+        self.busy = False
+        if self.pending and self.user_code:
+            self.expire()
+
+    def expire(self) -> None:
+        self.pending = False
+        self.user_code = False
+        raise CpuTimeExceeded("the step used up its CPU time limit")
+
+
+class _Channel:
+    """Blocking frame I/O on the two private descriptors."""
+
+    def __init__(self, read_fd: int, write_fd: int, guard: _CpuGuard) -> None:
+        self.read_fd = read_fd
+        self.write_fd = write_fd
+        self._guard = guard
+
+    def send(self, message: dict[str, Any]) -> None:
+        data = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        payload = data.encode("utf-8", "replace")
+        view = memoryview(_HEADER.pack(len(payload)) + payload)
+        self._guard.busy = True
+        try:
+            while view:
+                written = os.write(self.write_fd, view)
+                view = view[written:]
+        except OSError as exc:
+            raise _HostGone(f"cannot write to the host: {exc}") from None
+        finally:
+            self._guard.after_frame()
+
+    def receive(self) -> dict[str, Any]:
+        self._guard.busy = True
+        try:
+            (size,) = _HEADER.unpack(self._read_exactly(_HEADER.size))
+            if size > _MAX_FRAME:
+                raise _HostGone(f"a frame of {size} bytes from the host")
+            message = json.loads(self._read_exactly(size))
+        except (OSError, ValueError) as exc:
+            raise _HostGone(f"cannot read from the host: {exc}") from None
+        finally:
+            self._guard.after_frame()
+        if not isinstance(message, dict):
+            raise _HostGone("a frame that is not a JSON object")
+        return message
+
+    def _read_exactly(self, size: int) -> bytes:
+        chunks: list[bytes] = []
+        missing = size
+        while missing:
+            chunk = os.read(self.read_fd, missing)
+            if not chunk:
+                raise _HostGone("end of stream")
+            chunks.append(chunk)
+            missing -= len(chunk)
+        return b"".join(chunks)
+
+
+class _Capture(io.TextIOBase):
+    """``sys.stdout`` / ``sys.stderr`` during a step: streams lines to the host, up to a byte budget."""
+
+    def __init__(self, name: str, channel: _Channel) -> None:
+        super().__init__()
+        self._name = name
+        self._channel = channel
+        self._buffer: list[str] = []
+        self._buffered = 0
+        self.budget = 0
+        self.dropped = 0
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return "utf-8"
+
+    @property
+    def name(self) -> str:
+        return "<" + self._name + ">"
+
+    def reset(self, budget: int) -> None:
+        self._buffer = []
+        self._buffered = 0
+        self.budget = budget
+        self.dropped = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):
+            raise TypeError("write() argument must be str, not " + type(text).__name__)
+        length = len(text)
+        size = length if text.isascii() else len(text.encode("utf-8", "replace"))
+        if size > self.budget:
+            # Keep what fits (on a character boundary) and count the rest.
+            kept = text.encode("utf-8", "replace")[: self.budget].decode("utf-8", "ignore")
+            kept_size = len(kept.encode("utf-8"))
+            self.dropped += size - kept_size
+            text, size = kept, kept_size
+        if text:
+            self.budget -= size
+            self._buffer.append(text)
+            self._buffered += size
+            if self._buffered >= _FLUSH_AT or "\n" in text:
+                self.flush()
+        return length
+
+    def flush(self) -> None:
+        if self._buffer:
+            data = "".join(self._buffer)
+            self._buffer = []
+            self._buffered = 0
+            self._channel.send({"t": "out", "s": self._name, "d": data})
+
+
+class _Calls:
+    """Tool calls in flight: requests go out at once, results come back in any order."""
+
+    def __init__(self, channel: _Channel) -> None:
+        self._channel = channel
+        self._next_id = 0
+        self._results: dict[int, dict[str, Any]] = {}
+        self._futures: dict[int, asyncio.Future[Any]] = {}
+        self._names: dict[int, str] = {}
+
+    def reset(self) -> None:
+        self._results.clear()
+        self._futures.clear()
+        self._names.clear()
+
+    def request(self, name: Any, args: Any) -> int:
+        if not isinstance(name, str):
+            raise TypeError("a tool name must be a string, not " + type(name).__name__)
+        if not isinstance(args, dict):
+            raise TypeError(f"the arguments of tool {name!r} must be a dict, not {type(args).__name__}")
+        self._next_id += 1
+        call_id = self._next_id
+        message = {"t": "call", "id": call_id, "name": name, "args": args}
+        try:
+            self._channel.send(message)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"the arguments of tool {name!r} must be JSON values: {exc}") from None
+        self._names[call_id] = name
+        return call_id
+
+    def wait(self, call_ids: list[int]) -> list[tuple[bool, Any]]:
+        while any(call_id not in self._results for call_id in call_ids):
+            self.dispatch(self._channel.receive())
+        return [self._outcome(self._results.pop(call_id)) for call_id in call_ids]
+
+    def future(self, call_id: int, loop: asyncio.AbstractEventLoop) -> asyncio.Future[Any]:
+        future = loop.create_future()
+        self._futures[call_id] = future
+        return future
+
+    def dispatch(self, message: dict[str, Any]) -> None:
+        if message.get("t") != "result" or not isinstance(message.get("id"), int):
+            raise _HostGone("an unexpected frame during a step: " + repr(message.get("t")))
+        call_id = message["id"]
+        future = self._futures.pop(call_id, None)
+        if future is None:
+            if call_id in self._names:
+                self._results[call_id] = message
+            return  # a late answer to a call of an earlier step: nobody waits for it
+        if not future.done():
+            ok, value = self._outcome(message)
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
+
+    def _outcome(self, message: dict[str, Any]) -> tuple[bool, Any]:
+        name = self._names.pop(message["id"], "?")
+        if message.get("ok"):
+            return True, message.get("value")
+        return False, ToolError(name, str(message.get("error") or "TOOL_ERROR: the tool failed"))
+
+
+def _merge_args(name: str, args: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    if args is None:
+        return dict(kwargs)
+    if not isinstance(args, dict):
+        raise TypeError(
+            f"tool {name!r} takes keyword arguments or one dict of arguments, not {type(args).__name__}"
+        )
+    merged = dict(args)
+    merged.update(kwargs)
+    return merged
+
+
+class _ReturnRewriter(ast.NodeTransformer):
+    """Turns top-level ``return x`` into ``raise __agentflow_return__(x)``; function bodies are left alone."""
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        return node
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> ast.AST:
+        return node
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
+        return node
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        return node
+
+    def visit_Return(self, node: ast.Return) -> ast.AST:
+        value = node.value if node.value is not None else ast.Constant(value=None)
+        call = ast.Call(func=ast.Name(id=_RETURN, ctx=ast.Load()), args=[value], keywords=[])
+        return ast.copy_location(ast.Raise(exc=call, cause=None), node)
+
+
+def _jsonable(value: Any, depth: int = 0) -> Any:
+    """A JSON-safe copy of ``value``: containers become lists/dicts, other objects their ``repr``."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        # The host's JSON parser keeps 64-bit integers exact; bigger ones travel as text.
+        return int(value) if -(2**63) <= value < 2**64 else str(value)
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else repr(value)
+    if depth >= 64:
+        return repr(value)
+    if isinstance(value, dict):
+        return {_json_key(key): _jsonable(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_jsonable(item, depth + 1) for item in value]
+    if isinstance(value, (bytes, bytearray)):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            return repr(bytes(value))
+    return repr(value)
+
+
+def _json_key(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    if key is None or isinstance(key, (bool, int, float)):
+        return json.dumps(key)
+    return repr(key)
+
+
+def _user_traceback(error: BaseException) -> str:
+    """The error as Python prints it, keeping only frames of the user's cells."""
+    stack = traceback.extract_tb(error.__traceback__)
+    frames = [frame for frame in stack if frame.filename.startswith("<cell")]
+    lines = traceback.format_exception_only(type(error), error)
+    if frames:
+        shown = traceback.format_list(frames[-_MAX_TRACEBACK_FRAMES:])
+        head = "Traceback (most recent call last):\n"
+        if len(frames) > _MAX_TRACEBACK_FRAMES:
+            head += f"  [... {len(frames) - _MAX_TRACEBACK_FRAMES} earlier frames ...]\n"
+        lines = [head, *shown, *lines]
+    text = "".join(lines).rstrip("\n")
+    if len(text) > _MAX_ERROR_CHARS:
+        half = _MAX_ERROR_CHARS // 2
+        text = text[:half] + "\n[... error text truncated ...]\n" + text[-half:]
+    return text
+
+
+class Runner:
+    """One sandbox kernel: the persistent namespace, the tool bridge and the step loop."""
+
+    def __init__(self, channel: _Channel, guard: _CpuGuard) -> None:
+        self.channel = channel
+        self.guard = guard
+        self.calls = _Calls(channel)
+        self.stdout = _Capture("stdout", channel)
+        self.stderr = _Capture("stderr", channel)
+        self.namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+        self.rlimits_applied = False
+        self._install_helpers()
+
+    # -- the helpers user code sees ------------------------------------------------------------
+
+    def _install_helpers(self) -> None:
+        calls = self.calls
+
+        def call_tool(name: str, args: dict[str, Any] | None = None, /, **kwargs: Any) -> Any:
+            """Call the tool ``name`` with a dict of arguments (or keywords) and return its value."""
+            ((ok, value),) = calls.wait([calls.request(name, _merge_args(name, args, kwargs))])
+            if not ok:
+                raise value
+            return value
+
+        async def acall_tool(name: str, args: dict[str, Any] | None = None, /, **kwargs: Any) -> Any:
+            """Like ``call_tool`` but awaitable, e.g. ``await asyncio.gather(acall_tool(...), ...)``."""
+            import asyncio
+
+            call_id = calls.request(name, _merge_args(name, args, kwargs))
+            return await calls.future(call_id, asyncio.get_running_loop())
+
+        def parallel(*requests: Any, return_exceptions: bool = False) -> list[Any]:
+            """Run several ``(name, args)`` tool calls at the same time; return their values in order."""
+            call_ids = []
+            for request in requests:
+                if not (isinstance(request, (tuple, list)) and len(request) == 2):
+                    raise TypeError("parallel() takes (tool_name, args_dict) pairs")
+                call_ids.append(calls.request(request[0], _merge_args(str(request[0]), request[1], {})))
+            return _gather(calls.wait(call_ids), return_exceptions)
+
+        def map_tool(name: str, items: Any, return_exceptions: bool = False) -> list[Any]:
+            """Call the tool ``name`` once per argument dict in ``items``, all at the same time."""
+            call_ids = [calls.request(name, _merge_args(name, item, {})) for item in items]
+            return _gather(calls.wait(call_ids), return_exceptions)
+
+        def final_answer(answer: Any) -> None:
+            """End this step now; ``answer`` becomes the final answer of the run."""
+            raise _FinalAnswer(answer)
+
+        for helper in (call_tool, acall_tool, parallel, map_tool, final_answer):
+            self.namespace[helper.__name__] = helper
+        self.namespace["ToolError"] = ToolError
+        self.namespace[_RETURN] = _Return
+
+    def _refresh_tool_stubs(self, tool_names: list[str]) -> None:
+        wanted = set(tool_names)
+        for name, value in list(self.namespace.items()):
+            if getattr(value, _STUB_MARK, None) == name and name not in wanted:
+                del self.namespace[name]
+        for name in tool_names:
+            if not is_stub_name(name):
+                continue
+            current = self.namespace.get(name)
+            if current is None or getattr(current, _STUB_MARK, None) == name:
+                self.namespace[name] = self._make_stub(name)
+
+    def _make_stub(self, name: str) -> Callable[..., Any]:
+        call_tool = self.namespace["call_tool"]
+
+        def stub(args: dict[str, Any] | None = None, /, **kwargs: Any) -> Any:
+            return call_tool(name, args, **kwargs)
+
+        stub.__name__ = stub.__qualname__ = name
+        stub.__doc__ = f"Call the tool {name!r} (keyword arguments or one dict) and return its value."
+        setattr(stub, _STUB_MARK, name)
+        return stub
+
+    # -- one step ---------------------------------------------------------------------------
+
+    def run_step(self, message: dict[str, Any]) -> dict[str, Any]:
+        limits = message.get("limits") or {}
+        if not self.rlimits_applied:
+            _apply_rlimits(message.get("rlimits") or {})
+            self.rlimits_applied = True
+        budget = int(limits.get("max_output_bytes", 65536))
+        self.stdout.reset(budget)
+        self.stderr.reset(budget)
+        self.calls.reset()
+        self._refresh_tool_stubs([str(name) for name in message.get("tools") or ()])
+        filename = "<cell " + str(message.get("step", 0)) + ">"
+        code = str(message.get("code", ""))
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+
+        done: dict[str, Any] = {"t": "done", "ok": True, "value": None, "final": False}
+        sys.stdout, sys.stderr = self.stdout, self.stderr
+        try:
+            compiled = _compile(code, filename)
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+            done.update(ok=False, error_type="syntax", error=_user_traceback(exc))
+            compiled = None
+        if compiled is not None:
+            cpu_seconds = int(limits.get("cpu_seconds", 0))
+            self._execute(compiled, done, cpu_seconds, int(limits.get("max_result_bytes", 0)))
+        self.stdout.flush()
+        self.stderr.flush()
+        sys.stdout = sys.stderr = sys.__stderr__
+        done["dropped"] = {"stdout": self.stdout.dropped, "stderr": self.stderr.dropped}
+        return done
+
+    def _execute(self, compiled: Any, done: dict[str, Any], cpu_seconds: int, max_result_bytes: int) -> None:
+        namespace = self.namespace
+        try:
+            value, final = self._run_user_code(compiled, cpu_seconds)
+        except _HostGone:
+            raise
+        except BaseException as exc:  # user code may raise anything: SystemExit, KeyboardInterrupt…
+            done.update(ok=False, error_type=_error_type(exc), error=_user_traceback(exc))
+            return
+        finally:
+            self.guard.user_code = False
+            _set_cpu_budget(0)
+            namespace.pop(_LAST, None)
+        done["final"] = final
+        try:
+            size = len(json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8", "replace"))
+        except (MemoryError, RecursionError, ValueError) as exc:
+            error = f"the result could not be encoded: {exc!r}"
+            done.update(ok=False, error_type=_error_type(exc), error=error)
+            return
+        if max_result_bytes and size > max_result_bytes:
+            done.update(
+                ok=False,
+                error_type="output_limit",
+                error=(
+                    f"the result is {size} bytes as JSON, over the limit of {max_result_bytes}; "
+                    "return a smaller value (a summary or a slice) instead"
+                ),
+            )
+            return
+        done["value"] = value
+
+    def _run_user_code(self, compiled: Any, cpu_seconds: int) -> tuple[Any, bool]:
+        """Run one compiled cell; returns its JSON-safe value and whether ``final_answer`` ended it."""
+        namespace = self.namespace
+        namespace.pop(_LAST, None)
+        _set_cpu_budget(cpu_seconds)
+        self.guard.user_code = True
+        final = False
+        try:
+            try:
+                if compiled.co_flags & _CO_COROUTINE:
+                    self._run_async(eval(compiled, namespace))
+                else:
+                    exec(compiled, namespace)
+                value = namespace.get(_LAST)
+            except _Return as returned:
+                value = returned.value
+            except _FinalAnswer as answer:
+                value, final = answer.value, True
+            # Converting runs user code too (``__repr__``), so it stays under the CPU guard.
+            return _jsonable(value), final
+        finally:
+            # Inside the caller's ``try``: a SIGXCPU that lands here is still reported as cpu_limit.
+            self.guard.user_code = False
+
+    def _run_async(self, coroutine: Any) -> None:
+        import asyncio
+
+        calls, channel = self.calls, self.channel
+
+        def on_readable() -> None:
+            calls.dispatch(channel.receive())
+
+        async def main() -> None:
+            loop = asyncio.get_running_loop()
+            loop.add_reader(channel.read_fd, on_readable)
+            try:
+                await coroutine
+            finally:
+                loop.remove_reader(channel.read_fd)
+
+        asyncio.run(main())
+
+
+def _gather(outcomes: list[tuple[bool, Any]], return_exceptions: bool) -> list[Any]:
+    if not return_exceptions:
+        for ok, value in outcomes:
+            if not ok:
+                raise value
+    return [value for _ok, value in outcomes]
+
+
+def is_stub_name(name: str) -> bool:
+    """Whether code can call the tool ``name`` as a function (else only through ``call_tool``)."""
+    return (
+        name.isidentifier()
+        and not keyword.iskeyword(name)
+        and not name.startswith("_")
+        and name not in _HELPERS
+        and not hasattr(builtins, name)
+    )
+
+
+def _compile(code: str, filename: str) -> Any:
+    tree = compile(code, filename, "exec", ast.PyCF_ONLY_AST | _ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+    tree = _ReturnRewriter().visit(tree)
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = tree.body[-1]
+        target = ast.Name(id=_LAST, ctx=ast.Store())
+        tree.body[-1] = ast.copy_location(ast.Assign(targets=[target], value=last.value), last)
+    ast.fix_missing_locations(tree)
+    return compile(tree, filename, "exec", _ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+
+
+def _error_type(error: BaseException) -> str:
+    if isinstance(error, MemoryError):
+        return "memory"
+    if isinstance(error, CpuTimeExceeded):
+        return "cpu_limit"
+    if isinstance(error, ToolError):
+        return "tool_error"
+    return "exception"
+
+
+def _apply_rlimits(limits: dict[str, Any]) -> None:
+    """Cap this process for good: soft = hard = the limit, so user code cannot raise them back."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not POSIX
+        return
+    for name, value in limits.items():
+        which = getattr(resource, name, None)
+        if which is None or value is None:
+            continue
+        _soft, hard = resource.getrlimit(which)
+        target = int(value) if hard == resource.RLIM_INFINITY else min(int(value), hard)
+        with contextlib.suppress(ValueError, OSError):  # the platform refuses this limit
+            resource.setrlimit(which, (target, target))
+
+
+def _set_cpu_budget(seconds: int) -> None:
+    """Arm ``SIGXCPU`` ``seconds`` of CPU from now (0 disarms it until the next step)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not POSIX
+        return
+    _soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if seconds > 0:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        soft = math.ceil(usage.ru_utime + usage.ru_stime) + seconds
+        if hard != resource.RLIM_INFINITY:
+            soft = min(soft, hard)
+    else:
+        soft = hard
+    with contextlib.suppress(ValueError, OSError):  # the platform refuses this limit
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+
+
+def main() -> None:
+    """Take over the standard descriptors, greet the host and serve ``exec`` frames until it leaves."""
+    read_fd, write_fd = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)  # fd-level writes (C code, os.write(1, …)) reach the host's stderr pipe, not the channel
+    guard = _CpuGuard()
+    channel = _Channel(read_fd, write_fd, guard)
+    runner = Runner(channel, guard)
+    import faulthandler
+
+    faulthandler.enable()
+    if hasattr(signal, "SIGXFSZ"):
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversized write fails with EFBIG instead
+    if hasattr(signal, "SIGXCPU"):
+        signal.signal(signal.SIGXCPU, guard.on_signal)
+    try:
+        channel.send(
+            {
+                "t": "ready",
+                "v": PROTOCOL_VERSION,
+                "python": ".".join(str(part) for part in sys.version_info[:3]),
+                "pid": os.getpid(),
+            }
+        )
+        while True:
+            message = channel.receive()
+            kind = message.get("t")
+            if kind == "exec":
+                channel.send(runner.run_step(message))
+            elif kind != "result":  # a late tool answer the step no longer waited for
+                raise _HostGone("an unexpected frame between steps: " + repr(kind))
+    except _HostGone:
+        return
+
+
+if __name__ == "__main__":
+    main()

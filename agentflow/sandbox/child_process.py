@@ -1,0 +1,256 @@
+"""``SandboxProcess``: one live sandbox process — spawn, frame I/O, stderr, kill, reap and clean-up.
+
+It knows nothing of steps or tools (``ProcessSandbox`` drives it). Kill is the only way to stop it: the
+runner is killed through a pidfd (race-free; it is PID 1 of its namespace, so everything it started dies
+with it), the ``unshare`` launcher then reaps it and exits, and the host reaps the launcher — no zombie is
+left. All I/O is on the process pipes through anyio; no threads except for deleting the working directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections.abc import Callable
+
+import anyio
+from anyio.abc import Process
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from .errors import SandboxStartError
+from .frames import HEADER, ChildMessage, FrameError, Ready, decode_child_message, frame_size
+from .launch import LaunchPlan, dynamic_id, sandbox_environment
+from .limits import ExecutionLimits
+
+__all__ = ["ChildExited", "SandboxProcess"]
+
+_REAP_TIMEOUT = 5.0
+"""How long the launcher gets to reap the killed runner before its whole process group is killed."""
+
+_STDERR_ON_FAILURE = 4096
+_FRAME_MARGIN = 16 * 1024 * 1024
+"""Room above ``max_result_bytes`` for a frame: tool arguments, error text, JSON overhead."""
+
+
+class ChildExited(Exception):
+    """The sandbox process closed its end of the channel (it exited, crashed or was killed)."""
+
+
+class SandboxProcess:
+    """A started sandbox process that has greeted the host. Create with ``await SandboxProcess.spawn(…)``."""
+
+    def __init__(
+        self,
+        process: Process,
+        *,
+        plan: LaunchPlan,
+        limits: ExecutionLimits,
+        workdir: str,
+    ) -> None:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        assert process.stderr is not None
+        self._process = process
+        self._stdin = process.stdin
+        self._stdout = BufferedByteReceiveStream(process.stdout)
+        self._stderr = process.stderr
+        self._plan = plan
+        self._send_lock = anyio.Lock()
+        self._runner_pid: int | None = None
+        self._pidfd: int | None = None
+        self._killed = False
+        self._max_frame = limits.max_result_bytes + limits.max_output_bytes + _FRAME_MARGIN
+        self.workdir = workdir
+        self.process_limits = limits.process_limits
+        self.rlimits = plan.rlimits(limits)
+        self.python_version = ""
+        self.stderr_closed = anyio.Event()
+
+    @classmethod
+    async def spawn(
+        cls,
+        plan: LaunchPlan,
+        *,
+        limits: ExecutionLimits,
+        site_packages: bool = False,
+        workdir_parent: str | None = None,
+        startup_timeout: float = 10.0,
+    ) -> SandboxProcess:
+        """Start the process in a fresh private working directory and wait for its greeting."""
+        workdir = tempfile.mkdtemp(prefix="agentflow-sandbox-", dir=workdir_parent)
+        ident = dynamic_id() if plan.switch_user else None
+        try:
+            if ident is not None:
+                os.chown(workdir, ident, ident)
+            process = await anyio.open_process(
+                plan.argv(site_packages=site_packages),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=workdir,
+                env=sandbox_environment(workdir),
+                start_new_session=True,
+                user=ident,
+                group=ident,
+                extra_groups=[] if ident is not None else None,
+                umask=0o077,
+            )
+        except BaseException as exc:
+            shutil.rmtree(workdir, ignore_errors=True)
+            if isinstance(exc, OSError):
+                raise SandboxStartError(f"cannot start the sandbox process: {exc}{_notes(plan)}") from exc
+            raise
+        child = cls(process, plan=plan, limits=limits, workdir=workdir)
+        try:
+            with anyio.fail_after(startup_timeout):
+                greeting = await child.receive()
+            if not isinstance(greeting, Ready):
+                raise FrameError(f"expected a greeting, got {type(greeting).__name__}")
+            child.python_version = greeting.python
+            child._watch_runner()
+        except BaseException as exc:
+            with anyio.CancelScope(shield=True):
+                detail = await child._stderr_tail()
+                await child.kill()
+            if isinstance(exc, ChildExited | FrameError | TimeoutError):
+                reason = "did not greet the host in time" if isinstance(exc, TimeoutError) else str(exc)
+                raise SandboxStartError(
+                    f"the sandbox process ({' '.join(plan.argv(site_packages=site_packages)[:-1])} …) "
+                    f"failed to start: {reason}{_notes(plan)}" + (f"\n{detail}" if detail else "")
+                ) from None
+            raise
+        return child
+
+    @property
+    def pids(self) -> tuple[int, ...]:
+        """Host pids of the launcher and of the runner (one pid when there is no launcher)."""
+        pids = [self._process.pid]
+        if self._runner_pid is not None and self._runner_pid != self._process.pid:
+            pids.append(self._runner_pid)
+        return tuple(pids)
+
+    @property
+    def alive(self) -> bool:
+        """Whether the process has neither been killed nor exited."""
+        return not self._killed and self._process.returncode is None
+
+    async def send(self, frame: bytes) -> None:
+        """Write one whole frame (frames from concurrent tool answers never interleave).
+
+        Raises ``ChildExited`` when the process has closed its end.
+        """
+        async with self._send_lock:
+            try:
+                await self._stdin.send(frame)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                raise ChildExited("the sandbox process closed its channel") from exc
+
+    async def receive(self) -> ChildMessage:
+        """The next message from the child; ``ChildExited`` at end of stream, ``FrameError`` on garbage."""
+        try:
+            size = frame_size(await self._stdout.receive_exactly(HEADER.size), self._max_frame)
+            body = await self._stdout.receive_exactly(size)
+        except (anyio.IncompleteRead, anyio.EndOfStream, anyio.BrokenResourceError) as exc:
+            raise ChildExited("the sandbox process closed its channel") from exc
+        return decode_child_message(body)
+
+    async def drain_stderr(self, sink: Callable[[bytes], None]) -> None:
+        """Pass what the process writes to its stderr pipe to ``sink`` until the pipe closes.
+
+        Runs only while a step runs (the child is idle in between); the pipe never fills up meanwhile.
+        """
+        try:
+            async for chunk in self._stderr:
+                sink(chunk)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+        self.stderr_closed.set()
+
+    async def kill(self) -> None:
+        """Kill the process and everything it started, reap it and delete its working directory.
+
+        Idempotent, and shielded from cancellation so that a cancelled step still cleans up.
+        """
+        if self._killed:
+            return
+        self._killed = True
+        with anyio.CancelScope(shield=True):
+            if self._process.returncode is None:
+                self._kill_runner()
+                with anyio.move_on_after(_REAP_TIMEOUT):
+                    await self._process.wait()
+                if self._process.returncode is None:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(self._process.pid, signal.SIGKILL)
+            await self._process.aclose()
+            if self._pidfd is not None:
+                os.close(self._pidfd)
+                self._pidfd = None
+            await anyio.to_thread.run_sync(shutil.rmtree, self.workdir, True)
+
+    async def exit_status(self) -> int | None:
+        """The launcher's exit status once it has ended (``None`` if it still runs a second later)."""
+        with anyio.move_on_after(1.0):
+            return await self._process.wait()
+        return None
+
+    def _watch_runner(self) -> None:
+        """Find the runner behind the ``unshare`` launcher and hold a pidfd to it for a race-free kill."""
+        launcher = self._process.pid
+        runner: int | None = launcher
+        if self._plan.prefix:
+            runner = _first_child(launcher)
+        self._runner_pid = runner
+        if runner is not None and hasattr(os, "pidfd_open"):
+            with contextlib.suppress(OSError):
+                self._pidfd = os.pidfd_open(runner)
+
+    def _kill_runner(self) -> None:
+        if self._pidfd is not None and hasattr(signal, "pidfd_send_signal"):
+            with contextlib.suppress(ProcessLookupError, OSError):
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+            return
+        # Without a pidfd: the whole group (the runner may have left it, but --kill-child still takes it).
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._process.pid, signal.SIGKILL)
+
+    async def _stderr_tail(self) -> str:
+        data = bytearray()
+        with (
+            anyio.move_on_after(1.0),
+            contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError),
+        ):
+            async for chunk in self._stderr:
+                data += chunk
+                if len(data) > 4 * _STDERR_ON_FAILURE:
+                    break
+        return data[-_STDERR_ON_FAILURE:].decode("utf-8", "replace").strip()
+
+
+def _notes(plan: LaunchPlan) -> str:
+    notes = plan.isolation.notes
+    return f" ({'; '.join(notes)})" if notes else ""
+
+
+def _first_child(pid: int) -> int | None:
+    """The first child of ``pid`` (the runner that ``unshare --fork`` started), from ``/proc``."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as handle:
+            children = handle.read().split()
+        if children:
+            return int(children[0])
+    except OSError:
+        pass
+    # Kernels without CONFIG_PROC_CHILDREN: scan for the process whose parent is the launcher.
+    with contextlib.suppress(OSError):
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                with contextlib.suppress(OSError, ValueError, IndexError):
+                    with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as handle:
+                        fields = handle.read().rsplit(")", 1)[1].split()
+                    if int(fields[1]) == pid:
+                        return int(entry)
+    return None

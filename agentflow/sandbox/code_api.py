@@ -1,0 +1,56 @@
+"""What code inside the sandbox can call, described for the model's prompt.
+
+The wording lives here, next to the runner that implements it, so the CodeAct instructions and the
+sandbox cannot drift apart. Pure text; the runtime decides where it goes in the prompt.
+"""
+
+from __future__ import annotations
+
+from ._runner import is_stub_name
+
+__all__ = ["callable_by_name", "code_api_text"]
+
+
+def callable_by_name(tool_name: str) -> bool:
+    """Whether code can call ``tool_name`` as a function; other names need ``call_tool("name", ...)``.
+
+    A name qualifies when it is a Python identifier, not a keyword, not private, and shadows neither a
+    builtin nor a sandbox helper.
+
+    >>> callable_by_name("get_weather"), callable_by_name("get-weather"), callable_by_name("print")
+    (True, False, False)
+    """
+    return is_stub_name(tool_name)
+
+
+def code_api_text(*, persistent: bool = True, network: bool = False, site_packages: bool = False) -> str:
+    """The paragraph that tells the model how its code reaches tools and ends a step.
+
+    >>> "final_answer(x)" in code_api_text()
+    True
+    """
+    lines = [
+        "Tools are Python functions in your code: call one by name with keyword arguments, e.g. "
+        '`search(query="x")`, or with `call_tool("tool_name", {...})` (works for every tool name). '
+        "A call returns the tool's result as a Python value; a failed call raises `ToolError`, whose "
+        "message says why.",
+        'To run several tool calls at the same time use `parallel(("tool_a", {...}), ("tool_b", {...}))` '
+        'or `map_tool("tool_name", [args1, args2, ...])`; both return the results in order. Top-level '
+        '`await` works too: `await asyncio.gather(acall_tool("a", {...}), acall_tool("b", {...}))`.',
+        "The result of a code step is the value of its last expression (or of a top-level `return x`). "
+        "Call `final_answer(x)` to finish with `x` as the final answer. `print()` output is shown to you, "
+        "cut when it is long.",
+    ]
+    state = (
+        "Variables, functions and imports persist between your code steps."
+        if persistent
+        else "Every code step starts in a fresh interpreter: nothing persists between steps."
+    )
+    reach = "The code has network access." if network else "The code has no network access."
+    packages = (
+        "Installed packages can be imported."
+        if site_packages
+        else "Only the Python standard library is available."
+    )
+    lines.append(f"{state} {reach} {packages} Tool calls are how you reach the outside world.")
+    return "\n".join(lines)

@@ -1,0 +1,237 @@
+"""The host side of the sandbox channel as a pure codec: frames in, typed messages out (no I/O).
+
+A frame is a 4-byte big-endian length and that many bytes of UTF-8 JSON. The child (``_runner.py``)
+speaks the same format with the stdlib ``json`` module. Everything the child sends is untrusted: any
+malformed frame raises ``FrameError`` and the host kills the process.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import attrs
+import orjson
+
+from ..result import ToolResult
+from .code_result import CodeErrorType
+from .errors import SandboxError
+from .limits import ExecutionLimits
+
+__all__ = [
+    "HEADER",
+    "PROTOCOL_VERSION",
+    "ChildMessage",
+    "FrameError",
+    "OutputChunk",
+    "Ready",
+    "StepDone",
+    "ToolCallRequest",
+    "decode_child_message",
+    "encode_frame",
+    "exec_frame",
+    "frame_size",
+    "tool_failure_frame",
+    "tool_result_frame",
+]
+
+PROTOCOL_VERSION = 1
+HEADER = struct.Struct(">I")
+
+
+class FrameError(SandboxError):
+    """The child sent something that is not a valid frame of the protocol."""
+
+
+@attrs.frozen
+class Ready:
+    """The child is up and waits for steps."""
+
+    python: str
+    pid: int
+
+
+@attrs.frozen
+class ToolCallRequest:
+    """Code called a tool; the answer goes back under the same ``id``."""
+
+    id: int
+    name: str
+    args: dict[str, Any]
+
+
+@attrs.frozen
+class OutputChunk:
+    """Text the code printed (already within the child's budget)."""
+
+    stream: Literal["stdout", "stderr"]
+    text: str
+
+
+@attrs.frozen
+class StepDone:
+    """The step ended; ``dropped_*`` count the output bytes cut by the child."""
+
+    ok: bool
+    value: Any = None
+    error: str | None = None
+    error_type: CodeErrorType | None = None
+    is_final: bool = False
+    dropped_stdout: int = 0
+    dropped_stderr: int = 0
+
+
+ChildMessage = Ready | ToolCallRequest | OutputChunk | StepDone
+
+
+def encode_frame(message: Mapping[str, Any]) -> bytes:
+    """One frame: the length header then the JSON body.
+
+    >>> encode_frame({"t": "x"})
+    b'\\x00\\x00\\x00\\t{"t":"x"}'
+    """
+    body = orjson.dumps(message)
+    return HEADER.pack(len(body)) + body
+
+
+def frame_size(header: bytes, limit: int) -> int:
+    """The body length announced by ``header``; ``FrameError`` when it is over ``limit``."""
+    (size,) = HEADER.unpack(header)
+    if size > limit:
+        raise FrameError(f"the sandbox sent a frame of {size} bytes (limit {limit})")
+    return int(size)
+
+
+def exec_frame(
+    code: str,
+    step: int,
+    tool_names: Sequence[str],
+    limits: ExecutionLimits,
+    rlimits: Mapping[str, int | None],
+) -> bytes:
+    """The frame that runs one step; ``rlimits`` are applied by the child before its first step."""
+    return encode_frame(
+        {
+            "t": "exec",
+            "code": code,
+            "step": step,
+            "tools": list(tool_names),
+            "limits": {
+                "cpu_seconds": limits.cpu_seconds,
+                "max_output_bytes": limits.max_output_bytes,
+                "max_result_bytes": limits.max_result_bytes,
+            },
+            "rlimits": dict(rlimits),
+        }
+    )
+
+
+def tool_result_frame(call_id: int, result: ToolResult) -> bytes:
+    """The answer to a tool call: the value when ``ok`` (its text output if it is not JSON), else the error.
+
+    >>> tool_result_frame(1, ToolResult("c", "t", "12", value={1, 2}))[4:]
+    b'{"t":"result","id":1,"ok":true,"value":[1,2]}'
+    """
+    if not result.ok:
+        return tool_failure_frame(call_id, result.output)
+    try:
+        return encode_frame({"t": "result", "id": call_id, "ok": True, "value": result.value})
+    except orjson.JSONEncodeError:
+        try:
+            return encode_frame({"t": "result", "id": call_id, "ok": True, "value": _json_safe(result.value)})
+        except orjson.JSONEncodeError:
+            return encode_frame({"t": "result", "id": call_id, "ok": True, "value": result.output})
+
+
+def tool_failure_frame(call_id: int, message: str) -> bytes:
+    """A failed tool call: the code raises ``ToolError(message)``."""
+    return encode_frame({"t": "result", "id": call_id, "ok": False, "error": message})
+
+
+def _json_safe(value: Any) -> Any:
+    """A copy orjson can encode: sets become lists, attrs instances dicts; anything else raises."""
+    if isinstance(value, set | frozenset):
+        return [_json_safe(item) for item in value]
+    if isinstance(value, list | tuple):
+        return [_json_safe(item) for item in value]
+    if isinstance(value, dict):
+        return {key if isinstance(key, str) else str(key): _json_safe(item) for key, item in value.items()}
+    if attrs.has(type(value)):
+        return _json_safe(attrs.asdict(value))
+    orjson.dumps(value)  # raises JSONEncodeError for what orjson cannot write
+    return value
+
+
+def decode_child_message(body: bytes) -> ChildMessage:
+    """Parse and check one frame body from the child.
+
+    >>> decode_child_message(b'{"t":"call","id":3,"name":"add","args":{"a":1}}')
+    ToolCallRequest(id=3, name='add', args={'a': 1})
+    >>> decode_child_message(b'{"t":"call","id":"x"}')
+    Traceback (most recent call last):
+    ...
+    agentflow.sandbox.frames.FrameError: bad 'call' frame from the sandbox: id must be an integer
+    """
+    try:
+        message = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise FrameError(f"the sandbox sent a frame that is not JSON: {exc}") from None
+    if not isinstance(message, dict):
+        raise FrameError("the sandbox sent a frame that is not a JSON object")
+    kind = message.get("t")
+    try:
+        if kind == "call":
+            return ToolCallRequest(
+                id=_get(message, "id", int), name=_get(message, "name", str), args=_get(message, "args", dict)
+            )
+        if kind == "out":
+            stream = _get(message, "s", str)
+            if stream not in ("stdout", "stderr"):
+                raise ValueError(f"unknown stream {stream!r}")
+            text = _get(message, "d", str)
+            return OutputChunk(stream="stdout" if stream == "stdout" else "stderr", text=text)
+        if kind == "done":
+            return _decode_done(message)
+        if kind == "ready":
+            if message.get("v") != PROTOCOL_VERSION:
+                raise ValueError(f"protocol version {message.get('v')!r}, expected {PROTOCOL_VERSION}")
+            return Ready(python=_get(message, "python", str), pid=_get(message, "pid", int))
+    except ValueError as exc:
+        raise FrameError(f"bad {kind!r} frame from the sandbox: {exc}") from None
+    raise FrameError(f"the sandbox sent an unknown frame type {kind!r}")
+
+
+def _decode_done(message: dict[str, Any]) -> StepDone:
+    ok = _get(message, "ok", bool)
+    error = message.get("error")
+    raw_type = message.get("error_type")
+    if error is not None and not isinstance(error, str):
+        raise ValueError("error must be a string")
+    error_type = CodeErrorType(raw_type) if raw_type is not None else None
+    if not ok and (error is None or error_type is None):
+        raise ValueError("a failed step needs error and error_type")
+    dropped = message.get("dropped") or {}
+    if not isinstance(dropped, dict):
+        raise ValueError("dropped must be an object")
+    counts = [dropped.get(name, 0) for name in ("stdout", "stderr")]
+    if not all(isinstance(count, int) and count >= 0 for count in counts):
+        raise ValueError("dropped counts must be integers >= 0")
+    return StepDone(
+        ok=ok,
+        value=message.get("value") if ok else None,
+        error=None if ok else error,
+        error_type=None if ok else error_type,
+        is_final=bool(message.get("final")) and ok,
+        dropped_stdout=counts[0],
+        dropped_stderr=counts[1],
+    )
+
+
+def _get(message: dict[str, Any], key: str, kind: type[Any]) -> Any:
+    value = message.get(key)
+    # bool is an int subclass: an id of ``true`` is not an id.
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        expected = {int: "an integer", str: "a string", dict: "an object", bool: "a boolean"}[kind]
+        raise ValueError(f"{key} must be {expected}")
+    return value

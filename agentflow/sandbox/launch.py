@@ -1,0 +1,302 @@
+"""How the sandbox process is launched on this machine: what isolation works here, and the command for it.
+
+``plan_launch`` tries the strongest set-up first, with real commands, and keeps the first that works
+(cached per host process):
+
+1. Linux with ``unshare`` (util-linux): new user, PID, mount, IPC, UTS and (unless ``network=True``) network
+   namespaces. The runner is PID 1 of its own PID namespace with a fresh ``/proc``, so no host process is
+   visible (no ``/proc/<host pid>/environ``); its uid inside is an unprivileged 1000, so it holds no
+   capabilities and cannot unmount that ``/proc``; the network namespace has only a downed loopback.
+2. When the host runs as root, the process also gets a fresh unprivileged uid/gid of its own (like
+   systemd's DynamicUser) *outside* the namespace: it cannot read or write root's files beyond what
+   "other" may, cannot signal or trace the host, and ``RLIMIT_NPROC`` applies to it (root ignores it).
+   That uid must be able to run the interpreter: when the host's Python lives in a private directory
+   (e.g. ``/root/.pyenv``), a system ``/usr/bin/python3`` is used instead (the runner needs only the stdlib).
+3. Without ``unshare`` or user namespaces (macOS, hardened kernels): a plain child process, with the
+   separate uid when root. ``SandboxIsolation`` says what is missing; ``strict=True`` refuses to run then.
+
+This module must not run user code or hold processes: it only decides and describes.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+import attrs
+
+from .errors import SandboxStartError, SandboxUnavailableError
+from .limits import ExecutionLimits
+
+__all__ = ["LaunchPlan", "SandboxIsolation", "plan_launch", "runner_source", "sandbox_environment"]
+
+INNER_ID = 1000
+"""The uid/gid the code sees inside the user namespace: not 0, so it has no capabilities there."""
+
+_DYNAMIC_ID_RANGE = (0x60000000, 0x70000000)
+"""Fresh per-process uids/gids when the host is root: far above any real account."""
+
+_SYSTEM_PYTHONS = ("/usr/bin/python3", "/usr/local/bin/python3")
+_PROBE_CODE = "import sys; sys.exit(sys.version_info < (3, 8))"
+_PROBE_TIMEOUT = 10.0
+
+
+@attrs.frozen
+class SandboxIsolation:
+    """What the sandbox process is isolated from on this machine (see docs/sandbox-security.md).
+
+    - ``namespaces``: own user, PID, mount, IPC and UTS namespaces (Linux);
+    - ``network_isolated``: own empty network namespace (no interfaces but a downed loopback);
+    - ``host_processes_hidden``: own PID namespace and ``/proc``: host processes are invisible;
+    - ``separate_user``: a fresh unprivileged uid/gid (host running as root);
+    - ``resource_limits``: ``setrlimit`` limits are applied;
+    - ``process_limit_enforced``: ``max_processes`` holds exactly (``RLIMIT_NPROC`` counts only the sandbox);
+    - ``notes``: why something is missing, or what was chosen instead.
+    """
+
+    platform: str
+    python: str
+    namespaces: bool
+    network_isolated: bool
+    host_processes_hidden: bool
+    separate_user: bool
+    resource_limits: bool
+    process_limit_enforced: bool
+    notes: tuple[str, ...] = ()
+
+    @property
+    def host_environment_protected(self) -> bool:
+        """Whether the code cannot read the host's environment through ``/proc/<host pid>/environ``."""
+        return self.host_processes_hidden or self.separate_user
+
+
+@attrs.frozen
+class LaunchPlan:
+    """A tested way to start the sandbox: the command prefix, the interpreter and the uid policy."""
+
+    prefix: tuple[str, ...]
+    python: str
+    switch_user: bool
+    nproc_base: int | None
+    """``RLIMIT_NPROC`` = this + ``max_processes`` (processes of the sandbox uid that exist before user
+    code runs); ``None`` when the count would include other processes (only ``max_processes=0`` holds)."""
+    isolation: SandboxIsolation
+
+    def argv(self, *, site_packages: bool) -> list[str]:
+        """The full command: namespaces wrapper, interpreter in isolated mode, runner source."""
+        flags = ["-I", "-B"] if site_packages else ["-I", "-B", "-S"]
+        return [*self.prefix, self.python, *flags, "-c", runner_source()]
+
+    def rlimits(self, limits: ExecutionLimits) -> dict[str, int | None]:
+        """The ``resource`` limits the child applies before its first step (name → value, ``None``: leave)."""
+        if self.nproc_base is not None:
+            nproc: int | None = self.nproc_base + limits.max_processes
+        else:
+            nproc = 0 if limits.max_processes == 0 else None
+        return {
+            "RLIMIT_AS": limits.memory_bytes,
+            "RLIMIT_NOFILE": limits.max_open_files,
+            "RLIMIT_NPROC": nproc,
+            "RLIMIT_FSIZE": limits.max_file_bytes,
+            "RLIMIT_CORE": 0,
+        }
+
+
+def runner_source() -> str:
+    """The child's program: the text of ``_runner.py``, passed with ``-c``.
+
+    Passing the text (not the path) means the sandbox uid needs no access to the host's installation, and
+    the child never imports anything from it.
+    """
+    global _RUNNER_SOURCE
+    if _RUNNER_SOURCE is None:
+        _RUNNER_SOURCE = Path(__file__).with_name("_runner.py").read_text(encoding="utf-8")
+    return _RUNNER_SOURCE
+
+
+_RUNNER_SOURCE: str | None = None
+
+
+def sandbox_environment(workdir: str) -> dict[str, str]:
+    """The child's whole environment: nothing of the host's (no API keys), just enough to run.
+
+    >>> sorted(sandbox_environment("/tmp/x"))
+    ['HOME', 'LANG', 'LC_ALL', 'PATH', 'TMPDIR']
+    """
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "HOME": workdir,
+        "TMPDIR": workdir,
+    }
+
+
+def dynamic_id() -> int:
+    """A fresh uid/gid for one sandbox process (host running as root)."""
+    return random.randrange(*_DYNAMIC_ID_RANGE)
+
+
+def can_switch_user() -> bool:
+    """Whether this host can give the sandbox its own uid (it runs as root on a POSIX system)."""
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+_PLANS: dict[tuple[str | None, bool, bool], LaunchPlan] = {}
+
+
+async def plan_launch(*, python: str | None, network: bool, switch_user: bool) -> LaunchPlan:
+    """The strongest working launch for these options; probed once per host process, then cached.
+
+    Raises ``SandboxUnavailableError`` on platforms that cannot host the sandbox (Windows), and
+    ``SandboxStartError`` when ``python`` is not an interpreter.
+    """
+    key = (python, network, switch_user)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = await _probe(python=python, network=network, switch_user=switch_user)
+        if not any("TimeoutError" in note for note in plan.isolation.notes):  # a slow machine: probe again
+            _PLANS[key] = plan
+    return plan
+
+
+async def _probe(*, python: str | None, network: bool, switch_user: bool) -> LaunchPlan:
+    if sys.platform == "win32":
+        raise SandboxUnavailableError(
+            "ProcessSandbox needs a POSIX system (resource limits, process groups, signals); "
+            "on Windows plug in a container or remote CodeExecutor instead"
+        )
+    notes: list[str] = []
+    pythons = _candidate_pythons(python)
+    prefixes: list[tuple[str, ...]] = []
+    unshare = shutil.which("unshare") if sys.platform.startswith("linux") else None
+    if unshare:
+        prefixes.append(_namespace_prefix(unshare, network=network))
+    elif sys.platform.startswith("linux"):
+        notes.append("no 'unshare' binary (util-linux): no namespaces")
+    else:
+        notes.append(f"no namespaces on {sys.platform}")
+    prefixes.append(())
+
+    switch = switch_user and can_switch_user()
+    for use_switch in (True, False) if switch else (False,):
+        for prefix in prefixes:
+            if not prefix and not use_switch:
+                return _plan(prefix, pythons[0], False, network, notes)
+            failures: list[str] = []
+            for candidate in pythons if use_switch else pythons[:1]:
+                error = await _try(prefix, candidate, switch_user=use_switch)
+                if error is None:
+                    if candidate != pythons[0]:
+                        notes.append(
+                            f"runs {candidate}: the sandbox uid cannot run {pythons[0]} "
+                            f"({failures[0]}; the runner needs only the standard library)"
+                        )
+                    return _plan(prefix, candidate, use_switch, network, notes)
+                failures.append(f"{candidate}: {error}")
+            what = "namespaces" if prefix else "a plain process"
+            who = "a separate uid" if use_switch else "the host's uid"
+            notes.append(f"{what} with {who} failed: {'; '.join(failures)}")
+    raise AssertionError("unreachable: the plain process is always accepted")  # pragma: no cover
+
+
+def _plan(prefix: tuple[str, ...], python: str, switch: bool, network: bool, notes: list[str]) -> LaunchPlan:
+    namespaces = bool(prefix)
+    root = can_switch_user()
+    try:
+        import resource  # noqa: F401
+
+        rlimits = True
+    except ImportError:  # pragma: no cover - not POSIX
+        rlimits = False
+        notes.append("no 'resource' module: no memory, file or process limits")
+    if switch:
+        nproc_base: int | None = 2 if namespaces else 1
+    elif root:
+        nproc_base = None
+        notes.append("the sandbox runs as root's uid: RLIMIT_NPROC is ignored (no fork-bomb limit)")
+    else:
+        nproc_base = 2 if namespaces else None
+    if not switch and root:
+        notes.append("the sandbox shares root's uid: it can read and write root's files")
+    if not namespaces and not network:
+        notes.append("network is NOT isolated")
+    if not switch and not namespaces:
+        notes.append("host processes are visible: /proc/<host pid>/environ is readable")
+    isolation = SandboxIsolation(
+        platform=sys.platform,
+        python=python,
+        namespaces=namespaces,
+        network_isolated=namespaces and not network,
+        host_processes_hidden=namespaces,
+        separate_user=switch,
+        resource_limits=rlimits,
+        process_limit_enforced=nproc_base is not None,
+        notes=tuple(notes),
+    )
+    return LaunchPlan(
+        prefix=prefix, python=python, switch_user=switch, nproc_base=nproc_base, isolation=isolation
+    )
+
+
+def _namespace_prefix(unshare: str, *, network: bool) -> tuple[str, ...]:
+    flags = [
+        "--user",
+        f"--map-user={INNER_ID}",
+        f"--map-group={INNER_ID}",
+        "--pid",
+        "--fork",
+        "--kill-child",
+        "--mount-proc",
+        "--ipc",
+        "--uts",
+    ]
+    if not network:
+        flags.append("--net")
+    return (unshare, *flags, "--")
+
+
+def _candidate_pythons(python: str | None) -> list[str]:
+    if python is not None:
+        resolved = shutil.which(python)
+        if resolved is None:
+            raise SandboxStartError(f"no Python interpreter at {python!r}")
+        return [resolved]
+    found = [sys.executable]
+    seen = {os.path.realpath(sys.executable)}
+    for candidate in _SYSTEM_PYTHONS:
+        real = os.path.realpath(candidate)
+        if os.path.exists(real) and real not in seen:
+            seen.add(real)
+            found.append(candidate)
+    return found
+
+
+async def _try(prefix: Sequence[str], python: str, *, switch_user: bool) -> str | None:
+    """Run the probe; ``None`` when it worked, else the first line of what went wrong."""
+    ident = dynamic_id() if switch_user else None
+    try:
+        with anyio.fail_after(_PROBE_TIMEOUT):
+            done = await anyio.run_process(
+                [*prefix, python, "-I", "-S", "-c", _PROBE_CODE],
+                check=False,
+                cwd="/",
+                env=sandbox_environment("/"),
+                stdin=subprocess.DEVNULL,
+                user=ident,
+                group=ident,
+                extra_groups=[] if switch_user else None,
+            )
+    except (OSError, TimeoutError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    if done.returncode == 0:
+        return None
+    lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
+    detail = lines[-1] if lines else f"exit status {done.returncode}"
+    return detail if done.returncode != 1 or lines else "Python older than 3.8"

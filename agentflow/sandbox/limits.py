@@ -1,0 +1,65 @@
+"""``ExecutionLimits``: what one code step may use, as a single value object.
+
+Only data and validation live here; ``launch.py`` turns the process-wide limits into ``setrlimit`` calls in
+the child and ``ProcessSandbox`` turns ``wall_time`` into a cancel scope that kills the process.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+__all__ = ["ExecutionLimits"]
+
+KiB = 1024
+MiB = 1024 * KiB
+
+
+def _at_least(minimum: float) -> Any:
+    def check(_instance: object, attribute: attrs.Attribute[Any], value: float) -> None:
+        if not value >= minimum:
+            raise ValueError(f"ExecutionLimits.{attribute.name} must be at least {minimum}, not {value!r}")
+
+    return check
+
+
+@attrs.frozen
+class ExecutionLimits:
+    """Limits of one code step (``wall_time``, ``cpu_seconds``, outputs) and of the process running it.
+
+    - ``wall_time``: seconds before the host kills the process (tool calls made by the code count too);
+    - ``cpu_seconds``: CPU seconds per step; the code gets a ``cpu_limit`` error and the process lives on;
+    - ``memory_bytes``: address space of the process (``RLIMIT_AS``): allocations beyond it raise
+      ``MemoryError``;
+    - ``max_open_files`` (``RLIMIT_NOFILE``), ``max_file_bytes`` (``RLIMIT_FSIZE``: a bigger write fails);
+    - ``max_processes``: extra processes or threads the code may start (0: no ``fork``, no threads);
+    - ``max_output_bytes``: captured stdout and stderr each, per step (the rest is cut with a marker);
+    - ``max_result_bytes``: the step's value as JSON; a bigger value is an ``output_limit`` error;
+    - ``max_parallel_tool_calls``: tool calls from one step that the host runs at the same time.
+
+    The process-wide limits (memory, files, processes) are fixed when the process starts: a step with
+    different ones restarts a persistent sandbox (its variables are lost, and the step's result says so).
+
+    >>> ExecutionLimits(wall_time=5).wall_time
+    5
+    >>> ExecutionLimits(memory_bytes=1)
+    Traceback (most recent call last):
+    ...
+    ValueError: ExecutionLimits.memory_bytes must be at least 67108864, not 1
+    """
+
+    wall_time: float = attrs.field(default=30.0, validator=_at_least(0.001))
+    cpu_seconds: int = attrs.field(default=30, validator=_at_least(1))
+    memory_bytes: int = attrs.field(default=512 * MiB, validator=_at_least(64 * MiB))
+    max_open_files: int = attrs.field(default=64, validator=_at_least(16))
+    max_processes: int = attrs.field(default=0, validator=_at_least(0))
+    max_output_bytes: int = attrs.field(default=64 * KiB, validator=_at_least(0))
+    max_file_bytes: int = attrs.field(default=64 * MiB, validator=_at_least(0))
+    max_result_bytes: int = attrs.field(default=1 * MiB, validator=_at_least(64))
+    max_parallel_tool_calls: int = attrs.field(default=16, validator=_at_least(1))
+
+    @property
+    def process_limits(self) -> tuple[int, int, int, int]:
+        """The limits fixed for a process's lifetime: memory, open files, processes, file size."""
+        return (self.memory_bytes, self.max_open_files, self.max_processes, self.max_file_bytes)

@@ -1,0 +1,399 @@
+"""``ProcessSandbox``: the default ``CodeExecutor`` — code runs in a separate, isolated Python process.
+
+One sandbox serves one agent run. Steps run one at a time; with ``persistent=True`` (the default) they
+share one interpreter, like notebook cells, and with ``persistent=False`` every step gets a fresh process
+and working directory. Each step:
+
+- sends the code to the child and serves the tool calls it makes (concurrently, bounded by
+  ``max_parallel_tool_calls``) through the host's ``ToolInvoker`` — the child never runs a tool itself;
+- collects the output the child streams (bounded), then its outcome;
+- is bounded by ``wall_time``: past it the process is killed and the step returns a ``timeout`` result
+  on time. A killed persistent process is replaced at the next step (its variables are gone; the result
+  says so with ``state_lost``).
+
+Cancelling ``execute`` kills the process before the cancellation propagates. What is isolated, and how,
+is decided in ``launch.py`` and reported by ``isolation``; see docs/sandbox-security.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Sequence
+from types import TracebackType
+
+import anyio
+import attrs
+
+from ..result import ToolResult
+from .child_process import ChildExited, SandboxProcess
+from .code_result import CodeErrorType, CodeResult
+from .errors import SandboxClosedError, SandboxUnavailableError
+from .executor import ToolInvoker
+from .frames import (
+    FrameError,
+    OutputChunk,
+    Ready,
+    StepDone,
+    ToolCallRequest,
+    exec_frame,
+    tool_failure_frame,
+    tool_result_frame,
+)
+from .launch import SandboxIsolation, can_switch_user, plan_launch
+from .limits import ExecutionLimits
+
+__all__ = ["ProcessSandbox", "SubprocessExecutor"]
+
+_DEFAULT_LIMITS = ExecutionLimits()
+_LOST = "the sandbox was restarted, so variables, imports and files from earlier steps are gone"
+
+
+class _Output:
+    """One captured stream of a step, cut at a byte budget (the child cuts too, but is not trusted)."""
+
+    def __init__(self, budget: int) -> None:
+        self._parts: list[str] = []
+        self._budget = budget
+        self._dropped = 0
+        self._raw = bytearray()
+
+    def add(self, text: str) -> None:
+        size = len(text.encode("utf-8", "replace"))
+        if size > self._budget:
+            kept = text.encode("utf-8", "replace")[: self._budget].decode("utf-8", "ignore")
+            self._dropped += size - len(kept.encode("utf-8"))
+            text, size = kept, len(kept.encode("utf-8"))
+        self._budget -= size
+        if text:
+            self._parts.append(text)
+
+    def add_raw(self, chunk: bytes) -> None:
+        """Bytes written straight to the descriptors (C code, ``os.write``): decoded when the step ends."""
+        room = max(0, self._budget - len(self._raw))
+        self._raw += chunk[:room]
+        self._dropped += max(0, len(chunk) - room)
+
+    def text(self, dropped_by_child: int = 0) -> str:
+        if self._raw:
+            lines = self._raw.decode("utf-8", "replace").splitlines(keepends=True)
+            self.add("".join(line for line in lines if not line.startswith("unshare: ")))
+            self._raw.clear()
+        dropped = self._dropped + dropped_by_child
+        body = "".join(self._parts)
+        if dropped:
+            body += f"\n[... output truncated: {dropped} more bytes not shown ...]"
+        return body
+
+
+class _StepOutput:
+    def __init__(self, limits: ExecutionLimits) -> None:
+        self.stdout = _Output(limits.max_output_bytes)
+        self.stderr = _Output(limits.max_output_bytes)
+
+    def add(self, chunk: OutputChunk) -> None:
+        (self.stdout if chunk.stream == "stdout" else self.stderr).add(chunk.text)
+
+
+class ProcessSandbox:
+    """Runs CodeAct code in a separate, resource-limited, network-less Python process.
+
+    - ``persistent``: keep one interpreter for all steps (variables survive), else a fresh one per step;
+    - ``python``: the interpreter (default: this one, or a system ``python3`` when the sandbox's own uid
+      cannot run this one); only its standard library is needed;
+    - ``network``: allow network access (default: none, where the OS can take it away);
+    - ``site_packages``: let code import the interpreter's installed packages (default: stdlib only);
+    - ``separate_user``: when the host runs as root, run the sandbox under a fresh unprivileged uid;
+    - ``strict``: refuse to run (``SandboxUnavailableError``) unless the host's environment is unreadable,
+      the network is cut (when ``network=False``) and resource limits apply;
+    - ``startup_timeout``: how long a new process gets to start.
+
+    Use it as an async context manager, or call ``aclose()``; ``isolation`` reports what holds here.
+    Steps of one sandbox run one at a time (a second ``execute`` waits). On Windows the constructor
+    raises ``SandboxUnavailableError``.
+    """
+
+    def __init__(
+        self,
+        *,
+        persistent: bool = True,
+        python: str | None = None,
+        network: bool = False,
+        site_packages: bool = False,
+        separate_user: bool = True,
+        strict: bool = False,
+        startup_timeout: float = 10.0,
+        workdir_parent: str | None = None,
+    ) -> None:
+        if sys.platform == "win32":
+            raise SandboxUnavailableError(
+                "ProcessSandbox needs a POSIX system (resource limits, process groups, signals); "
+                "on Windows plug in a container or remote CodeExecutor instead"
+            )
+        self._persistent = persistent
+        self._python = python
+        self._network = network
+        self._site_packages = site_packages
+        self._separate_user = separate_user
+        self._strict = strict
+        self._startup_timeout = startup_timeout
+        self._workdir_parent = workdir_parent
+        self._lock = anyio.Lock()
+        self._child: SandboxProcess | None = None
+        self._isolation: SandboxIsolation | None = None
+        self._closed = False
+        self._step = 0
+        self._note: str | None = None
+
+    @property
+    def isolation(self) -> SandboxIsolation | None:
+        """What the sandbox is isolated from on this machine (known once it has started)."""
+        return self._isolation
+
+    @property
+    def persistent(self) -> bool:
+        """Whether variables survive between steps."""
+        return self._persistent
+
+    @property
+    def pids(self) -> tuple[int, ...]:
+        """Host pids of the live sandbox process (launcher and runner); empty when none runs."""
+        child = self._child
+        return child.pids if child is not None and child.alive else ()
+
+    async def start(self, limits: ExecutionLimits = _DEFAULT_LIMITS) -> SandboxIsolation:
+        """Start the process now rather than at the first step; returns what is isolated."""
+        async with self._lock:
+            self._check_open()
+            await self._ensure_child(limits)
+            assert self._isolation is not None
+            return self._isolation
+
+    async def execute(
+        self,
+        code: str,
+        tools: ToolInvoker,
+        tool_names: Sequence[str] = (),
+        limits: ExecutionLimits = _DEFAULT_LIMITS,
+    ) -> CodeResult:
+        """Run one code step; tool calls in it go to ``tools``. Bad code ends as ``ok=False``, never raises.
+
+        Raises ``SandboxClosedError`` after ``aclose()``, ``SandboxStartError`` when no process could start.
+        """
+        async with self._lock:
+            self._check_open()
+            child = await self._ensure_child(limits)
+            self._step += 1
+            output = _StepOutput(limits)
+            started = anyio.current_time()
+            result: CodeResult | None = None
+            keep = False
+            try:
+                with anyio.move_on_after(limits.wall_time):
+                    result, keep = await self._run_step(child, code, tools, tool_names, limits, output)
+            finally:
+                if not keep or not self._persistent:
+                    await self._discard()
+            self._check_open()
+            if result is None:
+                result = CodeResult(
+                    ok=False,
+                    stdout=output.stdout.text(),
+                    stderr=output.stderr.text(),
+                    error=(
+                        f"TimeoutError: the code ran longer than {limits.wall_time:g} s and was stopped"
+                        + (f"; {_LOST}" if self._persistent else "")
+                    ),
+                    error_type=CodeErrorType.TIMEOUT,
+                    state_lost=self._persistent,
+                )
+            result = _with_duration(result, anyio.current_time() - started)
+            if self._note is not None:
+                result = _with_note(result, self._note)
+                self._note = None
+            return result
+
+    async def aclose(self) -> None:
+        """Kill the process (a running step ends at once) and delete its working directory. Idempotent."""
+        self._closed = True
+        await self._discard()
+
+    async def __aenter__(self) -> ProcessSandbox:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # -- internals ------------------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SandboxClosedError("this sandbox was closed; create a new one for a new run")
+
+    async def _ensure_child(self, limits: ExecutionLimits) -> SandboxProcess:
+        child = self._child
+        if child is not None and child.alive and child.process_limits == limits.process_limits:
+            return child
+        if child is not None:
+            if self._persistent:
+                why = "the execution limits changed" if child.alive else "its process had ended"
+                self._note = f"[note: {why}, so {_LOST}]"
+            await self._discard()
+        plan = await plan_launch(
+            python=self._python,
+            network=self._network,
+            switch_user=self._separate_user and can_switch_user(),
+        )
+        self._isolation = plan.isolation
+        if self._strict:
+            _require_strict_isolation(plan.isolation, network=self._network)
+        child = await SandboxProcess.spawn(
+            plan,
+            limits=limits,
+            site_packages=self._site_packages,
+            workdir_parent=self._workdir_parent,
+            startup_timeout=self._startup_timeout,
+        )
+        if self._closed:  # aclose() ran while the process started
+            await child.kill()
+            self._check_open()
+        self._child = child
+        return child
+
+    async def _discard(self) -> None:
+        child, self._child = self._child, None
+        if child is not None:
+            await child.kill()
+
+    async def _run_step(
+        self,
+        child: SandboxProcess,
+        code: str,
+        tools: ToolInvoker,
+        tool_names: Sequence[str],
+        limits: ExecutionLimits,
+        output: _StepOutput,
+    ) -> tuple[CodeResult, bool]:
+        """Drive one step to its end; returns the result and whether the process may be kept."""
+        slots = anyio.Semaphore(limits.max_parallel_tool_calls)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(child.drain_stderr, output.stderr.add_raw)
+            try:
+                await child.send(exec_frame(code, self._step, tool_names, limits, child.rlimits))
+                while True:
+                    message = await child.receive()
+                    if isinstance(message, ToolCallRequest):
+                        await slots.acquire()
+                        tasks.start_soon(self._serve_call, child, message, tools, slots)
+                    elif isinstance(message, OutputChunk):
+                        output.add(message)
+                    elif isinstance(message, StepDone):
+                        outcome = self._finished(message, output), True
+                        break
+                    elif isinstance(message, Ready):
+                        raise FrameError("the sandbox greeted the host again in the middle of a step")
+            except ChildExited:
+                with anyio.move_on_after(1.0):
+                    await child.stderr_closed.wait()
+                outcome = await self._crashed(child, output), False
+            except FrameError as exc:
+                outcome = self._broken(exc, output), False
+            tasks.cancel_scope.cancel()
+        return outcome
+
+    async def _serve_call(
+        self, child: SandboxProcess, call: ToolCallRequest, tools: ToolInvoker, slots: anyio.Semaphore
+    ) -> None:
+        try:
+            try:
+                result = await tools(call.name, call.args)
+            except Exception as exc:  # the invoker should not raise; the code still gets an answer
+                frame = tool_failure_frame(
+                    call.id,
+                    f"TOOL_ERROR: calling {call.name!r} failed on the host: {type(exc).__name__}: {exc}",
+                )
+            else:
+                if isinstance(result, ToolResult):
+                    frame = tool_result_frame(call.id, result)
+                else:
+                    kind = type(result).__name__
+                    frame = tool_failure_frame(
+                        call.id, f"TOOL_ERROR: the host's tool invoker returned {kind}"
+                    )
+            with contextlib.suppress(ChildExited):  # the step's reader reports that
+                await child.send(frame)
+        finally:
+            slots.release()
+
+    def _finished(self, done: StepDone, output: _StepOutput) -> CodeResult:
+        return CodeResult(
+            ok=done.ok,
+            value=done.value,
+            stdout=output.stdout.text(done.dropped_stdout),
+            stderr=output.stderr.text(done.dropped_stderr),
+            error=done.error,
+            error_type=done.error_type,
+            is_final=done.is_final,
+        )
+
+    async def _crashed(self, child: SandboxProcess, output: _StepOutput) -> CodeResult:
+        status = await child.exit_status()
+        detail = "still running" if status is None else f"exit status {status}"
+        if status is not None and status < 0:
+            detail = f"killed by signal {-status}"
+        lost = f"; {_LOST}" if self._persistent else ""
+        return CodeResult(
+            ok=False,
+            stdout=output.stdout.text(),
+            stderr=output.stderr.text(),
+            error=f"the sandbox process ended during the step ({detail}){lost}",
+            error_type=CodeErrorType.KILLED,
+            state_lost=self._persistent,
+        )
+
+    def _broken(self, error: FrameError, output: _StepOutput) -> CodeResult:
+        lost = f"; {_LOST}" if self._persistent else ""
+        return CodeResult(
+            ok=False,
+            stdout=output.stdout.text(),
+            stderr=output.stderr.text(),
+            error=(
+                "the code broke the sandbox's channel to the host (it wrote to or closed a file "
+                f"descriptor it does not own) and was stopped: {error}{lost}"
+            ),
+            error_type=CodeErrorType.PROTOCOL,
+            state_lost=self._persistent,
+        )
+
+
+SubprocessExecutor = ProcessSandbox
+"""The name the CodeAct issue uses for the default executor."""
+
+
+def _require_strict_isolation(isolation: SandboxIsolation, *, network: bool) -> None:
+    missing = []
+    if not isolation.host_environment_protected:
+        missing.append("the host's environment is readable")
+    if not network and not isolation.network_isolated:
+        missing.append("the network is not isolated")
+    if not isolation.resource_limits:
+        missing.append("no resource limits")
+    if missing:
+        raise SandboxUnavailableError(
+            "strict sandbox isolation is not available here: "
+            + "; ".join(missing)
+            + (f" ({'; '.join(isolation.notes)})" if isolation.notes else "")
+        )
+
+
+def _with_duration(result: CodeResult, duration: float) -> CodeResult:
+    return attrs.evolve(result, duration=duration)
+
+
+def _with_note(result: CodeResult, note: str) -> CodeResult:
+    return attrs.evolve(result, stderr=f"{note}\n{result.stderr}" if result.stderr else note)

@@ -1,0 +1,40 @@
+"""Tools: plain functions the model can call, their schemas, and their concurrent execution.
+
+``@tool`` turns a function into a ``Tool`` (JSON schema from type hints and docstring);
+``ToolRegistry`` holds an agent's tools; ``ToolExecutor`` runs a step's calls with a concurrency limit,
+timeouts and events; ``ToolContext`` lets a tool report progress. ``fastjsonschema`` and
+``docstring-parser`` are imported only when the first tool is built.
+"""
+
+from __future__ import annotations
+
+from .arguments import ToolArgumentsError
+from .context import ToolContext
+from .executor import ToolExecutor
+from .outcome import (
+    TOOL_ERROR_PREFIX,
+    ToolErrorType,
+    cancelled_result,
+    failed_result,
+    output_text,
+    tool_error_text,
+)
+from .registry import ToolRegistry
+from .schema import Param
+from .tool import Tool, tool
+
+__all__ = [
+    "TOOL_ERROR_PREFIX",
+    "Param",
+    "Tool",
+    "ToolArgumentsError",
+    "ToolContext",
+    "ToolErrorType",
+    "ToolExecutor",
+    "ToolRegistry",
+    "cancelled_result",
+    "failed_result",
+    "output_text",
+    "tool",
+    "tool_error_text",
+]

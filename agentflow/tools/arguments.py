@@ -1,0 +1,183 @@
+"""Tool arguments: raw JSON text → validated, converted keyword arguments, or a precise error.
+
+The model's arguments arrive as JSON text. ``ArgumentParser.parse`` treats ``""`` as ``{}``, rejects
+invalid JSON and non-objects, validates against the tool's JSON schema (``fastjsonschema``, compiled once
+per tool and imported on first use) and converts the values to the annotated Python types. Every failure
+is a ``ToolArgumentsError`` whose message names the path and the reason, e.g.
+``arguments.items[0].name must be string``. Pure: no I/O, nothing async.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import orjson
+
+__all__ = ["ArgumentParser", "ToolArgumentsError"]
+
+_ROOT = "arguments"
+
+
+class ToolArgumentsError(ValueError):
+    """The arguments of a tool call are not valid: ``path`` (``""`` for the whole object) and ``reason``."""
+
+    def __init__(self, message: str, *, path: str = "", reason: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+        self.reason = reason or message
+
+
+def _kind(value: Any) -> str:
+    """How a JSON value looks, for error messages: ``an array``, ``the string "x"``, ``the number 3``."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    if value is None:
+        return "null"
+    text = orjson.dumps(value).decode() if isinstance(value, str | int | float) else repr(value)
+    if len(text) > 40:
+        text = text[:37] + "..."
+    if isinstance(value, bool):
+        return text
+    return f"the string {text}" if isinstance(value, str) else f"the number {text}"
+
+
+def _describe(schema: Any) -> str:
+    if not isinstance(schema, Mapping):
+        return "a value"
+    if "enum" in schema:
+        return "one of " + ", ".join(orjson.dumps(v).decode() for v in schema["enum"])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return " or ".join(kind)
+    if isinstance(kind, str):
+        return kind
+    return "a value matching its schema"
+
+
+class ArgumentParser:
+    """Validates and converts one tool's arguments. Build it once per tool (the schema is compiled here)."""
+
+    __slots__ = ("_convert", "_tool", "_validate")
+
+    def __init__(self, tool: str, schema: Mapping[str, Any], convert: Callable[[Any], Any] | None) -> None:
+        import fastjsonschema
+
+        try:
+            self._validate: Callable[[Any], Any] = fastjsonschema.compile(dict(schema), use_default=False)
+        except fastjsonschema.JsonSchemaDefinitionException as exc:
+            raise ValueError(f"tool {tool!r} has an invalid parameters schema: {exc}") from exc
+        self._tool = tool
+        self._convert = convert
+
+    def parse(self, raw: str | Mapping[str, Any]) -> dict[str, Any]:
+        """Keyword arguments for the tool's function (a mapping is taken as already-decoded JSON)."""
+        if isinstance(raw, str):
+            if not raw.strip():
+                value: Any = {}
+            else:
+                try:
+                    value = orjson.loads(raw)
+                except orjson.JSONDecodeError as exc:
+                    raise ToolArgumentsError(f"{self._tool} arguments are not valid JSON: {exc}") from None
+        else:
+            value = dict(raw)
+        if not isinstance(value, dict):
+            raise ToolArgumentsError(f"{self._tool} arguments must be a JSON object, got {_kind(value)}")
+        self._check(value)
+        if self._convert is None:
+            return value
+        try:
+            converted: dict[str, Any] = self._convert(value)
+        except (TypeError, ValueError) as exc:
+            # attrs validators, Enum lookups and the like: the schema allowed it but the type did not.
+            raise ToolArgumentsError(f"{self._tool} arguments could not be converted: {exc}") from None
+        return converted
+
+    def _check(self, value: dict[str, Any]) -> None:
+        from fastjsonschema import JsonSchemaValueException
+
+        try:
+            self._validate(value)
+        except JsonSchemaValueException as exc:
+            raise self._error(exc) from None
+
+    def _error(self, exc: Any, prefix: str = "") -> ToolArgumentsError:
+        name: str = exc.name or "data"
+        if exc.rule == "anyOf" and isinstance(exc.rule_definition, list):
+            inner = _narrow(exc.rule_definition, exc.value)
+            if inner is not None:
+                # One alternative has the value's JSON type (Optional[X] given an X): report its own error.
+                return self._error(inner, prefix + name[len("data") :])
+        message: str = exc.message or ""
+        reason = message[len(name) :].strip() if message.startswith(name) else message
+        name = "data" + prefix + name[len("data") :] if prefix and name.startswith("data") else name
+        value = exc.value
+        definition = exc.definition if isinstance(exc.definition, Mapping) else {}
+        if exc.rule == "required" and isinstance(value, dict):
+            missing = [k for k in exc.rule_definition or () if k not in value]
+            reason = f"is missing the required {_plural('property', missing)} {_names(missing)}"
+        elif exc.rule == "additionalProperties" and isinstance(value, dict) and exc.rule_definition is False:
+            known = definition.get("properties") or {}
+            extra = [k for k in value if k not in known]
+            reason = f"has unknown {_plural('property', extra)} {_names(extra)}"
+            if known:
+                reason += f" (expected: {', '.join(known)})"
+        elif exc.rule == "enum" and isinstance(exc.rule_definition, list):
+            choices = ", ".join(orjson.dumps(v).decode() for v in exc.rule_definition)
+            reason = f"must be one of {choices}, got {_kind(value)}"
+        elif exc.rule == "type":
+            reason = f"{reason}, got {_kind(value)}"
+        elif exc.rule == "anyOf" and isinstance(exc.rule_definition, list):
+            reason = (
+                "must be " + " or ".join(_describe(s) for s in exc.rule_definition) + f", got {_kind(value)}"
+            )
+        path = name[len("data") :].lstrip(".") if name.startswith("data") else name
+        where = _ROOT + name[len("data") :] if name.startswith("data") else name
+        return ToolArgumentsError(f"{where} {reason}", path=path, reason=reason)
+
+
+def _json_types(value: Any) -> set[str]:
+    if value is None:
+        return {"null"}
+    if isinstance(value, bool):
+        return {"boolean"}
+    if isinstance(value, int):
+        return {"integer", "number"}
+    if isinstance(value, float):
+        return {"integer", "number"} if value.is_integer() else {"number"}
+    if isinstance(value, str):
+        return {"string"}
+    return {"array"} if isinstance(value, list) else {"object"}
+
+
+def _narrow(alternatives: list[Any], value: Any) -> Any | None:
+    """The validation error of the only ``anyOf`` alternative whose type fits ``value``, if there is one."""
+    kinds = _json_types(value)
+    fitting = []
+    for alt in alternatives:
+        declared = alt.get("type") if isinstance(alt, Mapping) else None
+        declared_set = {declared} if isinstance(declared, str) else set(declared or ())
+        if declared_set & kinds:
+            fitting.append(alt)
+    if len(fitting) != 1:
+        return None
+    import fastjsonschema
+
+    try:
+        fastjsonschema.compile(fitting[0], use_default=False)(value)
+    except fastjsonschema.JsonSchemaValueException as inner:
+        return inner
+    return None
+
+
+def _plural(word: str, items: list[Any]) -> str:
+    if len(items) == 1:
+        return word
+    return word[:-1] + "ies" if word.endswith("y") else word + "s"
+
+
+def _names(items: list[Any]) -> str:
+    return ", ".join(repr(str(i)) for i in items)

@@ -1,0 +1,210 @@
+"""``ToolExecutor``: runs a step's tool calls: concurrently, bounded, with timeouts, emitting events.
+
+For every call it emits ``ToolStarted`` when the call starts (after it got a concurrency slot) and
+``ToolSucceeded`` or ``ToolFailed`` as soon as it completes, so completion events come in completion
+order, while ``run_calls`` returns the results in call order. A failure never raises: an unknown tool,
+invalid arguments, a timeout or an exception becomes a failed ``ToolResult`` whose output is the
+``TOOL_ERROR: {…}`` text for the model.
+
+Concurrency is structured: one anyio task group per batch, a ``CapacityLimiter`` shared by every call
+of this executor, a cancel scope per call for its timeout. Cancelling ``run_calls`` cancels every
+running tool and propagates; nothing is left running, with one exception Python imposes: a **sync** tool
+runs in a worker thread, and a thread cannot be stopped. When such a call times out or is cancelled, the
+executor stops waiting at once (the thread is abandoned and its result discarded) but the function runs
+on until it returns. ``inline=True`` sync tools run on the event loop and cannot be interrupted at all.
+
+Exceptions that are not ``Exception`` (``KeyboardInterrupt``, ``SystemExit``, custom ``BaseException``)
+are never turned into results: they propagate.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import math
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from ..events import ToolFailed, ToolStarted, ToolSucceeded
+from ..model.events import Event
+from ..model.messages import ToolCall
+from ..result import ToolResult
+from .arguments import ToolArgumentsError
+from .context import ToolContext
+from .outcome import exception_message, failed_result, output_text
+from .registry import ToolRegistry
+from .tool import Tool
+
+__all__ = ["ToolExecutor"]
+
+Emit = Callable[[Event], Awaitable[Any]]
+OnResult = Callable[[int, ToolResult], object]
+
+_MAX_NAMES_IN_ERROR = 30
+_NO_DEADLINE = contextlib.nullcontext()  # reusable: entering it does nothing
+
+
+class ToolExecutor:
+    """Executes tool calls against a ``ToolRegistry``, publishing tool events through ``emit``.
+
+    ``max_concurrency`` caps the calls running at once across every batch of this executor;
+    ``default_timeout`` (seconds, ``None``: no limit) applies to tools without their own ``timeout``.
+    ``emit`` is usually the run's ``EventBus.publish``.
+
+    Every call gets exactly one ``ToolStarted`` and then exactly one ``ToolSucceeded`` or ``ToolFailed``
+    (unknown tools and invalid arguments included), unless the batch is cancelled first: then the calls
+    still running get no completion event and no result; ``on_result`` tells which ones finished.
+    """
+
+    __slots__ = ("_default_timeout", "_emit", "_limiter", "_registry")
+
+    def __init__(
+        self,
+        registry: ToolRegistry | Iterable[Tool[..., Any] | Callable[..., Any]],
+        *,
+        max_concurrency: int = 8,
+        default_timeout: float | None = 60.0,
+        emit: Emit,
+    ) -> None:
+        if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be an int >= 1, got {max_concurrency!r}")
+        if default_timeout is not None and not default_timeout > 0:
+            raise ValueError(f"default_timeout must be positive or None, got {default_timeout!r}")
+        self._registry = registry if isinstance(registry, ToolRegistry) else ToolRegistry(registry)
+        self._limiter = anyio.CapacityLimiter(max_concurrency)
+        self._default_timeout = default_timeout
+        self._emit = emit
+
+    @property
+    def registry(self) -> ToolRegistry:
+        """The tools this executor runs."""
+        return self._registry
+
+    async def run_calls(
+        self,
+        calls: Sequence[ToolCall],
+        *,
+        run_id: str,
+        step: int,
+        parallel: bool = True,
+        on_result: OnResult | None = None,
+    ) -> list[ToolResult]:
+        """Run ``calls`` (concurrently when ``parallel``) and return their results in call order.
+
+        ``on_result(index, result)`` is called as each call completes, before its completion event: a
+        runtime that gets cancelled mid-batch knows from it which calls finished.
+        """
+        if not parallel or len(calls) <= 1:
+            results = []
+            for index, call in enumerate(calls):
+                results.append(await self._run(call, run_id, step, index, on_result))
+            return results
+        slots: list[ToolResult | None] = [None] * len(calls)
+
+        async def run_into(index: int, call: ToolCall) -> None:
+            slots[index] = await self._run(call, run_id, step, index, on_result)
+
+        try:
+            async with anyio.create_task_group() as group:
+                for index, call in enumerate(calls):
+                    group.start_soon(run_into, index, call, name=f"tool {call.name} ({call.id})")
+        except BaseExceptionGroup as failure:
+            # Tool failures are results, so what escapes is a real error (a BaseException from a tool,
+            # a failing emit); re-raise it as itself when it is alone.
+            if len(failure.exceptions) == 1:
+                raise failure.exceptions[0] from None
+            raise
+        return [r for r in slots if r is not None]
+
+    async def run_call(self, call: ToolCall, *, run_id: str, step: int) -> ToolResult:
+        """Run one call (validation, limiter, timeout, events) and return its result."""
+        return await self._run(call, run_id, step, 0, None)
+
+    async def _run(
+        self, call: ToolCall, run_id: str, step: int, index: int, on_result: OnResult | None
+    ) -> ToolResult:
+        found = self._registry.resolve(call.name)
+        if found is None:
+            result = failed_result(call, "unknown_tool", self._unknown(call.name))
+            await self._emit(ToolStarted(call=call, run_id=run_id, step=step))
+        else:
+            try:
+                kwargs = found.parse_arguments(call.arguments)
+            except ToolArgumentsError as exc:
+                result = failed_result(call, "invalid_arguments", str(exc), tool=found.name)
+                await self._emit(ToolStarted(call=call, run_id=run_id, step=step))
+            else:
+                # A fresh borrower per call: the same task may run several calls (CodeAct, nested tools).
+                borrower = object()
+                try:
+                    # No trip through the event loop when a slot is free (the common case).
+                    self._limiter.acquire_on_behalf_of_nowait(borrower)
+                except anyio.WouldBlock:
+                    await self._limiter.acquire_on_behalf_of(borrower)
+                try:
+                    await self._emit(ToolStarted(call=call, run_id=run_id, step=step))
+                    result = await self._execute(found, call, kwargs, run_id, step)
+                finally:
+                    self._limiter.release_on_behalf_of(borrower)
+        if on_result is not None:
+            on_result(index, result)
+        event = ToolSucceeded if result.ok else ToolFailed
+        await self._emit(event(call=call, result=result, run_id=run_id, step=step))
+        return result
+
+    async def _execute(
+        self, found: Tool[..., Any], call: ToolCall, kwargs: dict[str, Any], run_id: str, step: int
+    ) -> ToolResult:
+        context = None
+        if found.context_parameter is not None:
+            context = ToolContext(
+                run_id=run_id, step=step, call_id=call.id, tool_name=found.name, emit=self._emit
+            )
+            kwargs[found.context_parameter] = context
+        limit = found.timeout if found.timeout is not None else self._default_timeout
+        if limit == math.inf:
+            limit = None
+        started = time.perf_counter()
+        try:
+            with anyio.move_on_after(limit) if limit is not None else _NO_DEADLINE as scope:
+                value = await _invoke(found, kwargs)
+                output = output_text(value)
+        except Exception as exc:
+            return failed_result(
+                call,
+                "exception",
+                exception_message(exc),
+                tool=found.name,
+                duration=time.perf_counter() - started,
+            )
+        finally:
+            if context is not None:
+                context._finish()
+        duration = time.perf_counter() - started
+        if scope is not None and scope.cancelled_caught:
+            message = f"tool {found.name!r} timed out after {limit:g} s"
+            return failed_result(call, "timeout", message, tool=found.name, duration=duration)
+        return ToolResult(call_id=call.id, name=found.name, output=output, duration=duration, value=value)
+
+    def _unknown(self, name: str) -> str:
+        names = self._registry.names
+        shown = ", ".join(names[:_MAX_NAMES_IN_ERROR]) + (", …" if len(names) > _MAX_NAMES_IN_ERROR else "")
+        return f"unknown tool {name!r}; available tools: {shown or '(none)'}"
+
+
+async def _invoke(found: Tool[..., Any], kwargs: dict[str, Any]) -> Any:
+    if found.is_async:
+        return await found.fn(**kwargs)
+    if found.inline:
+        value = found.fn(**kwargs)
+    else:
+        # abandon_on_cancel: a timeout or cancellation stops the wait at once; the thread cannot be stopped.
+        value = await anyio.to_thread.run_sync(functools.partial(found.fn, **kwargs), abandon_on_cancel=True)
+    if inspect.isawaitable(value):
+        value = await value
+    return value

@@ -1,0 +1,262 @@
+"""``Tool`` and the ``@tool`` decorator: a Python function plus the ``ToolSpec`` the model sees.
+
+``@tool`` reads the function's signature, type hints and docstring once, at decoration time, and builds
+the JSON schema, the argument validator and the converters. A parameter annotated ``ToolContext`` is
+injected at call time and left out of the schema. Calling the ``Tool`` object calls the function as is.
+Nothing here executes tools for a run: that is ``ToolExecutor``'s job.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+import types
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, ParamSpec, TypeVar, overload
+
+import attrs
+
+from ..model.tools import ToolSpec
+from .arguments import ArgumentParser
+from .context import ToolContext
+from .docstrings import parse_docstring
+from .schema import MISSING, Prop, object_shape, shape_of
+
+__all__ = ["Tool", "tool"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def _check_name(name: str) -> str:
+    if not _NAME.match(name):
+        raise ValueError(
+            f"tool name {name!r} is not valid: use 1-64 letters, digits, '_' or '-' (what model APIs accept)"
+        )
+    return name
+
+
+def _check_timeout(timeout: float | None) -> float | None:
+    if timeout is not None and (isinstance(timeout, bool) or not timeout > 0):
+        raise ValueError(f"timeout must be a positive number of seconds (or math.inf), got {timeout!r}")
+    return timeout
+
+
+@attrs.frozen
+class Tool(Generic[P, R]):
+    """A function the model can call: its ``spec`` (name, description, JSON schema) and the callable.
+
+    ``timeout`` is this tool's limit in seconds (``None``: the executor's default; ``math.inf``: none).
+    ``context_parameter`` names the parameter that receives the ``ToolContext``, if any. ``inline`` sync
+    tools run on the event loop instead of a worker thread (for quick, non-blocking functions).
+
+    >>> @tool
+    ... def add(a: int, b: int = 1) -> int:
+    ...     '''Add two numbers.'''
+    ...     return a + b
+    >>> add.spec.parameters["required"], add(2, 3)
+    (['a'], 5)
+    """
+
+    spec: ToolSpec
+    fn: Callable[P, R] = attrs.field(repr=False)
+    is_async: bool = attrs.field(
+        default=attrs.Factory(lambda self: _is_async(self.fn), takes_self=True), repr=False
+    )
+    context_parameter: str | None = attrs.field(default=None, repr=False)
+    timeout: float | None = attrs.field(default=None, converter=_check_timeout)
+    inline: bool = attrs.field(default=False, repr=False)
+    _parser: ArgumentParser | None = attrs.field(default=None, alias="parser", eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        _check_name(self.spec.name)
+        if self._parser is None:
+            object.__setattr__(self, "_parser", ArgumentParser(self.spec.name, self.spec.parameters, None))
+
+    @property
+    def name(self) -> str:
+        """The name the model calls this tool by."""
+        return self.spec.name
+
+    @property
+    def description(self) -> str:
+        """The description the model sees."""
+        return self.spec.description
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        """Call the function directly (no validation, no context injection): handy in tests."""
+        return self.fn(*args, **kwargs)
+
+    def parse_arguments(self, arguments: str | Mapping[str, Any]) -> dict[str, Any]:
+        """Validate and convert the model's arguments (JSON text, ``""`` meaning ``{}``) to keyword arguments.
+
+        Raises ``ToolArgumentsError`` with the path and reason of the first problem.
+        """
+        assert self._parser is not None
+        return self._parser.parse(arguments)
+
+    @classmethod
+    def from_spec(
+        cls, spec: ToolSpec, fn: Callable[..., Any], *, timeout: float | None = None, inline: bool = False
+    ) -> Tool[..., Any]:
+        """A tool whose schema is given as is: ``fn`` gets the validated JSON object as keyword arguments.
+
+        A parameter of ``fn`` annotated ``ToolContext`` still receives the context.
+        """
+        hints = _hints(fn, strict_resolution=False)
+        context = next((n for n, h in hints.items() if n != "return" and _is_context(h)), None)
+        return cls(spec, fn, context_parameter=context, timeout=timeout, inline=inline)
+
+
+@overload
+def tool(fn: Callable[P, R], /) -> Tool[P, R]: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    strict: bool | None = None,
+    inline: bool = False,
+) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
+
+
+def tool(
+    fn: Callable[P, R] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    strict: bool | None = None,
+    inline: bool = False,
+) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
+    """Turn a sync or async function into a ``Tool``; usable bare (``@tool``) or with options.
+
+    The JSON schema comes from the type hints; the description and parameter descriptions from the
+    docstring (Google, NumPy or reST) or ``Annotated[T, "description"]``. A parameter with a default is
+    optional and its default is shown in the schema. ``strict=True`` makes an OpenAI strict-mode schema
+    (every property required, optional ones nullable, closed objects). Unsupported annotations raise
+    ``TypeError`` here, not when the model calls the tool.
+
+    ``timeout`` (seconds) overrides the executor's default; ``math.inf`` disables it. ``inline=True`` runs a
+    sync function on the event loop instead of a worker thread (only for quick, non-blocking code: no
+    timeout can interrupt it).
+    """
+
+    def build(func: Callable[P, R]) -> Tool[P, R]:
+        return _build(func, name=name, description=description, timeout=timeout, strict=strict, inline=inline)
+
+    if fn is not None:
+        return build(fn)
+    return build
+
+
+def _build(
+    fn: Callable[P, R],
+    *,
+    name: str | None,
+    description: str | None,
+    timeout: float | None,
+    strict: bool | None,
+    inline: bool,
+) -> Tool[P, R]:
+    if isinstance(fn, Tool):
+        raise TypeError("this function is already a Tool")
+    if not callable(fn):
+        raise TypeError(f"@tool needs a function, got {fn!r}")
+    if inspect.isasyncgenfunction(fn) or inspect.isgeneratorfunction(fn):
+        raise TypeError(
+            f"{fn.__name__} is a generator; a tool returns one value (report partial results with "
+            "'await ctx.emit_progress(...)')"
+        )
+    tool_name = _check_name(name or getattr(fn, "__name__", "") or type(fn).__name__)
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"tool {tool_name!r}: cannot read the signature of {fn!r}: {exc}") from exc
+    hints = _hints(fn, strict_resolution=True, where=f"tool {tool_name!r}")
+    doc = parse_docstring(inspect.getdoc(fn))
+    context_parameter: str | None = None
+    props: list[Prop] = []
+    for parameter in signature.parameters.values():
+        where = f"parameter {parameter.name!r} of tool {tool_name!r}"
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            raise TypeError(f"{where}: *args/**kwargs cannot be described to the model; name every parameter")
+        if parameter.kind is parameter.POSITIONAL_ONLY:
+            raise TypeError(
+                f"{where}: positional-only parameters are not supported (arguments arrive by name)"
+            )
+        if parameter.name not in hints:
+            raise TypeError(f"{where}: add a type annotation (typing.Any accepts any JSON value)")
+        hint = hints[parameter.name]
+        if _is_context(hint):
+            if context_parameter is not None:
+                raise TypeError(f"{where}: only one parameter may take the ToolContext")
+            context_parameter = parameter.name
+            continue
+        shape = shape_of(hint, strict=bool(strict), where=where)
+        has_default = parameter.default is not parameter.empty
+        props.append(
+            Prop(
+                parameter.name,
+                shape,
+                required=not has_default,
+                default=parameter.default if has_default else MISSING,
+                description=doc.params.get(parameter.name),
+            )
+        )
+    shape = object_shape(props, strict=bool(strict))
+    spec = ToolSpec(
+        name=tool_name,
+        description=description if description is not None else doc.description,
+        parameters=shape.schema,
+        strict=strict,
+    )
+    return Tool(
+        spec,
+        fn,
+        context_parameter=context_parameter,
+        timeout=timeout,
+        inline=inline,
+        parser=ArgumentParser(tool_name, shape.schema, shape.convert),
+    )
+
+
+def _is_context(hint: Any) -> bool:
+    """``ToolContext`` or ``ToolContext | None``: the parameter that receives the call's context."""
+    if hint is ToolContext:
+        return True
+    is_union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    return is_union and set(typing.get_args(hint)) == {ToolContext, type(None)}
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    if inspect.iscoroutinefunction(fn):
+        return True
+    if isinstance(fn, functools.partial):
+        return _is_async(fn.func)
+    # A callable object with an ``async def __call__``.
+    return not (inspect.isfunction(fn) or inspect.ismethod(fn)) and inspect.iscoroutinefunction(
+        type(fn).__call__
+    )
+
+
+def _hints(fn: Callable[..., Any], *, strict_resolution: bool, where: str = "") -> dict[str, Any]:
+    target: Any = fn
+    if isinstance(fn, functools.partial):
+        target = fn.func
+    elif not (inspect.isfunction(fn) or inspect.ismethod(fn)):
+        target = type(fn).__call__  # a callable object: its __call__ carries the annotations
+    try:
+        return typing.get_type_hints(target, include_extras=True)
+    except Exception as exc:
+        if not strict_resolution:
+            return {}
+        raise TypeError(f"{where}: cannot resolve the type hints of {fn!r}: {exc}") from exc

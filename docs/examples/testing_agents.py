@@ -1,0 +1,110 @@
+"""Testing your agents: the real HTTP path against ScriptedServer, faults, and in-process fakes.
+
+The ``test_*`` functions below are what you would put in your own test suite (pytest with
+``asyncio_mode = "auto"`` runs them as they are); ``main`` runs them here.
+"""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from agentflow import RateLimitError, UserMessage
+from agentflow.agent.agent import Agent
+from agentflow.http.retry import RetryPolicy
+from agentflow.model.events import ModelRetry
+from agentflow.providers.openai.chat_model import OpenAIChatModel
+from agentflow.testing import Fault, Reply, ScriptedServer
+from agentflow.testing.fake import FakeModelClient, reply
+from agentflow.tools import tool
+
+
+@tool
+def get_price(sku: str) -> float:
+    """The price of a product."""
+    return {"A-1": 9.5}.get(sku, 0.0)
+
+
+# --8<-- [start:scripted]
+async def test_agent_answers_with_the_tool_result() -> None:
+    script = [
+        Reply(tool_calls=[("get_price", {"sku": "A-1"})]),
+        # A callable turn answers from the request it receives (here: echo the tool result).
+        lambda request: Reply(text=f"It costs {request['messages'][-1]['content']} EUR."),
+    ]
+    async with ScriptedServer(script) as server:
+        agent = Agent(OpenAIChatModel(base_url=server.base_url, model="m"), tools=[get_price])
+        async with agent:
+            result = await agent.run("How much is A-1?")
+
+    assert result.output_text == "It costs 9.5 EUR."
+    first, second = (r.body for r in server.requests)
+    assert first["tools"][0]["function"]["name"] == "get_price"
+    assert second["messages"][-1] == {
+        "role": "tool",
+        "tool_call_id": result.tool_calls[0].id,
+        "content": "9.5",
+    }
+
+
+# --8<-- [end:scripted]
+
+
+# --8<-- [start:faults]
+async def test_rate_limit_is_retried_then_reported() -> None:
+    delays: list[float] = []
+
+    async def no_sleep(delay: float) -> None:  # injected: the test never waits
+        delays.append(delay)
+
+    script = [
+        Fault.status(429, headers={"retry-after-ms": "250"}),
+        Reply(text="ok"),
+        Fault.status(429),
+        Fault.status(429),
+    ]
+    async with ScriptedServer(script) as server:
+        retries: list[ModelRetry] = []
+        model = OpenAIChatModel(
+            base_url=server.base_url,
+            model="m",
+            retry=RetryPolicy(max_retries=1),
+            sleep=no_sleep,
+            on_retry=retries.append,
+        )
+        async with model:
+            assert (await model.chat([UserMessage("hi")])).text == "ok"  # the 429 was retried
+            assert delays == [0.25]
+            assert retries[0].attempt == 2
+
+            with pytest.raises(RateLimitError) as caught:  # two 429s: the single retry is used up
+                await model.chat([UserMessage("hi")])
+    assert caught.value.status == 429
+
+
+# --8<-- [end:faults]
+
+
+# --8<-- [start:fake]
+async def test_agent_logic_without_http() -> None:
+    model = FakeModelClient([reply(tool_calls=[("get_price", {"sku": "B-2"})]), reply("Not for sale.")])
+    result = await Agent(model, tools=[get_price]).run("How much is B-2?")
+
+    assert result.output_text == "Not for sale."
+    assert result.tool_results[0].output == "0.0"
+    assert len(model.prompts) == 2
+    assert model.streams_open == 0
+
+
+# --8<-- [end:fake]
+
+
+async def main() -> None:
+    await test_agent_answers_with_the_tool_result()
+    await test_rate_limit_is_retried_then_reported()
+    await test_agent_logic_without_http()
+    print("all passed")
+
+
+if __name__ == "__main__":
+    anyio.run(main)

@@ -1,0 +1,305 @@
+"""The cancellation contract (DESIGN §5), one test per way of cancelling, each checking all of it:
+
+the model stream and every tool of the run stop, no task is left behind, exactly one ``RunCancelled`` ends the
+run with a partial result that keeps finished work and usage, memory stays valid (a synthetic cancelled result
+for each call in flight), and other runs in the same loop are untouched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Literal
+
+import anyio
+import pytest
+from runtime_support import Recorder, assert_memory_valid, outputs, paused_stream
+
+from agentflow.agent.agent import Agent
+from agentflow.agent.memory import InMemoryMemory
+from agentflow.agent.options import AgentOptions
+from agentflow.agent.prompt import AgentModelResult, AgentPrompt
+from agentflow.events import RunCancelled, ToolStarted, ToolSucceeded
+from agentflow.model.events import Event, TextDelta
+from agentflow.model.response import TokenUsage
+from agentflow.result import StopReason
+from agentflow.testing.fake import FakeModelClient, reply
+from agentflow.tools import tool
+
+Where = Literal["tool", "stream"]
+
+
+class Scenario:
+    """A run that is cut either while a tool hangs (after a sibling tool finished) or mid model stream."""
+
+    def __init__(self, where: Where) -> None:
+        self.where = where
+        self.cut_point = anyio.Event()
+        self.tool_cancelled: list[str] = []
+        self.stream_closed: list[str] = []
+        self._hang_started = anyio.Event()
+        self._fast_done = anyio.Event()
+        stream_reached = anyio.Event()
+
+        @tool
+        async def fast() -> str:
+            """Returns at once."""
+            return "fast result"
+
+        @tool
+        async def hang() -> str:
+            """Never returns; records its cancellation."""
+            self._hang_started.set()
+            try:
+                await anyio.sleep_forever()
+            finally:
+                self.tool_cancelled.append("cancelled")
+            return "never"
+
+        if where == "tool":
+            script: list[Any] = [reply(tool_calls=[("c1", "fast", {}), ("c2", "hang", {})], usage=(10, 5))]
+        else:
+            never = anyio.Event()
+            script = [
+                reply(tool_calls=[("c1", "fast", {})], usage=(10, 5)),
+                paused_stream([TextDelta("partial ")], never, stream_reached, self.stream_closed),
+            ]
+        self.model = FakeModelClient(script)
+        self.memory = InMemoryMemory()
+        self.agent = Agent(
+            self.model,
+            tools=[fast, hang],
+            memory=self.memory,
+            options=AgentOptions(stream=True, tool_timeout=None),
+        )
+        self.recorder = Recorder(self.agent)
+        self.agent.on(ToolSucceeded, lambda e: self._fast_done.set())
+
+        async def cut_point() -> None:
+            if where == "tool":
+                await self._hang_started.wait()
+                await self._fast_done.wait()
+            else:
+                await stream_reached.wait()
+            self.cut_point.set()
+
+        self._watch = cut_point
+
+    async def watch(self) -> None:
+        await self._watch()
+
+    def is_trigger(self, event: Event) -> bool:
+        """Whether the consumer has seen an event after which the run soon reaches its cut point."""
+        if self.where == "tool":
+            return isinstance(event, ToolStarted | ToolSucceeded)
+        return isinstance(event, TextDelta)
+
+    def check(self, reason: StopReason = StopReason.CANCELLED) -> None:
+        terminals = self.recorder.terminals()
+        assert len(terminals) == 1, self.recorder.names()
+        [terminal] = terminals
+        assert isinstance(terminal, RunCancelled)
+        partial = terminal.partial
+        assert partial.stop_reason is reason
+        assert partial.usage == TokenUsage(10, 5, 15)  # the finished model call's usage is kept
+        assert partial.tool_results[0].output == "fast result"  # finished work is kept
+        if self.where == "tool":
+            assert self.tool_cancelled == ["cancelled"]
+            assert [(r.call_id, r.ok, r.error_type) for r in partial.tool_results] == [
+                ("c1", True, None),
+                ("c2", False, "cancelled"),
+            ]
+            assert [c for c, _ in outputs(self.memory.items)] == ["c1", "c2"]
+            assert partial.steps == 0
+        else:
+            assert self.stream_closed == ["closed"]
+            assert partial.steps == 1  # the interrupted second step is not counted
+            assert partial.output_text == ""
+        assert self.model.streams_open == 0
+        assert_memory_valid(self.memory.items)
+        assert_memory_valid(partial.new_items)
+        assert self.recorder.events[-1] is terminal
+
+
+def task_count() -> int:
+    return len(asyncio.all_tasks())
+
+
+@pytest.mark.parametrize("where", ["tool", "stream"])
+async def test_run_cancel_from_the_consumer(where: Where) -> None:
+    s = Scenario(where)
+    before = task_count()
+    seen: list[Event] = []
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(s.watch)
+        async with s.agent.stream("go") as run:
+            async for event in run:
+                seen.append(event)
+                if s.is_trigger(event) and not run.ctx.cancel_scope.cancel_called:
+                    await s.cut_point.wait()
+                    await run.cancel()
+            # The iteration ends with the RunCancelled event, delivered to this consumer too.
+        result = run.result
+
+    assert isinstance(seen[-1], RunCancelled)
+    assert result.stop_reason is StopReason.CANCELLED
+    s.check()
+    assert task_count() == before
+
+
+async def _cut_then_cancel(s: Scenario, run: Any) -> None:
+    await s.cut_point.wait()
+    await run.cancel()
+
+
+@pytest.mark.parametrize("where", ["tool", "stream"])
+async def test_run_cancel_from_another_task(where: Where) -> None:
+    s = Scenario(where)
+    before = task_count()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(s.watch)
+        async with s.agent.stream("go") as run:
+            tg.start_soon(_cut_then_cancel, s, run)
+            result = await run.wait()
+
+    assert result.stop_reason is StopReason.CANCELLED
+    s.check()
+    assert task_count() == before
+
+
+@pytest.mark.parametrize("where", ["tool", "stream"])
+async def test_breaking_out_of_the_iteration_and_leaving_the_block(where: Where) -> None:
+    s = Scenario(where)
+    before = task_count()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(s.watch)
+        async with s.agent.stream("go") as run:
+            async for event in run:
+                if s.is_trigger(event):
+                    await s.cut_point.wait()
+                    break
+
+    assert run.done
+    assert run.result.stop_reason is StopReason.CANCELLED
+    s.check()
+    assert task_count() == before
+
+
+@pytest.mark.parametrize("where", ["tool", "stream"])
+async def test_an_exception_in_the_block_cancels_the_run_and_propagates_unwrapped(where: Where) -> None:
+    s = Scenario(where)
+
+    async def consume() -> None:
+        async with s.agent.stream("go") as run:
+            async for event in run:
+                if s.is_trigger(event):
+                    await s.cut_point.wait()
+                    raise KeyError("consumer bug")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(s.watch)
+        with pytest.raises(KeyError, match="consumer bug"):
+            await consume()
+
+    s.check()
+
+
+@pytest.mark.parametrize("where", ["tool", "stream"])
+async def test_cancelling_the_awaiting_task_with_a_cancel_scope(where: Where) -> None:
+    s = Scenario(where)
+    before = task_count()
+    finished: list[str] = []
+
+    async def runner() -> None:
+        await s.agent.run("go")
+        finished.append("returned")  # never reached: the cancellation propagates
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(s.watch)
+        tg.start_soon(runner)
+        await s.cut_point.wait()
+        tg.cancel_scope.cancel()
+
+    assert finished == []
+    s.check()
+    assert task_count() == before
+
+
+@pytest.mark.parametrize("where", ["tool", "stream"])
+async def test_cancelling_the_awaiting_asyncio_task(where: Where) -> None:
+    s = Scenario(where)
+    before = task_count()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(s.watch)
+        task = asyncio.create_task(s.agent.run("go"))
+        await s.cut_point.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    s.check()
+    assert task_count() == before
+
+
+@pytest.mark.parametrize("where", ["tool", "stream"])
+async def test_deadline_cancels_with_stop_reason_deadline(where: Where) -> None:
+    s = Scenario(where)
+    s.agent.options = AgentOptions(stream=True, tool_timeout=None, timeout=0.2)
+    before = task_count()
+
+    with anyio.fail_after(10):  # a guard against a hang; the run ends through its own deadline
+        result = await s.agent.run("go")
+
+    assert result.stop_reason is StopReason.DEADLINE
+    s.check(StopReason.DEADLINE)
+    assert task_count() == before
+
+
+async def test_cancelling_one_run_leaves_another_run_in_the_same_loop_untouched() -> None:
+    s = Scenario("tool")
+    other_gate = anyio.Event()
+    other_called = anyio.Event()
+
+    async def other_model(_prompt: AgentPrompt) -> AgentModelResult:
+        other_called.set()
+        await other_gate.wait()
+        return reply("other answer", usage=(1, 1))
+
+    other = Agent(FakeModelClient([other_model]))
+    other_result: list[Any] = []
+
+    async def run_other() -> None:
+        other_result.append(await other.run("other"))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(s.watch)
+        tg.start_soon(run_other)
+        await other_called.wait()
+        async with s.agent.stream("go") as run:
+            await s.cut_point.wait()
+            await run.cancel()
+            await run.wait()
+        other_gate.set()
+
+    s.check()
+    [result] = other_result
+    assert (result.output_text, result.stop_reason) == ("other answer", StopReason.FINAL_ANSWER)
+
+
+async def test_cancel_before_the_run_starts_still_ends_with_one_run_cancelled() -> None:
+    model = FakeModelClient([reply("never")])
+    agent = Agent(model)
+    recorder = Recorder(agent)
+    run = agent.stream("go")
+    await run.cancel()
+
+    async with run:
+        events = [e async for e in run]
+
+    assert [type(e).__name__ for e in events] == ["RunStarted", "RunCancelled"]
+    assert run.result.stop_reason is StopReason.CANCELLED
+    assert model.prompts == []
+    assert len(recorder.terminals()) == 1

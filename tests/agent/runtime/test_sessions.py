@@ -1,0 +1,147 @@
+"""Sessions: memory persists across runs; concurrent runs of one session are serialised."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from runtime_support import assert_memory_valid
+
+from agentflow.agent.agent import Agent, run_sync
+from agentflow.agent.memory import InMemoryMemory, WindowedMemory
+from agentflow.agent.prompt import AgentModelResult, AgentPrompt
+from agentflow.testing.fake import FakeModelClient, reply
+from agentflow.tools import tool
+
+
+def texts(items: tuple[object, ...]) -> list[str]:
+    out = []
+    for item in items:
+        assert isinstance(item, dict)
+        if item.get("type") == "message":
+            out.append(f"{item['role']}:{item['content'][0]['text']}")
+        else:
+            out.append(str(item["type"]))
+    return out
+
+
+async def test_session_memory_persists_across_runs() -> None:
+    model = FakeModelClient([reply("Hello Ada."), reply("Your name is Ada.")])
+    chat = Agent(model).session()
+
+    await chat.run("My name is Ada.")
+    result = await chat.run("What is my name?")
+
+    assert result.output_text == "Your name is Ada."
+    assert texts(model.prompts[1].items) == [
+        "user:My name is Ada.",
+        "assistant:Hello Ada.",
+        "user:What is my name?",
+    ]
+    assert texts(chat.items) == [*texts(model.prompts[1].items), "assistant:Your name is Ada."]
+    assert texts(result.new_items) == ["user:What is my name?", "assistant:Your name is Ada."]
+
+
+async def test_plain_runs_do_not_share_memory() -> None:
+    model = FakeModelClient([reply("a"), reply("b")])
+    agent = Agent(model)
+
+    await agent.run("one")
+    await agent.run("two")
+
+    assert texts(model.prompts[1].items) == ["user:two"]
+
+
+async def test_concurrent_runs_of_a_session_are_serialised() -> None:
+    first_called = anyio.Event()
+    release_first = anyio.Event()
+
+    async def first(_prompt: AgentPrompt) -> AgentModelResult:
+        first_called.set()
+        await release_first.wait()
+        return reply("first answer")
+
+    model = FakeModelClient([first, reply("second answer")])
+    chat = Agent(model).session()
+    results: dict[str, str] = {}
+
+    async def ask(question: str) -> None:
+        results[question] = (await chat.run(question)).output_text
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ask, "q1")
+        await first_called.wait()
+        tg.start_soon(ask, "q2")
+        while chat.waiting == 0:  # q2 has reached the session and waits there for q1
+            await anyio.lowlevel.checkpoint()
+        assert len(model.prompts) == 1
+        assert chat.busy
+        assert texts(chat.items) == ["user:q1"]
+        release_first.set()
+
+    assert results == {"q1": "first answer", "q2": "second answer"}
+    assert texts(chat.items) == ["user:q1", "assistant:first answer", "user:q2", "assistant:second answer"]
+    assert texts(model.prompts[1].items) == ["user:q1", "assistant:first answer", "user:q2"]
+    assert not chat.busy
+
+
+async def test_session_stream_and_agent_level_memory_instance() -> None:
+    memory = InMemoryMemory()
+    model = FakeModelClient([reply("a"), reply("b")])
+    agent = Agent(model, memory=memory)
+
+    await agent.run("one")
+    async with agent.stream("two") as run:
+        await run.wait()
+
+    assert texts(memory.items) == ["user:one", "assistant:a", "user:two", "assistant:b"]
+
+
+async def test_session_with_windowed_memory_keeps_tool_calls_paired() -> None:
+    @tool
+    async def echo(x: int) -> int:
+        """Echo."""
+        return x
+
+    script = []
+    for i in range(4):
+        script += [reply(tool_calls=[("echo", {"x": i})]), reply(f"answer {i}")]
+    model = FakeModelClient(script)
+    chat = Agent(model, tools=[echo]).session(WindowedMemory(max_items=3))
+
+    for i in range(4):
+        await chat.run(f"q{i}")
+
+    assert len(chat.items) <= 5
+    for prompt in model.prompts:
+        assert_memory_valid(prompt.items)
+
+
+async def test_memory_factory_is_used_for_runs_and_sessions() -> None:
+    made: list[InMemoryMemory] = []
+
+    def factory() -> InMemoryMemory:
+        made.append(InMemoryMemory())
+        return made[-1]
+
+    agent = Agent(FakeModelClient([reply("a")]), memory=factory)
+    await agent.run("x")
+    session = agent.session()
+    assert len(made) == 2
+    assert session.memory is made[1]
+    assert texts(made[0].items) == ["user:x", "assistant:a"]
+
+
+def test_run_sync_runs_a_script_without_an_event_loop() -> None:
+    model = FakeModelClient([reply("sync answer"), reply("again")])
+    agent = Agent(model)
+    chat = agent.session()
+
+    assert run_sync(agent, "hi").output_text == "sync answer"
+    assert chat.run_sync("hello").output_text == "again"
+    assert model.closed  # the model's connections belong to the finished loop
+
+
+async def test_run_sync_inside_a_running_loop_is_a_clear_error() -> None:
+    agent = Agent(FakeModelClient([reply("x")]))
+    with pytest.raises(RuntimeError, match="running event loop"):
+        agent.run_sync("hi")

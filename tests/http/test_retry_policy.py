@@ -1,0 +1,109 @@
+"""RetryPolicy: what is retried, Retry-After handling, capped exponential back-off with jitter; Timeout."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentflow.http.retry import RetryPolicy, retry_after_seconds
+from agentflow.http.timeouts import Timeout
+from agentflow.model.errors import (
+    ModelConnectionError,
+    ModelTimeoutError,
+    ProtocolError,
+    StreamCutOffError,
+    error_from_status,
+)
+
+POLICY = RetryPolicy(jitter=0)
+
+
+@pytest.mark.parametrize("status", [408, 409, 429, 500, 502, 503, 504, 529])
+def test_transient_statuses_are_retried(status: int) -> None:
+    assert POLICY.should_retry(error_from_status(status, ""), attempt=1)
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
+def test_client_errors_are_never_retried(status: int) -> None:
+    assert not POLICY.should_retry(error_from_status(status, ""), attempt=1)
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404])
+def test_x_should_retry_cannot_force_the_never_retried_statuses(status: int) -> None:
+    error = error_from_status(status, "", {"x-should-retry": "true"})
+    assert not POLICY.should_retry(error, attempt=1)
+
+
+def test_x_should_retry_header_is_honoured() -> None:
+    assert not POLICY.should_retry(error_from_status(500, "", {"x-should-retry": "false"}), attempt=1)
+    assert POLICY.should_retry(error_from_status(410, "", {"X-Should-Retry": "true"}), attempt=1)
+
+
+def test_insufficient_quota_is_not_retried() -> None:
+    body = '{"error": {"message": "quota", "type": "insufficient_quota", "code": "insufficient_quota"}}'
+    assert not POLICY.should_retry(error_from_status(429, body), attempt=1)
+
+
+def test_network_failures_and_timeouts_are_retried_protocol_errors_are_not() -> None:
+    assert POLICY.should_retry(ModelConnectionError("refused"), attempt=1)
+    assert POLICY.should_retry(ModelTimeoutError("slow"), attempt=1)
+    assert not POLICY.should_retry(ProtocolError("bad json"), attempt=1)
+    assert not POLICY.should_retry(StreamCutOffError("cut"), attempt=1)
+    assert not POLICY.should_retry(ValueError("not a model error"), attempt=1)
+
+
+def test_default_is_two_retries() -> None:
+    error = ModelConnectionError("refused")
+    assert RetryPolicy().max_attempts == 3
+    assert [POLICY.should_retry(error, attempt=n) for n in (1, 2, 3)] == [True, True, False]
+    assert not RetryPolicy.none().should_retry(error, attempt=1)
+
+
+def test_backoff_is_exponential_and_capped() -> None:
+    policy = RetryPolicy(initial_delay=1, multiplier=3, max_delay=5, jitter=0)
+    assert [policy.delay(n) for n in (1, 2, 3, 4)] == [1, 3, 5, 5]
+
+
+def test_jitter_only_shortens_the_delay_within_its_fraction() -> None:
+    assert RetryPolicy(jitter=0.25, rng=lambda: 1.0).delay(1) == pytest.approx(0.375)
+    assert RetryPolicy(jitter=0.25, rng=lambda: 0.0).delay(1) == pytest.approx(0.5)
+
+
+def test_retry_after_ms_wins_over_retry_after() -> None:
+    error = error_from_status(429, "", {"retry-after-ms": "1500", "retry-after": "9"})
+    assert POLICY.delay(1, error) == 1.5
+
+
+def test_retry_after_seconds_and_http_date() -> None:
+    assert POLICY.delay(1, error_from_status(503, "", {"Retry-After": "7"})) == 7.0
+    dated = error_from_status(503, "", {"Retry-After": "Wed, 21 Oct 2015 07:28:10 GMT"})
+    assert POLICY.delay(1, dated, now=1445412485.0) == 5.0
+
+
+def test_retry_after_beyond_the_limit_or_unreadable_falls_back_to_backoff() -> None:
+    assert POLICY.delay(2, error_from_status(429, "", {"retry-after": "3600"})) == 1.0
+    assert POLICY.delay(1, error_from_status(429, "", {"retry-after": "soon"})) == 0.5
+
+
+def test_retry_after_parsing_edge_cases() -> None:
+    assert retry_after_seconds({}) is None
+    assert retry_after_seconds({"retry-after": "-3"}) == 0.0
+    assert retry_after_seconds({"RETRY-AFTER-MS": "20"}) == 0.02
+    assert retry_after_seconds({"retry-after": "Wed, 21 Oct 2015 07:28:10 GMT"}, now=1445412500.0) == 0.0
+
+
+def test_policy_values_are_validated() -> None:
+    with pytest.raises(ValueError, match="max_retries"):
+        RetryPolicy(max_retries=-1)
+    with pytest.raises(ValueError, match="jitter"):
+        RetryPolicy(jitter=1.5)
+
+
+def test_timeout_defaults_follow_seed_003() -> None:
+    assert Timeout() == Timeout(connect=10.0, read=60.0, total=None)
+
+
+@pytest.mark.parametrize("field", ["connect", "read", "total"])
+def test_timeout_rejects_non_positive_values(field: str) -> None:
+    with pytest.raises(ValueError, match=field):
+        Timeout(**{field: 0})
+    assert getattr(Timeout(**{field: None}), field) is None

@@ -1,0 +1,221 @@
+"""Tool arguments: JSON text → validated, converted keyword arguments, or a precise ``ToolArgumentsError``."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Annotated, Any, Literal, TypedDict
+
+import attrs
+import pytest
+
+from agentflow.tools import Param, ToolArgumentsError, tool
+
+
+class Color(enum.Enum):
+    RED = "red"
+    GREEN = "green"
+
+
+class Level(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+@attrs.frozen
+class Point:
+    x: int
+    y: int = 0
+
+
+@attrs.frozen
+class Positive:
+    value: int = attrs.field(validator=attrs.validators.gt(0))
+
+
+@attrs.frozen
+class Private:
+    _secret: str
+
+
+@dataclasses.dataclass
+class Box:
+    width: float
+    color: Color = Color.RED
+
+
+class Item(TypedDict):
+    name: str
+    color: Color
+
+
+@tool
+def everything(
+    color: Color | None = None,
+    level: Level = Level.LOW,
+    point: Point | None = None,
+    points: list[Point] | None = None,
+    by_name: dict[str, Point] | None = None,
+    pair: tuple[int, Color] | None = None,
+    many: tuple[Color, ...] = (),
+    tags: set[str] | None = None,
+    box: Box | None = None,
+    items: list[Item] | None = None,
+    ratio: float = 1.0,
+    count: int = 0,
+    either: Point | Color | int | None = None,
+    mode: Literal["fast", "slow"] = "fast",
+) -> None:
+    """Accepts everything."""
+
+
+def test_empty_arguments_mean_an_empty_object() -> None:
+    assert everything.parse_arguments("") == {}
+    assert everything.parse_arguments("  \n") == {}
+    assert everything.parse_arguments("{}") == {}
+
+
+def test_values_are_converted_to_the_annotated_types() -> None:
+    kwargs = everything.parse_arguments(
+        """{"color": "green", "level": 2, "point": {"x": 1}, "points": [{"x": 1, "y": 2}],
+            "by_name": {"home": {"x": 3}}, "pair": [7, "red"], "many": ["red", "green"],
+            "tags": ["a", "b", "a"], "box": {"width": 2}, "items": [{"name": "n", "color": "red"}],
+            "ratio": 2, "count": 3.0, "mode": "slow"}"""
+    )
+    assert kwargs == {
+        "color": Color.GREEN,
+        "level": Level.HIGH,
+        "point": Point(1),
+        "points": [Point(1, 2)],
+        "by_name": {"home": Point(3)},
+        "pair": (7, Color.RED),
+        "many": (Color.RED, Color.GREEN),
+        "tags": {"a", "b"},
+        "box": Box(2.0),
+        "items": [{"name": "n", "color": Color.RED}],
+        "ratio": 2.0,
+        "count": 3,
+        "mode": "slow",
+    }
+    assert type(kwargs["ratio"]) is float
+    assert type(kwargs["count"]) is int
+    assert type(kwargs["box"].width) is float
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ('{"either": {"x": 5}}', Point(5)),
+        ('{"either": "red"}', Color.RED),
+        ('{"either": 4}', 4),
+        ('{"either": null}', None),
+    ],
+)
+def test_a_union_converts_to_the_member_the_value_fits(raw: str, expected: Any) -> None:
+    assert everything.parse_arguments(raw)["either"] == expected
+
+
+def test_in_a_float_int_union_an_integer_stays_an_int() -> None:
+    @tool
+    def f(x: float | int, y: float | None = None) -> None:
+        pass
+
+    assert f.parse_arguments('{"x": 3, "y": 2}') == {"x": 3, "y": 2.0}
+    assert type(f.parse_arguments('{"x": 3}')["x"]) is int
+    assert type(f.parse_arguments('{"x": 3.5}')["x"]) is float
+
+
+def test_attrs_private_fields_are_passed_by_their_init_alias() -> None:
+    @tool
+    def f(p: Private) -> str:
+        return p._secret
+
+    assert f.spec.parameters["properties"]["p"]["properties"] == {"secret": {"type": "string"}}
+    assert f.parse_arguments('{"p": {"secret": "s"}}') == {"p": Private("s")}
+
+
+@pytest.mark.parametrize(
+    ("raw", "message", "path"),
+    [
+        ("{", "everything arguments are not valid JSON: unexpected end of data", ""),
+        ("[1, 2]", "everything arguments must be a JSON object, got an array", ""),
+        ('"x"', 'everything arguments must be a JSON object, got the string "x"', ""),
+        ("null", "everything arguments must be a JSON object, got null", ""),
+        ('{"count": "3"}', 'arguments.count must be integer, got the string "3"', "count"),
+        ('{"count": true}', "arguments.count must be integer, got true", "count"),
+        ('{"count": 1.5}', "arguments.count must be integer, got the number 1.5", "count"),
+        (
+            '{"mode": "medium"}',
+            'arguments.mode must be one of "fast", "slow", got the string "medium"',
+            "mode",
+        ),
+        (
+            '{"color": "blue"}',
+            'arguments.color must be one of "red", "green", null, got the string "blue"',
+            "color",
+        ),
+        ('{"point": {"y": 1}}', "arguments.point is missing the required property 'x'", "point"),
+        (
+            '{"points": [{"x": 1}, {"x": "2"}]}',
+            'arguments.points[1].x must be integer, got the string "2"',
+            "points[1].x",
+        ),
+        ('{"pair": [1]}', "arguments.pair must contain at least 2 items", "pair"),
+        (
+            '{"pair": [1, "blue"]}',
+            'arguments.pair[1] must be one of "red", "green", got the string "blue"',
+            "pair[1]",
+        ),
+        (
+            '{"colour": "red", "sizes": 1}',
+            "arguments has unknown properties 'colour', 'sizes' (expected: color, level, point",
+            "",
+        ),
+        ('{"point": {"x": 1, "z": 2}}', "arguments.point has unknown property 'z' (expected: x, y)", "point"),
+        (
+            '{"by_name": {"home": {"x": "1"}}}',
+            'arguments.by_name.home.x must be integer, got the string "1"',
+            "",
+        ),
+        ('{"points": {"x": 1}}', "arguments.points must be array or null, got an object", "points"),
+    ],
+)
+def test_invalid_arguments_give_the_path_and_the_reason(raw: str, message: str, path: str) -> None:
+    with pytest.raises(ToolArgumentsError) as info:
+        everything.parse_arguments(raw)
+    assert str(info.value).startswith(message)
+    if path:
+        assert info.value.path == path
+
+
+def test_missing_required_arguments_are_named() -> None:
+    @tool
+    def book(city: str, nights: int) -> None:
+        pass
+
+    with pytest.raises(
+        ToolArgumentsError, match="arguments is missing the required properties 'city', 'nights'"
+    ):
+        book.parse_arguments("{}")
+
+
+def test_a_value_the_schema_allows_but_the_type_rejects_is_an_arguments_error() -> None:
+    @tool
+    def f(p: Positive) -> None:
+        pass
+
+    with pytest.raises(ToolArgumentsError, match=r"could not be converted: .*value"):
+        f.parse_arguments('{"p": {"value": 0}}')
+
+
+def test_param_schema_keywords_are_enforced() -> None:
+    @tool
+    def f(days: Annotated[int, Param(schema={"minimum": 1})]) -> None:
+        pass
+
+    with pytest.raises(ToolArgumentsError, match=r"arguments\.days must be bigger than or equal to 1"):
+        f.parse_arguments('{"days": 0}')
+
+
+def test_already_decoded_arguments_are_accepted() -> None:
+    assert everything.parse_arguments({"color": "red"}) == {"color": Color.RED}

@@ -1,0 +1,546 @@
+"""``ToolExecutor``: outputs, TOOL_ERROR texts, events, concurrency, limits, timeouts, threads, cancel."""
+
+from __future__ import annotations
+
+import enum
+import threading
+from typing import Any
+
+import anyio
+import attrs
+import pytest
+
+from agentflow.bus import EventBus
+from agentflow.events import ToolFailed, ToolProgress, ToolStarted, ToolSucceeded
+from agentflow.model.events import Event
+from agentflow.model.messages import ToolCall
+from agentflow.result import ToolResult
+from agentflow.tools import ToolContext, ToolExecutor, ToolRegistry, cancelled_result, tool
+
+
+class Recorder:
+    """An ``emit`` that keeps every event."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    async def __call__(self, event: Event) -> None:
+        self.events.append(event)
+
+    def kinds(self) -> list[tuple[str, str]]:
+        return [(type(e).__name__, (getattr(e, "call", None) and e.call.id) or "") for e in self.events]  # type: ignore[attr-defined]
+
+    def of(self, kind: type[Any]) -> list[Any]:
+        return [e for e in self.events if isinstance(e, kind)]
+
+
+class Color(enum.Enum):
+    RED = "red"
+
+
+@attrs.frozen
+class Weather:
+    city: str
+    color: Color
+
+
+def call(call_id: str, name: str, arguments: str = "") -> ToolCall:
+    return ToolCall(call_id, name, arguments)
+
+
+def executor(*tools: Any, **options: Any) -> tuple[ToolExecutor, Recorder]:
+    recorder = Recorder()
+    return ToolExecutor(list(tools), emit=recorder, **options), recorder
+
+
+# -- outputs and errors ----------------------------------------------------------------------------------
+
+
+async def test_return_values_become_output_text_and_the_raw_value_is_kept() -> None:
+    @tool
+    async def text() -> str:
+        return "sunny"
+
+    @tool
+    def nothing() -> None:
+        return None
+
+    @tool
+    async def mapping() -> dict[str, Any]:
+        return {"temp": 21.5, "tags": ["a"]}
+
+    @tool
+    async def value() -> list[Weather]:
+        return [Weather("Oslo", Color.RED)]
+
+    ex, _ = executor(text, nothing, mapping, value)
+    results = await ex.run_calls(
+        [call("1", "text"), call("2", "nothing"), call("3", "mapping"), call("4", "value")],
+        run_id="r",
+        step=0,
+    )
+    assert [r.output for r in results] == [
+        "sunny",
+        "",
+        '{"temp":21.5,"tags":["a"]}',
+        '[{"city":"Oslo","color":"red"}]',
+    ]
+    assert all(r.ok and r.error_type is None for r in results)
+    assert results[3].value == [Weather("Oslo", Color.RED)]
+    assert [(r.call_id, r.name) for r in results] == [
+        ("1", "text"),
+        ("2", "nothing"),
+        ("3", "mapping"),
+        ("4", "value"),
+    ]
+
+
+async def test_unknown_tool_is_a_tool_error_listing_the_tools() -> None:
+    @tool
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    ex, rec = executor(add)
+    result = await ex.run_call(call("c1", "nope", "{}"), run_id="r", step=0)
+    assert result.output == (
+        'TOOL_ERROR: {"errorType":"unknown_tool","error":"unknown tool \'nope\'; available tools: add",'
+        '"tool":"nope","callId":"c1"}'
+    )
+    assert (result.ok, result.error_type, result.error) == (
+        False,
+        "unknown_tool",
+        "unknown tool 'nope'; available tools: add",
+    )
+    assert rec.kinds() == [("ToolStarted", "c1"), ("ToolFailed", "c1")]
+
+
+async def test_invalid_arguments_are_a_tool_error_and_the_tool_does_not_run() -> None:
+    ran = False
+
+    @tool
+    def add(a: int, b: int) -> int:
+        nonlocal ran
+        ran = True
+        return a + b
+
+    ex, _ = executor(add)
+    result = await ex.run_call(call("c2", "add", '{"a": 1, "b": "2"}'), run_id="r", step=0)
+    assert result.output == (
+        'TOOL_ERROR: {"errorType":"invalid_arguments",'
+        '"error":"arguments.b must be integer, got the string \\"2\\"","tool":"add","callId":"c2"}'
+    )
+    bad_json = await ex.run_call(call("c3", "add", "{"), run_id="r", step=0)
+    assert bad_json.error_type == "invalid_arguments"
+    assert bad_json.error is not None
+    assert bad_json.error.startswith("add arguments are not valid JSON")
+    assert not ran
+
+
+async def test_an_exception_is_a_tool_error_with_its_class_and_message() -> None:
+    @tool
+    async def boom(city: str) -> str:
+        raise ValueError(f"no weather for {city} ")
+
+    @tool
+    def silent() -> str:
+        raise KeyError()
+
+    ex, rec = executor(boom, silent)
+    first, second = await ex.run_calls(
+        [call("c4", "boom", '{"city": "Atlantis"}'), call("c5", "silent")], run_id="r", step=1
+    )
+    assert first.output == (
+        'TOOL_ERROR: {"errorType":"exception","error":"ValueError: no weather for Atlantis",'
+        '"tool":"boom","callId":"c4"}'
+    )
+    assert second.error == "KeyError"
+    assert [e.result for e in rec.of(ToolFailed)] in ([first, second], [second, first])
+
+
+async def test_a_return_value_without_a_json_form_is_a_tool_error() -> None:
+    @tool
+    def opaque() -> object:
+        return object()
+
+    ex, _ = executor(opaque)
+    result = await ex.run_call(call("c6", "opaque"), run_id="r", step=0)
+    assert result.error_type == "exception"
+    assert result.error is not None
+    assert "cannot be sent to the model as JSON" in result.error
+
+
+async def test_a_tool_that_never_finishes_times_out() -> None:
+    never = anyio.Event()
+
+    @tool(timeout=0.01)
+    async def hang() -> str:
+        await never.wait()
+        return "unreachable"
+
+    ex, rec = executor(hang, default_timeout=None)
+    result = await ex.run_call(call("c7", "hang"), run_id="r", step=0)
+    assert result.output == (
+        'TOOL_ERROR: {"errorType":"timeout","error":"tool \'hang\' timed out after 0.01 s",'
+        '"tool":"hang","callId":"c7"}'
+    )
+    assert rec.kinds() == [("ToolStarted", "c7"), ("ToolFailed", "c7")]
+
+
+async def test_the_executor_default_timeout_applies_to_tools_without_one() -> None:
+    @tool
+    async def hang() -> None:
+        await anyio.Event().wait()
+
+    ex, _ = executor(hang, default_timeout=0.01)
+    assert (await ex.run_call(call("c8", "hang"), run_id="r", step=0)).error_type == "timeout"
+
+
+async def test_a_tool_raising_timeout_error_itself_is_an_exception_not_a_timeout() -> None:
+    @tool
+    async def upstream() -> None:
+        raise TimeoutError("upstream API timed out")
+
+    ex, _ = executor(upstream)
+    result = await ex.run_call(call("c9", "upstream"), run_id="r", step=0)
+    assert (result.error_type, result.error) == ("exception", "TimeoutError: upstream API timed out")
+
+
+def test_cancelled_result_keeps_the_tool_error_format() -> None:
+    result = cancelled_result(call("c10", "search"))
+    assert result.output == (
+        'TOOL_ERROR: {"errorType":"cancelled","error":"the run was cancelled before this tool call finished",'
+        '"tool":"search","callId":"c10"}'
+    )
+    assert (result.ok, result.error_type) == (False, "cancelled")
+
+
+async def test_a_decorated_name_from_the_model_resolves_to_the_tool() -> None:
+    @tool
+    def ping() -> str:
+        return "pong"
+
+    ex, _ = executor(ping)
+    result = await ex.run_call(call("c11", " functions.ping "), run_id="r", step=0)
+    assert (result.ok, result.name, result.output) == (True, "ping", "pong")
+
+
+# -- concurrency ---------------------------------------------------------------------------------------
+
+
+async def test_tools_of_one_batch_run_concurrently() -> None:
+    a_started, b_started = anyio.Event(), anyio.Event()
+
+    @tool
+    async def a() -> str:
+        a_started.set()
+        await b_started.wait()  # would deadlock if the calls ran one after another
+        return "a"
+
+    @tool
+    async def b() -> str:
+        b_started.set()
+        await a_started.wait()
+        return "b"
+
+    ex, _ = executor(a, b)
+    with anyio.fail_after(5):
+        results = await ex.run_calls([call("1", "a"), call("2", "b")], run_id="r", step=0)
+    assert [r.output for r in results] == ["a", "b"]
+
+
+async def test_results_come_in_call_order_and_completion_events_in_completion_order() -> None:
+    second_done = anyio.Event()
+
+    @tool
+    async def slow() -> str:
+        await second_done.wait()
+        return "slow"
+
+    @tool
+    async def fast() -> str:
+        second_done.set()
+        return "fast"
+
+    ex, rec = executor(slow, fast)
+    completed: list[tuple[int, str]] = []
+    results = await ex.run_calls(
+        [call("1", "slow"), call("2", "fast")],
+        run_id="r",
+        step=4,
+        on_result=lambda index, result: completed.append((index, result.output)),
+    )
+    assert [r.output for r in results] == ["slow", "fast"]
+    assert [e.result.output for e in rec.of(ToolSucceeded)] == ["fast", "slow"]
+    assert completed == [(1, "fast"), (0, "slow")]
+    assert {e.step for e in rec.events} == {4}
+    assert {e.run_id for e in rec.events} == {"r"}
+
+
+async def test_the_capacity_limiter_caps_running_tools() -> None:
+    release = anyio.Event()
+    running = 0
+    peak = 0
+
+    @tool
+    async def work(n: int) -> int:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await release.wait()
+        running -= 1
+        return n
+
+    ex, rec = executor(work, max_concurrency=2)
+    results: list[ToolResult] = []
+
+    async def run() -> None:
+        results.extend(
+            await ex.run_calls([call(str(i), "work", f'{{"n": {i}}}') for i in range(5)], run_id="r", step=0)
+        )
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run)
+        await anyio.wait_all_tasks_blocked()
+        assert running == 2
+        assert len(rec.of(ToolStarted)) == 2  # a call "starts" when it gets a slot
+        release.set()
+    assert peak == 2
+    assert [r.output for r in results] == ["0", "1", "2", "3", "4"]
+
+
+async def test_a_tool_may_run_another_tool_through_the_same_executor() -> None:
+    @tool
+    async def inner() -> str:
+        return "inner"
+
+    holder: list[ToolExecutor] = []
+
+    @tool
+    async def outer() -> str:
+        nested = await holder[0].run_call(call("n1", "inner"), run_id="r", step=0)
+        return "outer+" + nested.output
+
+    ex, _ = executor(inner, outer, max_concurrency=2)
+    holder.append(ex)
+    assert (await ex.run_call(call("o1", "outer"), run_id="r", step=0)).output == "outer+inner"
+
+
+async def test_sequential_mode_runs_one_call_after_another() -> None:
+    @tool
+    async def step(n: int) -> int:
+        return n
+
+    ex, rec = executor(step)
+    await ex.run_calls(
+        [call("1", "step", '{"n": 1}'), call("2", "step", '{"n": 2}')], run_id="r", step=0, parallel=False
+    )
+    assert rec.kinds() == [
+        ("ToolStarted", "1"),
+        ("ToolSucceeded", "1"),
+        ("ToolStarted", "2"),
+        ("ToolSucceeded", "2"),
+    ]
+
+
+# -- sync tools ----------------------------------------------------------------------------------------
+
+
+async def test_sync_tools_run_in_worker_threads_concurrently() -> None:
+    loop_thread = threading.get_ident()
+    barrier = threading.Barrier(2, timeout=5)  # both threads must be inside their tool at once
+
+    @tool
+    def blocking(name: str) -> int:
+        barrier.wait()
+        return threading.get_ident()
+
+    ex, _ = executor(blocking)
+    results = await ex.run_calls(
+        [call("1", "blocking", '{"name": "a"}'), call("2", "blocking", '{"name": "b"}')], run_id="r", step=0
+    )
+    threads = {r.value for r in results}
+    assert len(threads) == 2
+    assert loop_thread not in threads
+
+
+async def test_inline_sync_tools_run_on_the_event_loop() -> None:
+    @tool(inline=True)
+    def quick() -> int:
+        return threading.get_ident()
+
+    ex, _ = executor(quick)
+    assert (await ex.run_call(call("1", "quick"), run_id="r", step=0)).value == threading.get_ident()
+
+
+async def test_a_timed_out_sync_tool_is_abandoned_promptly() -> None:
+    release = threading.Event()
+    finished = threading.Event()
+
+    @tool(timeout=0.01)
+    def stuck() -> str:
+        release.wait(5)
+        finished.set()
+        return "late"
+
+    ex, _ = executor(stuck)
+    result = await ex.run_call(call("1", "stuck"), run_id="r", step=0)
+    assert result.error_type == "timeout"
+    assert not finished.is_set()  # the thread still runs; its result is discarded
+    release.set()
+    await anyio.to_thread.run_sync(finished.wait, 5)
+
+
+# -- progress --------------------------------------------------------------------------------------------
+
+
+async def test_tools_report_progress_through_their_context() -> None:
+    @tool
+    async def crawl(pages: int, ctx: ToolContext) -> str:
+        for page in range(pages):
+            await ctx.emit_progress(f"page {page + 1}/{pages}", {"page": page + 1})
+        return ctx.call_id
+
+    @tool
+    def index(ctx: ToolContext) -> str:
+        ctx.emit_progress_sync("indexing")
+        return ctx.tool_name
+
+    ex, rec = executor(crawl, index)
+    results = await ex.run_calls(
+        [call("c1", "crawl", '{"pages": 2}'), call("c2", "index")], run_id="run-7", step=3
+    )
+    assert [r.output for r in results] == ["c1", "index"]
+    progress = rec.of(ToolProgress)
+    assert sorted((p.call_id, p.tool, p.message, p.data) for p in progress) == [
+        ("c1", "crawl", "page 1/2", {"page": 1}),
+        ("c1", "crawl", "page 2/2", {"page": 2}),
+        ("c2", "index", "indexing", None),
+    ]
+    assert {(p.run_id, p.step) for p in progress} == {("run-7", 3)}
+    for p in progress:  # progress comes between the call's start and its completion
+        kinds = [(type(e), getattr(e, "call", None)) for e in rec.events]
+        started = kinds.index(
+            (ToolStarted, call(p.call_id, p.tool, '{"pages": 2}' if p.tool == "crawl" else ""))
+        )
+        assert started < rec.events.index(p)
+
+
+async def test_progress_after_the_call_finished_is_refused() -> None:
+    kept: list[ToolContext] = []
+
+    @tool
+    async def remember(ctx: ToolContext) -> None:
+        kept.append(ctx)
+
+    ex, _ = executor(remember)
+    await ex.run_call(call("1", "remember"), run_id="r", step=0)
+    with pytest.raises(RuntimeError, match="has finished"):
+        await kept[0].emit_progress("too late")
+
+
+async def test_emit_progress_sync_outside_a_worker_thread_explains_itself() -> None:
+    ctx = ToolContext(run_id="r", step=0, call_id="c", tool_name="t", emit=Recorder())
+    with pytest.raises(RuntimeError):
+        ctx.emit_progress_sync("x")
+
+
+async def test_an_inline_sync_tool_cannot_report_progress_synchronously() -> None:
+    @tool(inline=True)
+    def quick(ctx: ToolContext) -> None:
+        ctx.emit_progress_sync("x")
+
+    ex, _ = executor(quick)
+    result = await ex.run_call(call("1", "quick"), run_id="r", step=0)
+    assert result.error is not None
+    assert "not inline=True" in result.error
+
+
+async def test_events_go_through_the_run_bus_stamped() -> None:
+    @tool
+    async def hello(ctx: ToolContext) -> str:
+        await ctx.emit_progress("working")
+        return "hi"
+
+    bus = EventBus("run-1")
+    seen: list[Event] = []
+    bus.on(None, seen.append)
+    ex = ToolExecutor(ToolRegistry([hello]), emit=bus.publish)
+    await ex.run_call(call("c1", "hello"), run_id="run-1", step=0)
+    assert [(type(e), e.seq) for e in seen] == [(ToolStarted, 1), (ToolProgress, 2), (ToolSucceeded, 3)]
+
+
+# -- cancellation and fatal errors --------------------------------------------------------------------------
+
+
+async def test_cancelling_a_batch_cancels_every_running_tool_and_leaves_nothing_running() -> None:
+    started: list[str] = []
+    cleaned: list[str] = []
+    all_started = anyio.Event()
+
+    @tool
+    async def wait_forever(name: str) -> None:
+        started.append(name)
+        if len(started) == 3:
+            all_started.set()
+        try:
+            await anyio.Event().wait()
+        finally:
+            cleaned.append(name)
+
+    @tool
+    async def quick() -> str:
+        return "done"
+
+    ex, rec = executor(wait_forever, quick)
+    finished: list[int] = []
+    calls = [call("q", "quick")] + [call(n, "wait_forever", f'{{"name": "{n}"}}') for n in "abc"]
+    with anyio.CancelScope() as scope:
+        async with anyio.create_task_group() as group:
+
+            async def run() -> None:
+                await ex.run_calls(calls, run_id="r", step=0, on_result=lambda i, _: finished.append(i))
+
+            group.start_soon(run)
+            await all_started.wait()
+            scope.cancel()
+    assert scope.cancelled_caught
+    assert sorted(cleaned) == ["a", "b", "c"]
+    assert finished == [0]  # only the quick call completed; the runtime writes synthetic results for the rest
+    assert [e.call.id for e in rec.of(ToolSucceeded)] == ["q"]
+    assert not rec.of(ToolFailed)
+    assert not [t for t in anyio.get_running_tasks() if (t.name or "").startswith("tool ")]
+
+
+async def test_a_base_exception_from_a_tool_propagates_and_cancels_its_siblings() -> None:
+    class Fatal(BaseException):
+        pass
+
+    sibling_started = anyio.Event()
+    sibling_cancelled = False
+
+    @tool
+    async def sibling() -> None:
+        nonlocal sibling_cancelled
+        sibling_started.set()
+        try:
+            await anyio.Event().wait()
+        except anyio.get_cancelled_exc_class():
+            sibling_cancelled = True
+            raise
+
+    @tool
+    async def fatal() -> None:
+        await sibling_started.wait()
+        raise Fatal("stop everything")
+
+    ex, _ = executor(sibling, fatal)
+    with pytest.raises(Fatal, match="stop everything"):
+        await ex.run_calls([call("1", "sibling"), call("2", "fatal")], run_id="r", step=0)
+    assert sibling_cancelled
+
+
+def test_executor_options_are_checked() -> None:
+    with pytest.raises(ValueError, match="max_concurrency"):
+        ToolExecutor([], max_concurrency=0, emit=Recorder())
+    with pytest.raises(ValueError, match="default_timeout"):
+        ToolExecutor([], default_timeout=0, emit=Recorder())
