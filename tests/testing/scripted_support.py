@@ -9,7 +9,7 @@ import aiohttp
 import orjson
 from multidict import CIMultiDict
 
-WIRE = Path(__file__).resolve().parents[2] / ".." / "shared" / "wire"
+WIRE = Path(__file__).resolve().parents[1] / "wire"
 IGNORED_KEYS = {"obfuscation"}  # random padding some OpenAI streams carry; the server does not send it
 
 

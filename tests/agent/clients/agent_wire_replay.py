@@ -12,7 +12,7 @@ import orjson
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-WIRE = Path(__file__).resolve().parents[3] / ".." / "shared" / "wire"
+WIRE = Path(__file__).resolve().parents[2] / "wire"
 
 
 def recording(name: str) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from aiohttp import web
 
 Reply = Callable[[web.Request, "LocalServer"], Awaitable[web.StreamResponse]]
 
-WIRE = Path(__file__).resolve().parents[3] / ".." / "shared" / "wire"
+WIRE = Path(__file__).resolve().parents[2] / "wire"
 
 
 @attrs.frozen

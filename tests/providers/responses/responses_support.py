@@ -15,7 +15,7 @@ from agentflow.http.sse import SseDecoder
 from agentflow.model.events import ModelEvent
 from agentflow.providers.openai.responses_stream import ResponsesStreamDecoder
 
-WIRE = Path(__file__).resolve().parents[3] / ".." / "shared" / "wire"
+WIRE = Path(__file__).resolve().parents[2] / "wire"
 API_KEY = "sk-test-very-secret-key"
 
 
