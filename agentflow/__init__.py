@@ -119,6 +119,8 @@ _LAZY: dict[str, str] = {
     "MaxStepsExceeded": "agentflow.runtimes",
     "AgentRunError": "agentflow.runtimes",
     "register_runtime": "agentflow.runtimes",
+    "CodeActRuntime": "agentflow.runtimes.codeact",
+    "CodeActOptions": "agentflow.runtimes.codeact",
     # CodeAct sandbox
     "CodeExecutor": "agentflow.sandbox",
     "CodeResult": "agentflow.sandbox",
@@ -188,6 +190,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
         RunContext,
         register_runtime,
     )
+    from .runtimes.codeact import CodeActOptions, CodeActRuntime
     from .sandbox import (
         CodeErrorType,
         CodeExecutor,
@@ -226,6 +229,8 @@ __all__ = [
     "ChatParameters",
     "ChatRequest",
     "ChatResponse",
+    "CodeActOptions",
+    "CodeActRuntime",
     "CodeErrorType",
     "CodeExecuted",
     "CodeExecutor",

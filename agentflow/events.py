@@ -14,11 +14,14 @@ import attrs
 from .model.events import Event
 from .model.messages import ToolCall
 from .model.response import TokenUsage
+from .plan import Plan
 from .result import AgentResult, ToolResult
 
 __all__ = [
     "CodeExecuted",
     "ModelRequest",
+    "PlanCreated",
+    "PlanUpdated",
     "RunCancelled",
     "RunEvent",
     "RunFailed",
@@ -113,6 +116,20 @@ class CodeExecuted(RunEvent):
     stderr: str = ""
     error: str | None = None
     duration: float = 0.0
+
+
+@attrs.frozen
+class PlanCreated(RunEvent):
+    """DeepResearch made its plan for the run (after the user input, before the first step)."""
+
+    plan: Plan
+
+
+@attrs.frozen
+class PlanUpdated(RunEvent):
+    """DeepResearch revised its plan between steps (``plan.revision`` counts the revisions)."""
+
+    plan: Plan
 
 
 @attrs.frozen

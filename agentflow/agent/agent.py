@@ -20,7 +20,7 @@ import asyncio
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import anyio
 
@@ -41,6 +41,11 @@ from .prompt import ModelClient
 from .responses_client import ResponsesModelClient
 from .run import AgentRun
 from .session import Session
+
+if TYPE_CHECKING:
+    from ..runtimes.codeact import CodeActOptions
+    from ..runtimes.deep_research import PlanHook
+    from ..runtimes.planner import Planner
 
 __all__ = ["Agent", "AgentInput", "Agents", "ModelLike", "as_model_client", "run_sync"]
 
@@ -318,11 +323,50 @@ class Agents:
         return Agent(model, runtime="react", **kwargs)
 
     @staticmethod
-    def codeact(model: ModelLike, **kwargs: Any) -> Agent:
-        """An agent with the CodeAct runtime."""
-        return Agent(model, runtime="codeact", **kwargs)
+    def codeact(model: ModelLike, *, codeact: CodeActOptions | None = None, **kwargs: Any) -> Agent:
+        """An agent with the CodeAct runtime: the model writes Python that calls the tools, run in a sandbox.
+
+        ``codeact``: the runtime's ``CodeActOptions`` (``react``, ``correct_format``, ``executor``,
+        ``limits``); ``kwargs`` go to ``Agent``.
+        """
+        from ..runtimes.codeact import CodeActRuntime
+
+        if "runtime" in kwargs:
+            raise TypeError("Agents.codeact() sets the runtime itself; use Agent(runtime=...) instead")
+        return Agent(model, runtime=CodeActRuntime(codeact), **kwargs)
 
     @staticmethod
-    def deep_research(model: ModelLike, **kwargs: Any) -> Agent:
-        """An agent with the DeepResearch runtime."""
-        return Agent(model, runtime="deep_research", **kwargs)
+    def deep_research(
+        model: ModelLike,
+        *,
+        planner: Planner | Literal["simple", "model"] | None = None,
+        replan_every: int | None = None,
+        on_plan: PlanHook | None = None,
+        **kwargs: Any,
+    ) -> Agent:
+        """An agent with the DeepResearch runtime: a plan first, then the ReAct loop.
+
+        ``planner``: a ``Planner``, ``"simple"`` (default: the goal is the only step) or ``"model"`` (a
+        ``ModelPlanner`` asking ``model`` itself, which must then be a ``ChatModel``). ``replan_every`` and
+        ``on_plan`` are ``DeepResearchRuntime``'s options; ``kwargs`` go to ``Agent``.
+        """
+        from ..runtimes.deep_research import DeepResearchRuntime
+        from ..runtimes.planner import ModelPlanner, SimplePlanner
+
+        if "runtime" in kwargs:
+            raise TypeError("Agents.deep_research() sets the runtime itself; use Agent(runtime=...) instead")
+        if planner is None or planner == "simple":
+            chosen: Planner = SimplePlanner()
+        elif planner == "model":
+            if not isinstance(model, ChatModel):
+                raise TypeError(
+                    f"planner='model' needs a ChatModel to plan with, got {type(model).__name__}; "
+                    "pass planner=ModelPlanner(chat_model) instead"
+                )
+            chosen = ModelPlanner(model)
+        elif isinstance(planner, str):
+            raise ValueError(f"planner must be 'simple', 'model' or a Planner, got {planner!r}")
+        else:
+            chosen = planner
+        runtime = DeepResearchRuntime(chosen, replan_every=replan_every, on_plan=on_plan)
+        return Agent(model, runtime=runtime, **kwargs)

@@ -76,6 +76,8 @@ class RunContext:
     """The outcome once the run has ended (the partial result for a failed or cancelled run)."""
     error: BaseException | None = None
     """The exception a failed run raised."""
+    runtime_state: object = attrs.field(default=None, repr=False)
+    """Anything else a runtime keeps for this run (CodeAct: its code executor and the code step in flight)."""
     _executor: ToolExecutor | None = attrs.field(default=None, init=False, repr=False)
 
     # -- events ----------------------------------------------------------------------------------------------

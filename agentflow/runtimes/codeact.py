@@ -1,0 +1,414 @@
+"""``CodeActRuntime``: the model acts by writing Python that calls the tools, run in a sandbox (seed 002 §5).
+
+The base loop with different hooks, not a loop of its own. Each model turn is one JSON object (see
+``codeact_protocol``): ``{"type": "code", …}`` runs the code, ``{"type": "final", …}`` ends the run::
+
+    StepStarted
+    build_prompt           system prompt + CodeAct instructions + the tools as text; no protocol tools
+    call_model
+    handle_model_result    the assistant turn → memory, then parse it:
+        final              the run ends with its output
+        not the protocol   the text is the final answer (the reference), or it is sent back once
+                           with a correction (``correct_format=True``)
+        code               run in the run's executor; every tool call the code makes goes through the run's
+                           ToolExecutor (ToolCallRequested, ToolStarted, ToolSucceeded|ToolFailed, limits,
+                           TOOL_ERROR texts) and its value comes back to the code;
+                           CODE_RESULT / CODE_ERROR → memory (a system item), CodeExecuted;
+                           ``react=False``: a successful step ends the run with its value;
+                           ``react=True``: back to the model, which goes on or answers
+    StepFinished           (``tool_calls`` counts the calls made from code)
+
+One executor per run, created when the run first needs it and closed when the run ends, however it ends: a
+cancelled run kills its sandbox process and writes a ``CODE_ERROR`` for the step it cut short, so memory stays
+a sequence of code turns each followed by its outcome. Calls made from code are not written to memory as
+tool calls (the code is), but they are on the result (``tool_calls`` / ``tool_results``) and count towards
+``max_tool_calls``.
+
+Where this departs from the reference on purpose: a failed step with ``react=False`` goes back to the model
+(the reference ended the run with the error); with ``react=True`` the model may run more code after a
+successful step (no "FINALIZE_MODE" refusal; ``max_steps`` bounds the run); the step limit, token budget,
+tool-call limit, cancellation and deadline all hold as in ReAct; tool calls from code get the same
+validation, events and ``TOOL_ERROR`` texts as native ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar, TypeAlias
+
+import anyio
+import attrs
+import orjson
+
+from ..agent.items import system_item, user_item
+from ..agent.prompt import AgentModelResult, AgentPrompt
+from ..events import CodeExecuted, ToolCallRequested, ToolFailed
+from ..model.messages import ToolCall
+from ..result import AgentResult, StopReason, ToolResult
+from ..sandbox.code_api import code_api_text
+from ..sandbox.code_result import CodeResult
+from ..sandbox.executor import CodeExecutor, ToolInvoker
+from ..sandbox.limits import ExecutionLimits
+from ..sandbox.process_sandbox import ProcessSandbox
+from ..tools.outcome import cancelled_result
+from .base import AgentRuntime, join_prompt
+from .calls import complete_tool_calls, patch_memory_items
+from .codeact_prompt import (
+    CODEACT_INSTRUCTIONS,
+    FINAL_STEP_REMINDER,
+    correction_text,
+    not_run_text,
+    tools_guide,
+    unsupported_language_text,
+)
+from .codeact_protocol import (
+    CodeMessage,
+    FinalMessage,
+    NotProtocol,
+    answer_text,
+    code_error_text,
+    parse_answer,
+    step_text,
+)
+from .context import RunContext
+
+__all__ = ["CodeActOptions", "CodeActRuntime", "ExecutorFactory"]
+
+ExecutorFactory: TypeAlias = Callable[[], CodeExecutor]
+"""Makes the executor of one run (called once per run; the runtime closes what it returns)."""
+
+_CLEANUP_SECONDS = 10.0
+_NATIVE_CALLS_REFUSED = " ".join(
+    (
+        "not run: CodeAct takes no native tool calls;",
+        'call the tools from Python code in a {"type": "code"} answer',
+    )
+)
+
+
+def _check_executor(
+    _instance: object, _attribute: object, value: CodeExecutor | ExecutorFactory | None
+) -> None:
+    if value is not None and not isinstance(value, CodeExecutor) and not callable(value):
+        raise TypeError(
+            "CodeActOptions.executor must be a CodeExecutor, a zero-argument factory of one, or None "
+            f"(a ProcessSandbox per run), got {type(value).__name__}"
+        )
+
+
+@attrs.frozen
+class CodeActOptions:
+    """How CodeAct runs code and when a run ends.
+
+    - ``react``: ``False`` (default, as the reference): a code step that succeeds ends the run, its value
+      (or, when it has none, what it printed) being the answer; a failed step goes back to the model.
+      ``True``: every step goes back to the model, which runs more code or answers with a final message.
+      Either way ``final_answer(x)`` in code ends the run at once with ``x``.
+    - ``correct_format``: an answer that is not a protocol object is sent back once, with a message saying
+      what was wrong, instead of being taken as the final answer (twice in a row, it is the answer).
+    - ``executor``: ``None`` gives each run a fresh ``ProcessSandbox``; a factory is called once per run
+      and what it returns is closed when the run ends; an executor instance is used by every run as is
+      (you own it and close it; its state is shared by those runs).
+    - ``limits``: the ``ExecutionLimits`` of every code step (wall time, CPU, memory, output…).
+
+    >>> CodeActOptions(react=True).limits.wall_time
+    30.0
+    """
+
+    react: bool = False
+    correct_format: bool = False
+    executor: CodeExecutor | ExecutorFactory | None = attrs.field(default=None, validator=_check_executor)
+    limits: ExecutionLimits = attrs.field(
+        factory=ExecutionLimits, validator=attrs.validators.instance_of(ExecutionLimits)
+    )
+
+
+@attrs.define(eq=False)
+class _CodeStep:
+    """A code step in flight: its code, and the tool calls it made with the results that came back."""
+
+    code: str
+    calls: list[ToolCall] = attrs.field(factory=list)
+    results: dict[str, ToolResult] = attrs.field(factory=dict)
+
+
+@attrs.define(eq=False)
+class _RunState:
+    """What CodeAct keeps per run (on ``RunContext.runtime_state``, never on the runtime)."""
+
+    executor: CodeExecutor | None = None
+    owned: bool = True
+    guide: str | None = None
+    step: _CodeStep | None = None
+    corrected: bool = False
+    """Whether the previous answer was sent back for correction (it is done once in a row)."""
+    limit_reached: bool = False
+
+
+def _state(ctx: RunContext) -> _RunState:
+    state = ctx.runtime_state
+    if not isinstance(state, _RunState):
+        state = _RunState()
+        ctx.runtime_state = state
+    return state
+
+
+def _api_text(executor: CodeExecutor) -> str:
+    """How code reaches tools, worded for what this executor allows (read from it when it says)."""
+    persistent = getattr(executor, "persistent", True)
+    network = getattr(executor, "network", None)
+    site_packages = getattr(executor, "site_packages", None)
+    if isinstance(executor, ProcessSandbox):
+        # ProcessSandbox exposes only ``persistent``; the other two are its constructor's arguments.
+        network = executor._network if network is None else network
+        site_packages = executor._site_packages if site_packages is None else site_packages
+    return code_api_text(
+        persistent=persistent is not False, network=network is True, site_packages=site_packages is True
+    )
+
+
+class CodeActRuntime(AgentRuntime):
+    """The CodeAct runtime: name ``codeact``; ``options`` are its ``CodeActOptions``.
+
+    One instance may serve any number of concurrent runs: each run gets its own executor.
+
+    >>> CodeActRuntime(), CodeActRuntime(CodeActOptions(react=True))
+    (CodeActRuntime(), CodeActRuntime(CodeActOptions(react=True, ...)))
+    """
+
+    name: ClassVar[str] = "codeact"
+    instructions: ClassVar[str | None] = CODEACT_INSTRUCTIONS
+
+    def __init__(self, options: CodeActOptions | None = None) -> None:
+        if options is not None and not isinstance(options, CodeActOptions):
+            raise TypeError(f"options must be a CodeActOptions, got {type(options).__name__}")
+        self.options = options if options is not None else CodeActOptions()
+
+    def __repr__(self) -> str:
+        if self.options == CodeActOptions():
+            return f"{type(self).__name__}()"
+        changed = [
+            f"{a.name}={getattr(self.options, a.name)!r}"
+            for a in attrs.fields(CodeActOptions)
+            if getattr(self.options, a.name) != getattr(CodeActOptions(), a.name)
+        ]
+        return f"{type(self).__name__}(CodeActOptions({', '.join(changed)}, ...))"
+
+    # -- the executor of a run -------------------------------------------------------------------------------
+
+    def executor_for(self, ctx: RunContext) -> CodeExecutor:
+        """The run's code executor, created on first use (see ``CodeActOptions.executor``)."""
+        state = _state(ctx)
+        if state.executor is None:
+            choice = self.options.executor
+            if choice is None:
+                state.executor = ProcessSandbox()
+            elif isinstance(choice, CodeExecutor) and not isinstance(choice, type):
+                # (A class passes the protocol check too; it is a factory: ``executor=ProcessSandbox``.)
+                state.executor, state.owned = choice, False
+            else:
+                made = choice()
+                if not isinstance(made, CodeExecutor):
+                    raise TypeError(
+                        f"the CodeActOptions.executor factory returned {type(made).__name__}, "
+                        "not a CodeExecutor"
+                    )
+                state.executor = made
+        return state.executor
+
+    async def run_loop(self, ctx: RunContext) -> AgentResult:
+        """The base loop; whatever ends it, the run's executor is closed before the terminal event."""
+        try:
+            return await super().run_loop(ctx)
+        finally:
+            state = _state(ctx)
+            executor, state.executor = state.executor, None
+            if executor is not None and state.owned:
+                with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
+                    await executor.aclose()
+
+    # -- the prompt ------------------------------------------------------------------------------------------
+
+    def system_prompt(self, ctx: RunContext) -> str | None:
+        """The agent's system prompt, the CodeAct instructions, then the tools as text."""
+        state = _state(ctx)
+        if state.guide is None:
+            api = _api_text(self.executor_for(ctx))
+            state.guide = tools_guide(ctx.tools.specs, api, react=self.options.react)
+        return join_prompt(ctx.system_prompt, self.instructions, state.guide)
+
+    def build_prompt(self, ctx: RunContext, *, final: bool = False) -> AgentPrompt:
+        """The base prompt without protocol tools (they are described in the system prompt).
+
+        The ``final`` call after ``max_steps`` gets ``final_answer_prompt`` plus a reminder to answer with a
+        final message.
+        """
+        prompt = super().build_prompt(ctx)
+        items = prompt.items
+        if final:
+            items = (*items, user_item(f"{ctx.options.final_answer_prompt} {FINAL_STEP_REMINDER}"))
+        return attrs.evolve(prompt, items=items, tools=(), tool_choice=None, parallel_tool_calls=None)
+
+    # -- a model turn ----------------------------------------------------------------------------------------
+
+    async def handle_model_result(
+        self, ctx: RunContext, result: AgentModelResult, *, final: bool = False
+    ) -> StopReason | None:
+        """Store the turn, then act on its message: final answer, correction, or a code step."""
+        state = _state(ctx)
+        ctx.reasoning_text = result.reasoning_text
+        if result.tool_calls:
+            await self._refuse_native_calls(ctx, result)
+            return None
+        ctx.remember(result.memory_items)
+        text = result.output_text
+        answer = parse_answer(text)
+        if isinstance(answer, FinalMessage):
+            ctx.output_text = answer.output
+            return StopReason.FINAL_ANSWER
+        if isinstance(answer, NotProtocol):
+            if self.options.correct_format and not state.corrected and not final:
+                state.corrected = True
+                ctx.output_text = ""
+                ctx.remember([system_item(correction_text(answer.reason))])
+                return None
+            ctx.output_text = text
+            return StopReason.FINAL_ANSWER
+        state.corrected = False
+        ctx.output_text = ""
+        if final:
+            await self._not_run(ctx, answer, "the run reached its step limit")
+            return None
+        if ctx.token_budget_reached:
+            await self._not_run(
+                ctx, answer, f"the run reached its token budget ({ctx.options.max_tokens} tokens)"
+            )
+            return StopReason.MAX_TOKENS
+        if not answer.is_python:
+            await self._write_outcome(
+                ctx, answer.code, CodeResult(ok=False, error=unsupported_language_text(answer.language))
+            )
+            return None
+        outcome = await self.run_code(ctx, answer.code)
+        if outcome.ok and outcome.is_final:
+            ctx.output_text = answer_text(outcome.value)
+            return StopReason.FINAL_ANSWER
+        if state.limit_reached:
+            return StopReason.MAX_TOOL_CALLS
+        if outcome.ok and not self.options.react:
+            value = answer_text(outcome.value)
+            output = value if value.strip() else outcome.stdout.strip()
+            if output:  # a step with neither value nor output (say, only assignments) goes back to the model
+                ctx.output_text = output
+                return StopReason.FINAL_ANSWER
+        return None
+
+    async def run_code(self, ctx: RunContext, code: str) -> CodeResult:
+        """Run one code step in the run's executor; its outcome goes to memory and ``CodeExecuted``."""
+        state = _state(ctx)
+        executor = self.executor_for(ctx)
+        step = _CodeStep(code)
+        state.step = step
+        result = await executor.execute(code, self._invoker(ctx, step), ctx.tools.names, self.options.limits)
+        ended = f"the code step ended ({result.error_type})" if result.error_type else "the code step ended"
+        why = f"{ended} before this tool call finished"
+        unanswered = self._record_calls(ctx, step, why)
+        ctx.remember([system_item(step_text(result))])
+        state.step = None  # memory is complete: a cancel from here on has nothing to settle
+        for call, refused in unanswered:
+            await ctx.publish(ToolFailed(call=call, result=refused))
+        await self._publish_executed(ctx, code, result)
+        return result
+
+    def _invoker(self, ctx: RunContext, step: _CodeStep) -> ToolInvoker:
+        """The ``ToolInvoker`` for one step: each call from the code is a tool call of the run."""
+        limit = ctx.options.max_tool_calls
+        state = _state(ctx)
+
+        def arrived(_index: int, result: ToolResult) -> None:
+            # Recorded before its completion event: a cancel during that event keeps the result.
+            step.results[result.call_id] = result
+
+        async def invoke(name: str, arguments: dict[str, object]) -> ToolResult:
+            call = ToolCall(
+                f"code_{ctx.step}_{len(step.calls)}",
+                name,
+                orjson.dumps(arguments, default=repr, option=orjson.OPT_NON_STR_KEYS).decode(),
+            )
+            step.calls.append(call)
+            ctx.tool_calls.append(call)
+            await ctx.publish(ToolCallRequested(call=call))
+            if limit is not None and len(ctx.tool_calls) > limit:
+                state.limit_reached = True
+                refused = cancelled_result(call, f"not run: the run reached its limit of {limit} tool calls")
+                step.results[call.id] = refused
+                await ctx.publish(ToolFailed(call=call, result=refused))
+                return refused
+            [result] = await ctx.executor.run_calls(
+                (call,), run_id=ctx.run_id, step=ctx.step, on_result=arrived
+            )
+            return result
+
+        return invoke
+
+    def _record_calls(
+        self, ctx: RunContext, step: _CodeStep, reason: str
+    ) -> list[tuple[ToolCall, ToolResult]]:
+        """Put the step's tool results on the run in call order; calls left without one get a cancelled one.
+
+        Returns those (call, synthetic result) pairs, whose ``ToolFailed`` is still to be published.
+        """
+        unanswered = []
+        for call in step.calls:
+            if call.id not in step.results:
+                step.results[call.id] = cancelled_result(call, reason)
+                unanswered.append((call, step.results[call.id]))
+        ctx.tool_results.extend(step.results[call.id] for call in step.calls)
+        return unanswered
+
+    async def _publish_executed(self, ctx: RunContext, code: str, result: CodeResult) -> None:
+        await ctx.publish(
+            CodeExecuted(
+                code=code,
+                ok=result.ok,
+                result=result.value,
+                stdout=result.stdout,
+                stderr=result.stderr,
+                error=result.error,
+                duration=result.duration,
+            )
+        )
+
+    async def _write_outcome(self, ctx: RunContext, code: str, result: CodeResult) -> None:
+        """A step that did not run: its ``CODE_ERROR`` to memory, then ``CodeExecuted``."""
+        ctx.remember([system_item(step_text(result))])
+        await self._publish_executed(ctx, code, result)
+
+    async def _not_run(self, ctx: RunContext, message: CodeMessage, why: str) -> None:
+        await self._write_outcome(ctx, message.code, CodeResult(ok=False, error=not_run_text(why)))
+
+    async def _refuse_native_calls(self, ctx: RunContext, result: AgentModelResult) -> None:
+        """Native tool calls (a custom model client can send them): answered with a ``TOOL_ERROR``, unrun."""
+        calls = complete_tool_calls(result.tool_calls, ctx.step, ctx.tools.normalize_name)
+        ctx.remember(patch_memory_items(result.memory_items, result.tool_calls, calls, result.output_text))
+        ctx.output_text = ""
+        await self.refuse_calls(ctx, calls, _NATIVE_CALLS_REFUSED)
+
+    # -- interrupted runs ------------------------------------------------------------------------------------
+
+    async def settle_pending(self, ctx: RunContext, reason: str) -> None:
+        """Also close a code step cut short: a ``CODE_ERROR`` in memory, cancelled results for its calls.
+
+        By now the executor is closed (its process killed); memory is written before any event.
+        """
+        await super().settle_pending(ctx, reason)
+        state = ctx.runtime_state
+        if not isinstance(state, _RunState) or state.step is None:
+            return
+        step, state.step = state.step, None
+        unanswered = self._record_calls(ctx, step, reason)
+        error = reason.replace("this tool call", "this code step")
+        ctx.remember([system_item(code_error_text(error))])
+        for call, refused in unanswered:
+            await ctx.publish(ToolFailed(call=call, result=refused))
+        await self._publish_executed(ctx, step.code, CodeResult(ok=False, error=error))

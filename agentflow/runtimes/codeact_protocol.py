@@ -1,0 +1,278 @@
+"""The CodeAct message protocol: read a model's answer, and write what a code step produced.
+
+The model answers each turn with one JSON object::
+
+    {"type": "code", "language": "python", "code": "..."}     run this code
+    {"type": "final", "output": "..."}                       the final answer
+
+``parse_answer`` turns the answer text into a ``CodeMessage``, a ``FinalMessage`` or ``NotProtocol`` (with
+the reason), tolerating what models actually send: Markdown fences and prose around the object, a non-protocol
+``{…}`` before the real one, raw newlines inside the JSON strings (invalid JSON, but the most common slip
+when a model writes code into a string), ``"py"``/``"python3"`` as the language, the code as a list of lines.
+
+``code_result_text`` / ``code_error_text`` write the outcome of a step as the reference's memory texts,
+``CODE_RESULT: {"result":…,"stdout":…}`` and ``CODE_ERROR: {"error":…,"stdout":…}`` (compact JSON, keys in
+that order; ``stdout`` and ``stderr`` only when non-empty).
+
+Pure functions and values: no I/O, no awaits. JSON goes through orjson.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final, TypeAlias
+
+import attrs
+import orjson
+
+from ..sandbox.code_result import CodeResult
+
+__all__ = [
+    "CODE_ERROR_PREFIX",
+    "CODE_RESULT_PREFIX",
+    "PYTHON_NAMES",
+    "Answer",
+    "CodeMessage",
+    "FinalMessage",
+    "NotProtocol",
+    "answer_text",
+    "code_error_text",
+    "code_result_text",
+    "parse_answer",
+    "step_text",
+]
+
+CODE_RESULT_PREFIX: Final = "CODE_RESULT: "
+CODE_ERROR_PREFIX: Final = "CODE_ERROR: "
+PYTHON_NAMES: Final = frozenset({"python", "python3", "py", "py3"})
+"""The ``language`` values read as Python (compared lower-cased); a missing or blank one is Python too."""
+
+_MAX_CANDIDATES = 64
+"""How many ``{`` positions an answer is searched from (bounds the work on brace-heavy prose)."""
+_MAX_UNCLOSED = 4
+"""How many of them may scan to the end of the answer without closing (each such scan reads the rest)."""
+_CONTROL_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
+
+
+@attrs.frozen
+class CodeMessage:
+    """``{"type": "code", …}``: the model wants ``code`` run. ``language`` is as the model wrote it.
+
+    >>> CodeMessage("1 + 1", "Python3").is_python, CodeMessage("1", "js").is_python
+    (True, False)
+    """
+
+    code: str
+    language: str = "python"
+
+    @property
+    def is_python(self) -> bool:
+        """Whether ``language`` names Python (see ``PYTHON_NAMES``)."""
+        return not self.language.strip() or self.language.strip().lower() in PYTHON_NAMES
+
+
+@attrs.frozen
+class FinalMessage:
+    """``{"type": "final", "output": …}``: the final answer (a non-string output as compact JSON)."""
+
+    output: str
+
+
+@attrs.frozen
+class NotProtocol:
+    """An answer that holds no protocol object: the raw ``text``, and ``reason`` saying what was wrong."""
+
+    text: str
+    reason: str
+
+
+Answer: TypeAlias = CodeMessage | FinalMessage | NotProtocol
+"""What ``parse_answer`` returns."""
+
+
+def parse_answer(text: str) -> Answer:
+    """Read one model answer: the first ``{…}`` in it that is a protocol object decides.
+
+    Objects are found with a brace scanner that understands JSON strings, so fences, prose and braces inside
+    the code do not confuse it; an object that is not valid JSON, or valid JSON but not a protocol message, is
+    skipped in favour of a later (or nested) one. A code object without a string ``code``, or a final object
+    without ``output``, is not the protocol (nothing is guessed or dropped); ``"output": null`` is ``""``.
+
+    >>> parse_answer('Sure!\\n```json\\n{"type": "code", "language": "python", "code": "2 ** 10"}\\n```')
+    CodeMessage(code='2 ** 10', language='python')
+    >>> parse_answer('{"type": "final", "output": {"total": 3}}')
+    FinalMessage(output='{"total":3}')
+    >>> parse_answer("The answer is 42.").reason
+    'the answer holds no JSON object'
+    """
+    best_reason: str | None = None
+    best_rank = -1
+    start = text.find("{")
+    tried = unclosed = 0
+    while start != -1 and tried < _MAX_CANDIDATES and unclosed < _MAX_UNCLOSED:
+        tried += 1
+        found = _balanced_end(text, start)
+        if found is None:
+            # A later "{" may still close (prose can open a brace it never closes), so go on.
+            unclosed += 1
+            if best_rank < 1:
+                best_reason, best_rank = "the JSON object is not complete (no closing brace)", 1
+            start = text.find("{", start + 1)
+            continue
+        end, has_controls = found
+        candidate = text[start:end]
+        value, error = _decode(candidate, has_controls)
+        if isinstance(value, dict):
+            message = _message(value)
+            if not isinstance(message, str):
+                return message
+            if best_rank < 2:
+                best_reason, best_rank = message, 2
+        elif error is not None and best_rank < 1:
+            best_reason, best_rank = f"the JSON object is not valid JSON ({error})", 1
+        start = text.find("{", start + 1)
+    return NotProtocol(text, best_reason or "the answer holds no JSON object")
+
+
+def _balanced_end(text: str, start: int) -> tuple[int, bool] | None:
+    """The end (exclusive) of the object opening at ``start``, and whether its strings hold raw controls."""
+    depth = 0
+    in_string = escaped = controls = False
+    for index in range(start, len(text)):
+        char = text[index]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+            elif char < " ":
+                controls = True
+        elif char == '"':
+            in_string = True
+        elif char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth == 0:
+                return index + 1, controls
+    return None
+
+
+def _escape_controls(candidate: str) -> str:
+    """``candidate`` with raw control characters inside its strings escaped (what the model meant)."""
+    out: list[str] = []
+    in_string = escaped = False
+    for char in candidate:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+            elif char < " ":
+                out.append(_CONTROL_ESCAPES.get(char) or f"\\u{ord(char):04x}")
+                continue
+        elif char == '"':
+            in_string = True
+        out.append(char)
+    return "".join(out)
+
+
+def _decode(candidate: str, has_controls: bool) -> tuple[Any, str | None]:
+    try:
+        return orjson.loads(candidate), None
+    except orjson.JSONDecodeError as exc:
+        if not has_controls:
+            return None, str(exc)
+    try:
+        return orjson.loads(_escape_controls(candidate)), None
+    except orjson.JSONDecodeError as exc:
+        return None, str(exc)
+
+
+def _message(value: Mapping[str, Any]) -> CodeMessage | FinalMessage | str:
+    """The protocol message in a decoded object, or why it is not one."""
+    kind = value.get("type")
+    kind = kind.strip().lower() if isinstance(kind, str) else kind
+    if kind == "code":
+        code = value.get("code")
+        if isinstance(code, list) and all(isinstance(line, str) for line in code):
+            code = "\n".join(code)
+        if not isinstance(code, str):
+            return 'a code message needs the code as a string in "code"'
+        language = value.get("language")
+        return CodeMessage(
+            code, language.strip() if isinstance(language, str) and language.strip() else "python"
+        )
+    if kind == "final":
+        if "output" not in value:
+            return 'a final message needs the answer in "output"'
+        return FinalMessage(answer_text(value["output"]))
+    if kind is None:
+        return 'the JSON object has no "type" ("code" or "final")'
+    return f'"type" must be "code" or "final", not {orjson.dumps(kind).decode()}'
+
+
+# --- what a step produced ----------------------------------------------------------------------------------
+
+
+def _json(payload: Mapping[str, Any]) -> str:
+    # ``default=repr``: a custom executor may return values JSON cannot hold; the model still sees them.
+    return orjson.dumps(payload, default=repr, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def code_result_text(value: Any, stdout: str = "", stderr: str = "") -> str:
+    """The memory text of a successful step: ``result`` always (``null`` when the step had no value),
+    ``stdout`` / ``stderr`` when non-empty.
+
+    >>> code_result_text(1024, "computing\\n")
+    'CODE_RESULT: {"result":1024,"stdout":"computing\\\\n"}'
+    >>> code_result_text(None)
+    'CODE_RESULT: {"result":null}'
+    """
+    payload: dict[str, Any] = {"result": value}
+    if stdout:
+        payload["stdout"] = stdout
+    if stderr:
+        payload["stderr"] = stderr
+    return CODE_RESULT_PREFIX + _json(payload)
+
+
+def code_error_text(error: str, stdout: str = "", stderr: str = "") -> str:
+    """The memory text of a failed step: ``error``, then ``stdout`` / ``stderr`` when non-empty.
+
+    >>> code_error_text("ZeroDivisionError: division by zero")
+    'CODE_ERROR: {"error":"ZeroDivisionError: division by zero"}'
+    """
+    payload: dict[str, Any] = {"error": error}
+    if stdout:
+        payload["stdout"] = stdout
+    if stderr:
+        payload["stderr"] = stderr
+    return CODE_ERROR_PREFIX + _json(payload)
+
+
+def step_text(result: CodeResult) -> str:
+    """``CODE_RESULT`` or ``CODE_ERROR`` text for an executor's ``CodeResult``."""
+    if result.ok:
+        return code_result_text(result.value, result.stdout, result.stderr)
+    error = result.error or (
+        f"the code step failed ({result.error_type})" if result.error_type else "the code step failed"
+    )
+    return code_error_text(error, result.stdout, result.stderr)
+
+
+def answer_text(value: Any) -> str:
+    """A value as answer text: a string as is, ``None`` as ``""``, anything else as compact JSON.
+
+    >>> answer_text("Paris"), answer_text(None), answer_text([1, 2])
+    ('Paris', '', '[1,2]')
+    """
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    return orjson.dumps(value, default=repr, option=orjson.OPT_NON_STR_KEYS).decode()

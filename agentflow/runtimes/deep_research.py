@@ -1,0 +1,178 @@
+"""``DeepResearchRuntime``: plan first, then the ReAct loop (seed 002 §6, DESIGN §4).
+
+One run::
+
+    RunStarted
+    [user input → memory]
+    planner.plan(goal)  → on_plan hook (may edit) → "Plan:\\n1. …\\n2. …\\n" system item → memory
+    PlanCreated(plan)
+    the base loop (ReAct: text + native tool calls), and with ``replan_every=N``, after every N-th step:
+        planner.plan(goal, progress so far) → on_plan → "Updated plan:\\n…" → memory → PlanUpdated(plan)
+    exactly one terminal event
+
+Where this does better than the reference: the plan goes after the user input, once per run (also in a
+session, and for streamed runs); the planner may be model-backed (``ModelPlanner``) and may re-plan with the
+progress so far; the caller can inspect or edit every plan before it is used; and the plan is typed, with a
+status per step, and published as events. Planning tokens count towards the run's usage and budget.
+
+This module holds the runtime's hooks only; planners live in ``agentflow.runtimes.planner`` and the plan's
+values in ``agentflow.plan``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import ClassVar, TypeAlias
+
+import attrs
+
+from ..agent.items import system_item
+from ..events import PlanCreated, PlanUpdated
+from ..model.response import TokenUsage
+from ..plan import Plan
+from ..result import StopReason
+from .context import RunContext
+from .planner import PlanContext, Planner, SimplePlanner
+from .react import ReActRuntime
+
+__all__ = ["DEEP_RESEARCH_INSTRUCTIONS", "DeepResearchRuntime", "PlanHook"]
+
+DEEP_RESEARCH_INSTRUCTIONS = (
+    "Break down tasks into steps and call tools for evidence. Provide a structured final summary."
+)
+"""The reference's DeepResearch instructions, verbatim."""
+
+UPDATED_PLAN_HEADER = "Updated plan:"
+"""The first line of the system item a re-plan writes (the first plan's is the reference's ``Plan:``)."""
+
+PlanHook: TypeAlias = Callable[[Plan], Plan | Awaitable[Plan | None] | None]
+"""``on_plan(plan)``: return ``None`` to keep the plan, or the plan to use instead; may be async."""
+
+
+class DeepResearchRuntime(ReActRuntime):
+    """Planning-enhanced ReAct: name ``deep_research``.
+
+    - ``planner``: a ``Planner`` (default ``Planner.simple()``: the goal is the only step), e.g.
+      ``ModelPlanner(chat_model)``. The goal is the run's input text.
+    - ``replan_every``: re-plan after every N steps (``None``: never); the planner gets a ``PlanContext``
+      with the current plan and the progress so far, and the result is published as ``PlanUpdated``.
+    - ``on_plan``: called with every plan (the first, and each re-plan) before it is written to memory or
+      published; it may return an edited ``Plan`` (sync or async) or ``None`` to keep it.
+
+    One runtime instance serves concurrent runs: each run's plan is kept on its ``RunContext``.
+
+    >>> DeepResearchRuntime().name
+    'deep_research'
+    >>> DeepResearchRuntime.instructions
+    'Break down tasks into steps and call tools for evidence. Provide a structured final summary.'
+    """
+
+    name: ClassVar[str] = "deep_research"
+    instructions: ClassVar[str | None] = DEEP_RESEARCH_INSTRUCTIONS
+
+    def __init__(
+        self,
+        planner: Planner | None = None,
+        *,
+        replan_every: int | None = None,
+        on_plan: PlanHook | None = None,
+    ) -> None:
+        if planner is None:
+            planner = SimplePlanner()
+        if not isinstance(planner, Planner):
+            raise TypeError(
+                f"planner must be a Planner (Planner.simple(), ModelPlanner(model) or a subclass), "
+                f"got {type(planner).__name__}"
+            )
+        if replan_every is not None and (
+            isinstance(replan_every, bool) or not isinstance(replan_every, int) or replan_every < 1
+        ):
+            raise ValueError(f"replan_every must be a positive integer or None, got {replan_every!r}")
+        if on_plan is not None and not callable(on_plan):
+            raise TypeError(f"on_plan must be callable, got {type(on_plan).__name__}")
+        self.planner = planner
+        self.replan_every = replan_every
+        self.on_plan = on_plan
+
+    def __repr__(self) -> str:
+        return f"DeepResearchRuntime(planner={self.planner!r}, replan_every={self.replan_every!r})"
+
+    @staticmethod
+    def plan_of(ctx: RunContext) -> Plan | None:
+        """The current plan of the run ``ctx`` (``None`` before it is made); kept on ``ctx.runtime_state``."""
+        state = ctx.runtime_state
+        return state if isinstance(state, Plan) else None
+
+    # -- hooks -----------------------------------------------------------------------------------------------
+
+    async def start(self, ctx: RunContext) -> None:
+        """The user input, then the plan (as a system item) → memory, then ``PlanCreated``."""
+        await super().start(ctx)
+        made = await self.planner.plan(ctx.input_text, self.planning_context(ctx, None))
+        plan = await self.review(attrs.evolve(made, revision=0), usage=made.usage)
+        self._count_usage(ctx, made)
+        ctx.runtime_state = plan
+        if plan.steps:
+            ctx.remember((system_item(plan.to_text()),))
+        await ctx.publish(PlanCreated(plan=plan))
+
+    async def run_step(self, ctx: RunContext, *, final: bool = False) -> StopReason | None:
+        """One step of the base loop; then, every ``replan_every`` steps while the run goes on, a re-plan."""
+        stop = await super().run_step(ctx, final=final)
+        every = self.replan_every
+        max_steps = ctx.options.max_steps
+        if (
+            stop is None
+            and not final
+            and every is not None
+            and ctx.step % every == 0
+            and (max_steps is None or ctx.step < max_steps)
+        ):
+            await self.replan(ctx)
+        return stop
+
+    async def replan(self, ctx: RunContext) -> Plan:
+        """Ask the planner again with the progress so far; write the plan if it changed; ``PlanUpdated``."""
+        current = self.plan_of(ctx)
+        if current is None:
+            raise RuntimeError("replan() was called before the run's first plan was made")
+        made = await self.planner.plan(ctx.input_text, self.planning_context(ctx, current))
+        plan = await self.review(attrs.evolve(made, revision=current.revision + 1), usage=made.usage)
+        self._count_usage(ctx, made)
+        ctx.runtime_state = plan
+        if plan.steps and (plan.steps != current.steps or plan.goal != current.goal):
+            ctx.remember((system_item(plan.to_text(UPDATED_PLAN_HEADER)),))
+        await ctx.publish(PlanUpdated(plan=plan))
+        return plan
+
+    def planning_context(self, ctx: RunContext, current: Plan | None) -> PlanContext:
+        """What the planner is told: the agent's tools and, when re-planning, the plan and the progress."""
+        return PlanContext(
+            current=current,
+            steps_run=ctx.step,
+            tool_calls=tuple(ctx.tool_calls),
+            tool_results=tuple(ctx.tool_results),
+            latest_text=ctx.output_text,
+            tools=ctx.tools.specs,
+        )
+
+    async def review(self, plan: Plan, *, usage: TokenUsage | None = None) -> Plan:
+        """``on_plan(plan)``: the plan it returns (``plan`` itself when it returns ``None`` or is not set),
+        keeping ``plan``'s revision and carrying ``usage`` (what the planner spent)."""
+        chosen = plan
+        if self.on_plan is not None:
+            edited = self.on_plan(plan)
+            if inspect.isawaitable(edited):
+                edited = await edited
+            if edited is not None:
+                if not isinstance(edited, Plan):
+                    raise TypeError(f"on_plan must return a Plan or None, got {type(edited).__name__}")
+                chosen = edited
+        return attrs.evolve(chosen, revision=plan.revision, usage=usage)
+
+    @staticmethod
+    def _count_usage(ctx: RunContext, plan: Plan) -> None:
+        # The planning call is a model call of the run: its tokens count towards the usage and the budget.
+        if plan.usage is not None:
+            ctx.add_usage(plan.usage)

@@ -1,0 +1,430 @@
+"""Planners for DeepResearch: ``Planner`` (the interface), ``SimplePlanner`` and ``ModelPlanner``.
+
+A planner turns a goal into a ``Plan`` (``agentflow.plan``); when the runtime re-plans, it also gets the
+progress so far (``PlanContext``). ``Planner.simple()`` does what the reference's planner does: the goal is
+the only step. ``ModelPlanner`` asks any ``ChatModel`` for a JSON list of steps and reads the answer
+tolerantly (code fences, prose around the JSON, ``{"steps": [...]}``, step objects with a status, or a
+numbered list); an answer that is not a plan raises ``PlanParseError`` or falls back to the simple plan.
+
+``parse_plan_steps`` and ``planning_input`` are pure (text in, values out). The one I/O here is
+``ModelPlanner.plan``'s model call. Nothing here knows about runs, memory or events: the runtime
+(``agentflow.runtimes.deep_research``) does that.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any, Literal
+
+import attrs
+import orjson
+
+from ..model.messages import SystemMessage, ToolCall, UserMessage
+from ..model.protocol import ChatModel
+from ..model.request import ChatRequest
+from ..model.tools import ToolSpec
+from ..plan import Plan, PlanStep, StepStatus
+from ..result import ToolResult
+
+__all__ = [
+    "PLANNER_PROMPT",
+    "REPLANNER_PROMPT",
+    "ModelPlanner",
+    "OnInvalidPlan",
+    "PlanContext",
+    "PlanParseError",
+    "Planner",
+    "PlanningError",
+    "SimplePlanner",
+    "parse_plan_steps",
+    "planning_input",
+]
+
+_log = logging.getLogger("agentflow")
+
+OnInvalidPlan = Literal["fallback", "raise"]
+"""What ``ModelPlanner`` does with an answer that is not a plan: use the simple plan, or raise."""
+
+PLANNER_PROMPT = (
+    "You are the planner of a research agent. Break the goal into at most {max_steps} short, concrete steps; "
+    "each step gathers evidence with the agent's tools or works out part of the answer. "
+    'Reply with JSON only, no other text: {{"steps": ["first step", "second step"]}}'
+)
+"""The planner's system prompt for a run's first plan (``{max_steps}`` is filled in)."""
+
+REPLANNER_PROMPT = (
+    "You are the planner of a research agent. You get the goal, the current plan and the progress so far. "
+    "Revise the plan: mark finished steps done, the step being worked on in_progress and steps no longer "
+    "needed skipped; reword or add the steps still to do (at most {max_steps} steps in all). "
+    'Reply with JSON only, no other text: {{"steps": [{{"step": "...", "status": '
+    '"done|in_progress|pending|skipped"}}]}}'
+)
+"""The planner's system prompt when the runtime re-plans (``{max_steps}`` is filled in)."""
+
+_MAX_ANSWER_CHARS = 200_000  # the longest model answer scanned for a plan
+_EXCERPT = 200
+_RESULT_CHARS = 500
+
+
+class PlanningError(Exception):
+    """Planning failed (the base of the planners' own errors)."""
+
+
+class PlanParseError(PlanningError):
+    """A model's answer is not a plan; ``text`` is the answer.
+
+    >>> parse_plan_steps("I cannot help with that.")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    agentflow.runtimes.planner.PlanParseError: the model's answer is not a plan ...: 'I cannot help...'
+    """
+
+    def __init__(self, message: str, text: str) -> None:
+        super().__init__(message)
+        self.text = text
+
+
+@attrs.frozen
+class PlanContext:
+    """What a planner knows besides the goal.
+
+    For the first plan only ``tools`` (the agent's tools) is set. When the runtime re-plans, ``current`` is
+    the plan so far and the rest is the progress: the steps run, every tool call and its result, and the
+    agent's latest text.
+    """
+
+    current: Plan | None = None
+    steps_run: int = 0
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_results: tuple[ToolResult, ...] = ()
+    latest_text: str = ""
+    tools: tuple[ToolSpec, ...] = ()
+
+    @property
+    def replanning(self) -> bool:
+        """Whether this is a re-plan (there is a current plan)."""
+        return self.current is not None
+
+
+class Planner(abc.ABC):
+    """Turns a goal into a ``Plan``. Subclass it and implement ``plan``, or use a built-in one.
+
+    >>> import anyio
+    >>> anyio.run(Planner.simple().plan, "Why is the sky blue?").texts
+    ('Why is the sky blue?',)
+    """
+
+    @abc.abstractmethod
+    async def plan(self, goal: str, context: PlanContext | None = None) -> Plan:
+        """The plan for ``goal``; ``context`` carries the tools and, when re-planning, the progress so far."""
+
+    @staticmethod
+    def simple() -> SimplePlanner:
+        """The reference's planner: the goal is the plan's only step."""
+        return SimplePlanner()
+
+    @staticmethod
+    def from_model(model: ChatModel, **options: Any) -> ModelPlanner:
+        """A ``ModelPlanner`` asking ``model`` for the steps (``options`` as for ``ModelPlanner``)."""
+        return ModelPlanner(model, **options)
+
+
+class SimplePlanner(Planner):
+    """The goal as the only step (no step for a blank goal); a re-plan keeps the current plan as it is."""
+
+    def __repr__(self) -> str:
+        return "SimplePlanner()"
+
+    async def plan(self, goal: str, context: PlanContext | None = None) -> Plan:
+        """``[goal]``, or the current plan unchanged when re-planning."""
+        if context is not None and context.current is not None:
+            return context.current
+        return Plan(goal, (goal,) if goal.strip() else ())
+
+
+def _on_invalid(_inst: object, _attr: object, value: str) -> None:
+    if value not in ("fallback", "raise"):
+        raise ValueError(f"on_invalid must be 'fallback' or 'raise', got {value!r}")
+
+
+class ModelPlanner(Planner):
+    """Asks a ``ChatModel`` for the plan: a system prompt, then the goal (and when re-planning, the progress).
+
+    - ``on_invalid``: ``"fallback"`` (default) uses ``SimplePlanner``'s plan when the answer is not a plan
+      (and logs a warning on the ``agentflow`` logger); ``"raise"`` raises ``PlanParseError``. Model errors
+      (``ModelError``) always propagate.
+    - ``max_steps``: the most steps the prompt asks for (the answer is not cut).
+    - ``prompt`` / ``replan_prompt``: the system prompts (``{max_steps}`` is filled in).
+    - ``parameters``: ``ChatParameters`` fields for the planning call, e.g. ``{"temperature": 0}``.
+    The plan's ``usage`` is the planning call's usage; the runtime adds it to the run's.
+
+    >>> from agentflow.testing.fake import FakeChatModel, chat_reply
+    >>> import anyio
+    >>> planner = ModelPlanner(FakeChatModel([chat_reply('```json\\n{"steps": ["Find A", "Find B"]}\\n```')]))
+    >>> anyio.run(planner.plan, "Compare A and B").texts
+    ('Find A', 'Find B')
+    """
+
+    def __init__(
+        self,
+        model: ChatModel,
+        *,
+        on_invalid: OnInvalidPlan = "fallback",
+        max_steps: int = 6,
+        prompt: str = PLANNER_PROMPT,
+        replan_prompt: str = REPLANNER_PROMPT,
+        parameters: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(model, ChatModel):
+            raise TypeError(
+                f"ModelPlanner needs a ChatModel (e.g. OpenAIChatModel), got {type(model).__name__}"
+            )
+        _on_invalid(None, None, on_invalid)
+        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
+            raise ValueError(f"max_steps must be a positive integer, got {max_steps!r}")
+        self.model = model
+        self.on_invalid: OnInvalidPlan = on_invalid
+        self.max_steps = max_steps
+        self.prompt = prompt
+        self.replan_prompt = replan_prompt
+        self.parameters: dict[str, Any] = dict(parameters or {})
+
+    def __repr__(self) -> str:
+        return f"ModelPlanner({self.model!r}, on_invalid={self.on_invalid!r})"
+
+    def request(self, goal: str, context: PlanContext | None = None) -> ChatRequest:
+        """The planning request for ``goal`` (pure: what ``plan`` sends)."""
+        replanning = context is not None and context.replanning
+        system = (self.replan_prompt if replanning else self.prompt).format(max_steps=self.max_steps)
+        return ChatRequest([SystemMessage(system), UserMessage(planning_input(goal, context))])
+
+    async def plan(self, goal: str, context: PlanContext | None = None) -> Plan:
+        """Ask the model; parse its answer into a plan (see the class docstring for invalid answers)."""
+        if not goal.strip():
+            return Plan(goal)
+        response = await self.model.chat(self.request(goal, context), **self.parameters)
+        try:
+            steps = parse_plan_steps(response.text)
+        except PlanParseError as exc:
+            if self.on_invalid == "raise":
+                raise
+            _log.warning("ModelPlanner: %s; using the simple plan instead", exc)
+            fallback = await SimplePlanner().plan(goal, context)
+            return attrs.evolve(fallback, usage=response.usage)
+        return Plan(goal, steps, usage=response.usage)
+
+
+# --- the planning request -----------------------------------------------------------------------------------
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def planning_input(goal: str, context: PlanContext | None = None) -> str:
+    """The planner's user message: the goal, the tools, and (when re-planning) the plan and the progress.
+
+    >>> print(planning_input("Compare A and B"))
+    Goal: Compare A and B
+    """
+    parts = [f"Goal: {goal.strip()}"]
+    if context is None:
+        return parts[0]
+    if context.tools:
+        lines = [f"- {t.name}: {t.description}" if t.description else f"- {t.name}" for t in context.tools]
+        parts.append("Tools the agent can use:\n" + "\n".join(lines))
+    if context.current is not None:
+        parts.append(context.current.to_text("Current plan:").rstrip("\n"))
+        results = {r.call_id: r for r in context.tool_results}
+        lines = []
+        for call in context.tool_calls:
+            result = results.get(call.id)
+            outcome = _clip(result.output, _RESULT_CHARS) if result is not None else "(no result)"
+            lines.append(f"- {call.name}({_clip(call.arguments or '{}', _RESULT_CHARS)}) -> {outcome}")
+        progress = f"Progress so far ({context.steps_run} steps run):"
+        parts.append(progress + ("\n" + "\n".join(lines) if lines else "\n- no tool calls yet"))
+        if context.latest_text.strip():
+            parts.append("The agent's latest notes:\n" + context.latest_text.strip())
+    return "\n\n".join(parts)
+
+
+# --- reading an answer --------------------------------------------------------------------------------------
+
+_STATUS_WORDS: dict[str, StepStatus] = {
+    "pending": StepStatus.PENDING,
+    "todo": StepStatus.PENDING,
+    "to_do": StepStatus.PENDING,
+    "not_started": StepStatus.PENDING,
+    "open": StepStatus.PENDING,
+    "in_progress": StepStatus.IN_PROGRESS,
+    "inprogress": StepStatus.IN_PROGRESS,
+    "doing": StepStatus.IN_PROGRESS,
+    "active": StepStatus.IN_PROGRESS,
+    "current": StepStatus.IN_PROGRESS,
+    "started": StepStatus.IN_PROGRESS,
+    "done": StepStatus.DONE,
+    "complete": StepStatus.DONE,
+    "completed": StepStatus.DONE,
+    "finished": StepStatus.DONE,
+    "skipped": StepStatus.SKIPPED,
+    "skip": StepStatus.SKIPPED,
+    "dropped": StepStatus.SKIPPED,
+    "cancelled": StepStatus.SKIPPED,
+    "canceled": StepStatus.SKIPPED,
+    "not_needed": StepStatus.SKIPPED,
+}
+_TEXT_KEYS = ("step", "text", "title", "description", "task", "name", "action")
+_LIST_KEYS = ("steps", "plan", "tasks")
+_NUMBERED = re.compile(r"^\s*(?:\d+[.)]|step\s+\d+[:.)])\s+(?P<text>\S.*)$", re.I)
+_BULLET = re.compile(r"^\s*[-*•]\s+(?P<text>\S.*)$")
+_TRAILING_STATUS = re.compile(r"\s*[(\[](?P<status>[A-Za-z _-]+)[)\]]\s*$")
+
+
+class _NotAPlan(Exception):
+    """A JSON value that is not a plan (the reason is in the message)."""
+
+
+def _status_of(value: Any) -> StepStatus:
+    if value is None:
+        return StepStatus.PENDING
+    if not isinstance(value, str):
+        raise _NotAPlan(f"a step status must be a string, got {value!r}")
+    status = _STATUS_WORDS.get(re.sub(r"[\s-]+", "_", value.strip().lower()))
+    if status is None:
+        raise _NotAPlan(f"unknown step status {value!r}")
+    return status
+
+
+def _step_of(value: Any) -> PlanStep:
+    if isinstance(value, str):
+        return _step_with_trailing_status(value)
+    if isinstance(value, Mapping):
+        lowered = {str(k).lower(): v for k, v in value.items()}
+        for key in _TEXT_KEYS:
+            text = lowered.get(key)
+            if isinstance(text, str) and text.strip():
+                return PlanStep(text, _status_of(lowered.get("status", lowered.get("state"))))
+        raise _NotAPlan(f"a step object needs a text field ({', '.join(_TEXT_KEYS)}), got {value!r}")
+    raise _NotAPlan(f"a step must be a string or an object, got {value!r}")
+
+
+def _step_with_trailing_status(text: str) -> PlanStep:
+    if not text.strip():
+        raise _NotAPlan("a step is blank")
+    match = _TRAILING_STATUS.search(text)
+    if match:
+        status = _STATUS_WORDS.get(re.sub(r"[\s-]+", "_", match["status"].strip().lower()))
+        if status is not None and text[: match.start()].strip():
+            return PlanStep(text[: match.start()], status)
+    return PlanStep(text)
+
+
+def _steps_of(value: Any) -> tuple[PlanStep, ...]:
+    if isinstance(value, Mapping):
+        lowered = {str(k).lower(): v for k, v in value.items()}
+        for key in _LIST_KEYS:
+            if key in lowered:
+                return _steps_of(lowered[key])
+        raise _NotAPlan(f"an object without a steps list ({', '.join(_LIST_KEYS)})")
+    if isinstance(value, list):
+        if not value:
+            raise _NotAPlan("an empty list of steps")
+        return tuple(_step_of(item) for item in value)
+    raise _NotAPlan(f"a JSON {type(value).__name__}")
+
+
+def _balanced_end(text: str, start: int) -> int | None:
+    """The index after the bracket that closes ``text[start]`` (strings and escapes understood), or None."""
+    closing = {"{": "}", "[": "]"}
+    stack = [closing[text[start]]]
+    in_string = escaped = False
+    for index in range(start + 1, len(text)):
+        ch = text[index]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in closing:
+            stack.append(closing[ch])
+        elif ch in "}]":
+            if ch != stack.pop():
+                return None
+            if not stack:
+                return index + 1
+    return None
+
+
+def _json_values(text: str) -> Iterator[Any]:
+    """Every JSON object or array in ``text``, left to right (code fences and prose around them ignored)."""
+    index = 0
+    while index < len(text):
+        if text[index] in "{[":
+            end = _balanced_end(text, index)
+            if end is not None:
+                try:
+                    value = orjson.loads(text[index:end])
+                except orjson.JSONDecodeError:
+                    pass
+                else:
+                    yield value
+                    index = end
+                    continue
+        index += 1
+
+
+def _listed_steps(text: str) -> tuple[PlanStep, ...]:
+    lines = text.splitlines()
+    numbered = [m["text"] for m in map(_NUMBERED.match, lines) if m]
+    if numbered:
+        return tuple(_step_with_trailing_status(t) for t in numbered)
+    bullets = [m["text"] for m in map(_BULLET.match, lines) if m]
+    if len(bullets) >= 2:
+        return tuple(_step_with_trailing_status(t) for t in bullets)
+    return ()
+
+
+def parse_plan_steps(text: str) -> tuple[PlanStep, ...]:
+    """The steps of a plan in a model's answer, read tolerantly; ``PlanParseError`` when there is none.
+
+    Accepted, in this order: the first JSON value that is a list of steps or an object with a ``steps``
+    (``plan``, ``tasks``) list, anywhere in the text (inside code fences or prose); a step is a string or an
+    object with a text (``step``, ``text``, ``title``…) and an optional ``status``. Failing that, a numbered
+    list (``1. …``), or a bulleted list of two or more lines. A trailing ``(done)``-style status is read too.
+
+    >>> [s.text for s in parse_plan_steps('Sure! Here it is: ["Find A", "Find B"]. Good luck.')]
+    ['Find A', 'Find B']
+    >>> parse_plan_steps('{"steps": [{"step": "Find A", "status": "done"}]}')[0].status
+    <StepStatus.DONE: 'done'>
+    >>> [s.text for s in parse_plan_steps("1. Find A\\n2. Find B (in progress)")]
+    ['Find A', 'Find B']
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"expected the model's answer as text, got {type(text).__name__}")
+    scanned = text[:_MAX_ANSWER_CHARS]
+    reasons: list[str] = []
+    for value in _json_values(scanned):
+        try:
+            return _steps_of(value)
+        except _NotAPlan as exc:
+            reasons.append(str(exc))
+    listed = _listed_steps(scanned)
+    if listed:
+        return listed
+    why = f" ({'; '.join(reasons[:3])})" if reasons else ""
+    excerpt = text.strip()
+    if len(excerpt) > _EXCERPT:
+        excerpt = excerpt[:_EXCERPT] + "…"
+    raise PlanParseError(
+        'the model\'s answer is not a plan (expected a JSON list of steps or {"steps": [...]})'
+        f"{why}: {excerpt!r}",
+        text,
+    )
