@@ -120,6 +120,18 @@ _LAZY: dict[str, str] = {
     "AgentRunError": "agentflow.runtimes",
     "register_runtime": "agentflow.runtimes",
     "CodeActRuntime": "agentflow.runtimes.codeact",
+    "PlanCreated": "agentflow.events",
+    "PlanUpdated": "agentflow.events",
+    "Plan": "agentflow.plan",
+    "PlanStep": "agentflow.plan",
+    "StepStatus": "agentflow.plan",
+    "DeepResearchRuntime": "agentflow.runtimes.deep_research",
+    "Planner": "agentflow.runtimes.planner",
+    "SimplePlanner": "agentflow.runtimes.planner",
+    "ModelPlanner": "agentflow.runtimes.planner",
+    "PlanContext": "agentflow.runtimes.planner",
+    "PlanningError": "agentflow.runtimes.planner",
+    "PlanParseError": "agentflow.runtimes.planner",
     "CodeActOptions": "agentflow.runtimes.codeact",
     # CodeAct sandbox
     "CodeExecutor": "agentflow.sandbox",
@@ -167,6 +179,8 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
     from .events import (
         CodeExecuted,
         ModelRequest,
+        PlanCreated,
+        PlanUpdated,
         RunCancelled,
         RunEvent,
         RunFailed,
@@ -180,6 +194,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
         ToolStarted,
         ToolSucceeded,
     )
+    from .plan import Plan, PlanStep, StepStatus
     from .providers.openai.responses_model import OpenAIResponsesModel
     from .providers.openai.responses_types import ResponsesRequest, ResponsesResponse
     from .runtimes import (
@@ -191,6 +206,15 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
         register_runtime,
     )
     from .runtimes.codeact import CodeActOptions, CodeActRuntime
+    from .runtimes.deep_research import DeepResearchRuntime
+    from .runtimes.planner import (
+        ModelPlanner,
+        PlanContext,
+        Planner,
+        PlanningError,
+        PlanParseError,
+        SimplePlanner,
+    )
     from .sandbox import (
         CodeErrorType,
         CodeExecutor,
@@ -236,6 +260,7 @@ __all__ = [
     "CodeExecutor",
     "CodeResult",
     "ContentFilterError",
+    "DeepResearchRuntime",
     "DeveloperMessage",
     "Event",
     "EventBus",
@@ -253,6 +278,7 @@ __all__ = [
     "ModelConnectionError",
     "ModelError",
     "ModelEvent",
+    "ModelPlanner",
     "ModelRequest",
     "ModelRetry",
     "ModelSettings",
@@ -262,6 +288,14 @@ __all__ = [
     "OpenAIChatModel",
     "OpenAIResponsesModel",
     "Param",
+    "Plan",
+    "PlanContext",
+    "PlanCreated",
+    "PlanParseError",
+    "PlanStep",
+    "PlanUpdated",
+    "Planner",
+    "PlanningError",
     "ProcessSandbox",
     "ProtocolError",
     "RateLimitError",
@@ -285,8 +319,10 @@ __all__ = [
     "SandboxUnavailableError",
     "ServerError",
     "Session",
+    "SimplePlanner",
     "StepFinished",
     "StepStarted",
+    "StepStatus",
     "StopReason",
     "StreamCutOffError",
     "SubprocessExecutor",

@@ -353,8 +353,12 @@ def _react_turn(exchange: Exchange) -> Reply:
             tool_calls=[ScriptedToolCall(step.tool, step.arguments_json)],
         )
     names = " and ".join(dict.fromkeys(n.tool for n in missing))
+    if len(missing) > 1:
+        reasoning = f"The question needs {names}; the calls are independent, so I make them at once."
+    else:
+        reasoning = f"The question needs {names}, so I call it."
     return Reply(
-        reasoning=f"The question needs {names}; the calls are independent, so I make them at once.",
+        reasoning=reasoning,
         text="Let me look that up.",
         tool_calls=[ScriptedToolCall(n.tool, n.arguments_json) for n in missing],
     )

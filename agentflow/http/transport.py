@@ -3,26 +3,31 @@
 A transport sends one request. With ``stream=False`` it returns once the whole body is in (``read``
 hands it back); with ``stream=True`` once the headers are in, and the body is then read chunk by chunk
 (``next_chunk``). A transport enforces two of the ``Timeout`` limits itself: ``connect`` (opening a
-connection) and ``read`` (the longest wait for data: for the response headers once the request is sent,
-then between body chunks). Failures come out typed: ``ModelConnectionError`` (with the network error as
+connection) and ``read`` (the longest wait for data: for the response once the request is sent, then
+for each next body chunk). Failures come out typed: ``ModelConnectionError`` (with the network error as
 ``__cause__``) and ``ModelTimeoutError``, so the client above never sees aiohttp. Transports know
-nothing about JSON, SSE, retries or the total timeout (the client's anyio cancel scope). Request headers
-(which carry the API key) never appear in a repr or an error message.
+nothing about JSON, SSE, retries or the total timeout (the client's anyio cancel scope). Request
+headers (which carry the API key) never appear in a repr or an error message.
 
-Why ``read`` lives here and not in a cancel scope per chunk: a stream may bring thousands of chunks, and
-an anyio scope costs ~8 µs each — about half of what a raw aiohttp loop spends per delta. aiohttp's own
-``sock_read`` timer is re-armed per received packet for a fraction of that, with the same meaning.
+How ``AiohttpTransport`` enforces ``read`` — chosen for the per-chunk cost, which decides streaming CPU:
+- not streaming: aiohttp's ``sock_read`` (no data for ``read`` seconds, headers or body);
+- streaming, until the headers: one anyio cancel scope of ``connect + read`` for the request;
+- streaming, between chunks: a watchdog timer armed once per ``read`` period, which counts only the
+  time spent *waiting* in ``next_chunk`` (a slow consumer is not a slow server). Re-arming a timer or
+  entering a cancel scope per chunk would cost as much as a raw aiohttp loop spends per delta.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 import aiohttp
+import anyio
 
 from ..model.errors import ModelConnectionError, ModelTimeoutError
 from .timeouts import Timeout
@@ -91,9 +96,18 @@ def _where(url: str) -> str:
 
 
 class AiohttpResponse:
-    """``HttpResponse`` over an ``aiohttp.ClientResponse``."""
+    """``HttpResponse`` over an ``aiohttp.ClientResponse`` (see the module notes on the read timeout)."""
 
-    __slots__ = ("_body", "_content", "_read_timeout", "_response", "_url")
+    __slots__ = (
+        "_body",
+        "_content",
+        "_loop",
+        "_read_timeout",
+        "_response",
+        "_url",
+        "_waiting_since",
+        "_watchdog",
+    )
 
     def __init__(
         self,
@@ -107,6 +121,9 @@ class AiohttpResponse:
         self._url = url
         self._read_timeout = read_timeout
         self._body = body
+        self._loop = asyncio.get_running_loop()
+        self._waiting_since = -1.0  # loop time when the pending next_chunk began waiting; -1: none
+        self._watchdog: asyncio.TimerHandle | None = None
 
     @property
     def status(self) -> int:
@@ -119,23 +136,48 @@ class AiohttpResponse:
         return self._response.headers
 
     async def read(self) -> bytes:
-        """The whole body (aiohttp releases the connection to the pool once it is read)."""
-        if self._body is not None:
-            return self._body
-        try:
-            return await self._response.read()
-        except aiohttp.ClientError as exc:
-            raise _failure(self._url, exc, self._read_timeout) from exc
+        """The whole body; chunk by chunk (each under the read timeout) when it was not read yet."""
+        if self._body is None:
+            chunks: list[bytes] = []
+            while chunk := await self.next_chunk():
+                chunks.append(chunk)
+            self._body = b"".join(chunks)
+        return self._body
 
     async def next_chunk(self) -> bytes:
         """Whatever part of the body has arrived (at least one byte), or ``b""`` at the end."""
+        read = self._read_timeout
+        if read is not None:
+            self._waiting_since = since = self._loop.time()
+            if self._watchdog is None:
+                self._watchdog = self._loop.call_at(since + read, self._check_stall)
         try:
             return await self._content.readany()
         except aiohttp.ClientError as exc:
-            raise _failure(self._url, exc, self._read_timeout) from exc
+            raise _failure(self._url, exc, read) from exc
+        finally:
+            self._waiting_since = -1.0
+
+    def _check_stall(self) -> None:
+        read = self._read_timeout
+        assert read is not None
+        since = self._waiting_since
+        if since >= 0 and self._loop.time() - since >= read:
+            self._watchdog = None
+            where = _where(self._url)
+            # Wakes the pending readany() with this error; the response is unusable afterwards.
+            self._content.set_exception(
+                ModelTimeoutError(f"no data from {where} within the read timeout of {read} s")
+            )
+            return
+        base = since if since >= 0 else self._loop.time()
+        self._watchdog = self._loop.call_at(base + read, self._check_stall)
 
     async def aclose(self) -> None:
         """Return the connection to the pool if the body was consumed, otherwise drop it."""
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
         if self._content.at_eof():
             self._response.release()
         else:
@@ -149,6 +191,9 @@ def _failure(
     if isinstance(exc, aiohttp.ServerTimeoutError):
         return ModelTimeoutError(f"no data from {where} within the read timeout of {read_timeout} s")
     return ModelConnectionError(f"connection to {where} lost while reading the response: {_describe(exc)}")
+
+
+_NO_SCOPE = contextlib.nullcontext()
 
 
 def _describe(exc: BaseException) -> str:
@@ -173,7 +218,7 @@ class AiohttpTransport:
         self._owned = session is None
         self._limit = limit
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._timeouts: tuple[Timeout, aiohttp.ClientTimeout] | None = None
+        self._timeouts: tuple[Timeout, aiohttp.ClientTimeout, aiohttp.ClientTimeout] | None = None
 
     def __repr__(self) -> str:
         return f"AiohttpTransport(limit={self._limit})"
@@ -208,38 +253,45 @@ class AiohttpTransport:
     ) -> HttpResponse:
         """Send the request; return once the whole response (``stream=False``) or its headers are in."""
         session = await self._current_session()
+        wait = math.inf
+        if stream and timeout.read is not None:
+            wait = timeout.read + (timeout.connect or 0.0)
         try:
-            response = await session.request(
-                method,
-                url,
-                data=body,
-                headers=headers,
-                timeout=self._client_timeout(timeout),
-                allow_redirects=True,
-            )
-            data = None if stream else await response.read()
+            with anyio.CancelScope(deadline=anyio.current_time() + wait) if stream else _NO_SCOPE as scope:
+                response = await session.request(
+                    method,
+                    url,
+                    data=body,
+                    headers=headers,
+                    timeout=self._client_timeout(timeout, stream),
+                    allow_redirects=True,
+                )
+                data = None if stream else await response.read()
         except aiohttp.ConnectionTimeoutError as exc:
             where = _where(url)
             raise ModelTimeoutError(f"connecting to {where} timed out after {timeout.connect} s") from exc
         except aiohttp.ServerTimeoutError as exc:
-            what = "response headers" if stream else "complete response"
             where = _where(url)
-            raise ModelTimeoutError(
-                f"no {what} from {where} within the read timeout of {timeout.read} s"
-            ) from exc
+            message = f"no complete response from {where} within the read timeout of {timeout.read} s"
+            raise ModelTimeoutError(message) from exc
         except (aiohttp.ClientError, OSError) as exc:
             raise ModelConnectionError(f"request to {_where(url)} failed: {_describe(exc)}") from exc
+        if scope is not None and scope.cancelled_caught:
+            raise ModelTimeoutError(
+                f"no response headers from {_where(url)} within {wait} s (connect + read)"
+            )
         return AiohttpResponse(response, url, timeout.read, data)
 
-    def _client_timeout(self, timeout: Timeout) -> aiohttp.ClientTimeout:
-        # Cached: the same Timeout comes with every call of a model.
+    def _client_timeout(self, timeout: Timeout, stream: bool) -> aiohttp.ClientTimeout:
+        # Cached per Timeout (the same one comes with every call of a model).
         cached = self._timeouts
         if cached is None or cached[0] is not timeout:
             cached = self._timeouts = (
                 timeout,
                 aiohttp.ClientTimeout(total=None, sock_connect=timeout.connect, sock_read=timeout.read),
+                aiohttp.ClientTimeout(total=None, sock_connect=timeout.connect, sock_read=None),
             )
-        return cached[1]
+        return cached[2] if stream else cached[1]
 
     async def aclose(self) -> None:
         """Close the session this transport opened (a session passed in stays open)."""

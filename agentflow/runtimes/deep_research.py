@@ -110,8 +110,8 @@ class DeepResearchRuntime(ReActRuntime):
         """The user input, then the plan (as a system item) → memory, then ``PlanCreated``."""
         await super().start(ctx)
         made = await self.planner.plan(ctx.input_text, self.planning_context(ctx, None))
-        plan = await self.review(attrs.evolve(made, revision=0), usage=made.usage)
         self._count_usage(ctx, made)
+        plan = await self.review(attrs.evolve(made, revision=0), usage=made.usage)
         ctx.runtime_state = plan
         if plan.steps:
             ctx.remember((system_item(plan.to_text()),))
@@ -138,8 +138,8 @@ class DeepResearchRuntime(ReActRuntime):
         if current is None:
             raise RuntimeError("replan() was called before the run's first plan was made")
         made = await self.planner.plan(ctx.input_text, self.planning_context(ctx, current))
-        plan = await self.review(attrs.evolve(made, revision=current.revision + 1), usage=made.usage)
         self._count_usage(ctx, made)
+        plan = await self.review(attrs.evolve(made, revision=current.revision + 1), usage=made.usage)
         ctx.runtime_state = plan
         if plan.steps and (plan.steps != current.steps or plan.goal != current.goal):
             ctx.remember((system_item(plan.to_text(UPDATED_PLAN_HEADER)),))

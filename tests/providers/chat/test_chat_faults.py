@@ -198,15 +198,15 @@ async def test_stream_retried_only_before_first_event(server: LocalServer, sleep
 
 
 async def test_stall_before_headers_past_the_read_timeout(server: LocalServer, sleeps: SleepRecorder) -> None:
-    server.add(stall_reply())
-    async with model_for(server, sleeps, retry=RetryPolicy.none(), read_timeout=0.05) as model:
+    server.add(stall_reply(), stall_reply())
+    limits = Timeout(connect=0.05, read=0.05)
+    async with model_for(server, sleeps, retry=RetryPolicy.none(), timeout=limits) as model:
         with pytest.raises(ModelTimeoutError, match=r"no complete response .* read timeout of 0\.05 s"):
             await model.chat(HI)
-        server.add(stall_reply())
         events, error = await collect(model)
     assert events == []
     assert isinstance(error, ModelTimeoutError)
-    assert "no response headers" in error.message
+    assert "no response headers" in error.message  # a stream waits at most connect + read for them
 
 
 async def test_stall_mid_stream_past_the_read_timeout(server: LocalServer, sleeps: SleepRecorder) -> None:

@@ -11,13 +11,13 @@ from agentflow.agent.agent import Agent, Agents
 from agentflow.agent.memory import InMemoryMemory
 from agentflow.agent.options import AgentOptions
 from agentflow.agent.prompt import AgentModelResult, AgentPrompt
-from agentflow.events import PlanCreated, PlanUpdated, RunFailed, RunStarted, StepStarted
+from agentflow.events import PlanCreated, PlanUpdated, RunCancelled, RunFailed, RunStarted, StepStarted
 from agentflow.model.response import TokenUsage
 from agentflow.plan import Plan, PlanStep, StepStatus
 from agentflow.result import StopReason
 from agentflow.runtimes import resolve_runtime
 from agentflow.runtimes.deep_research import DEEP_RESEARCH_INSTRUCTIONS, DeepResearchRuntime
-from agentflow.runtimes.planner import ModelPlanner, PlanParseError, SimplePlanner
+from agentflow.runtimes.planner import ModelPlanner, PlanContext, PlanParseError, SimplePlanner
 from agentflow.testing.fake import FakeChatModel, FakeModelClient, chat_reply, reply
 
 
@@ -257,3 +257,25 @@ def test_agents_deep_research_builds_the_runtime_from_its_options() -> None:
         Agents.deep_research(chat, planner="smart")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="sets the runtime itself"):
         Agents.deep_research(chat, runtime="react")
+
+
+async def test_cancelling_while_the_planner_works_ends_the_run_cleanly() -> None:
+    planning = anyio.Event()
+
+    class SlowPlanner(SimplePlanner):
+        async def plan(self, goal: str, context: PlanContext | None = None) -> Plan:
+            planning.set()
+            await anyio.sleep_forever()
+            raise AssertionError("unreachable")
+
+    memory = InMemoryMemory()
+    agent = Agent(FakeModelClient([]), runtime=DeepResearchRuntime(SlowPlanner()), memory=memory)
+    async with agent.stream("goal") as run:
+        async for event in run:
+            if isinstance(event, RunStarted):
+                await planning.wait()
+                await run.cancel()
+            last = event
+    assert isinstance(last, RunCancelled)
+    assert run.result.stop_reason is StopReason.CANCELLED
+    assert roles(memory.items) == ["user"]

@@ -1,0 +1,29 @@
+"""The public names: every name in ``agentflow.__all__`` resolves, and the agent layer loads lazily."""
+
+import subprocess
+import sys
+
+import pytest
+
+import agentflow
+
+
+def test_every_public_name_resolves() -> None:
+    missing = [name for name in agentflow.__all__ if getattr(agentflow, name, None) is None]
+    assert missing == []
+
+
+def test_importing_agentflow_leaves_the_agent_layer_unloaded() -> None:
+    code = (
+        "import sys, agentflow; "
+        "heavy = [m for m in ('agentflow.agent.agent', 'agentflow.tools', 'agentflow.sandbox', "
+        "'agentflow.runtimes', 'fastjsonschema', 'docstring_parser') if m in sys.modules]; "
+        "print(heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_unknown_attribute_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="NoSuchThing"):
+        _ = agentflow.NoSuchThing  # type: ignore[attr-defined]
