@@ -15,22 +15,23 @@ Target (issue 2 §6): agentflow no more than the floor.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
+from typing import Any
 
 from agentflow.model.messages import UserMessage
 from agentflow.providers.openai.chat_model import OpenAIChatModel
 
 from .floor import FloorClient
-from .harness import Config, Contenders, Measurement, Target, compare
-from .sdk import MISSING, open_sdk
+from .harness import Config, Contenders, Measurement
+from .long_stream import measure_stream, stream_contenders
+from .sdk import open_sdk
 
 __all__ = ["contenders", "measure"]
 
 API_KEY = "sk-bench"
 MODEL = "bench-model"
 PROMPT = "Tell a long story."
-WHOLE_BODY = "whole body"
 
 
 @asynccontextmanager
@@ -49,54 +50,26 @@ async def contenders(base_url: str, config: Config) -> AsyncIterator[Contenders]
         open_sdk(base_url, API_KEY) as sdk,
     ):
 
-        async def floor_stream() -> None:
-            assert await floor.read_stream("/chat/completions", body) > deltas
-
-        async def whole_body() -> None:
-            assert await floor.read_whole_stream("/chat/completions", body) > deltas
-
         async def agentflow_stream() -> None:
             async with model.stream([UserMessage(PROMPT)]) as stream:
                 async for _ in stream:
                     pass
             assert len(stream.response.message.text or "") == 5 * deltas
 
-        found: Contenders = [("floor", floor_stream), ("agentflow", agentflow_stream)]
-        if sdk.client is not None:
-            client = sdk.client
+        yield stream_contenders(floor, "/chat/completions", body, deltas, agentflow_stream, sdk, _sdk_stream)
 
-            async def sdk_stream() -> None:
-                chunks = await client.chat.completions.create(
-                    model=MODEL,
-                    messages=[{"role": "user", "content": PROMPT}],
-                    stream=True,
-                    stream_options={"include_usage": True},
-                )
-                count = 0
-                async for _ in chunks:
-                    count += 1
-                assert count > deltas
 
-            found.append(("openai SDK", sdk_stream))
-        found.append((WHOLE_BODY, whole_body))
-        yield found
+def _sdk_stream(client: Any) -> Awaitable[AsyncIterable[Any]]:
+    events: Awaitable[AsyncIterable[Any]] = client.chat.completions.create(
+        model=MODEL,
+        messages=[{"role": "user", "content": PROMPT}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    return events
 
 
 async def measure(base_url: str, config: Config) -> Measurement:
     """CPU per streamed delta of each contender, in µs."""
-    deltas = config.stream_deltas
-    result = Measurement(
-        key="chat_stream",
-        title=f"Chat stream, client CPU per delta ({deltas:,} deltas)",
-        unit="µs",
-        targets=[Target("agentflow", 1.0, relative_to="floor")],
-    )
-    async with contenders(base_url, config) as found:
-        result.figures = await compare(found, times=1, rounds=config.stream_rounds, scale=1e6 / deltas)
-    for figure in result.figures:
-        if figure.name == WHOLE_BODY:
-            figure.note = "reads the whole body, then splits it: not incremental; for scale only"
-    if result.figure("openai SDK") is None:
-        result.notes.append(MISSING)
-    result.notes.append(f"one stream per round, median of {config.stream_rounds} rounds")
-    return result
+    title = "Chat stream, client CPU per delta"
+    return await measure_stream("chat_stream", title, contenders(base_url, config), config)

@@ -11,7 +11,7 @@ Also maps the unified ``ChatRequest`` onto a ``ResponsesRequest`` so ``OpenAIRes
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
 import orjson
@@ -67,39 +67,23 @@ def encode_request(request: ResponsesRequest, *, stream: bool) -> dict[str, Any]
         raise ValueError("no model set: pass model=... to OpenAIResponsesModel, the request, or the call")
     body["model"] = request.model
     body["input"] = encode_input(request.input)
-    if request.instructions is not None:
-        body["instructions"] = request.instructions
-    if request.tools is not None:
-        body["tools"] = [encode_tool(tool) for tool in request.tools]
-    if request.tool_choice is not None:
-        body["tool_choice"] = encode_tool_choice(request.tool_choice)
-    if request.parallel_tool_calls is not None:
-        body["parallel_tool_calls"] = request.parallel_tool_calls
-    if request.temperature is not None:
-        body["temperature"] = request.temperature
-    if request.top_p is not None:
-        body["top_p"] = request.top_p
-    if request.max_output_tokens is not None:
-        body["max_output_tokens"] = request.max_output_tokens
-    if request.reasoning is not None:
-        body["reasoning"] = dict(request.reasoning)
-    if request.store is not None:
-        body["store"] = request.store
-    if request.user is not None:
-        body["user"] = request.user
-    if request.previous_response_id is not None:
-        body["previous_response_id"] = request.previous_response_id
-    if request.text is not None:
-        body["text"] = dict(request.text)
-    if request.include is not None:
-        body["include"] = list(request.include)
-    if request.metadata is not None:
-        body["metadata"] = dict(request.metadata)
+    for name, encode in _OPTIONAL_FIELDS:
+        value = getattr(request, name)
+        if value is not None:
+            body[name] = encode(value)
     if stream:
         body["stream"] = True
     elif "stream" in body:
         body["stream"] = False
     return body
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _encode_tools(tools: Iterable[ToolLike]) -> list[dict[str, Any]]:
+    return [encode_tool(tool) for tool in tools]
 
 
 def encode_tool(tool: ToolLike) -> dict[str, Any]:
@@ -138,6 +122,25 @@ def encode_tool_choice(choice: ToolChoiceLike) -> str | dict[str, Any]:
     if isinstance(choice, Mapping):
         return dict(choice)
     raise TypeError(f"tool_choice must be a ToolChoice, a string or a mapping, not {type(choice).__name__}")
+
+
+_OPTIONAL_FIELDS: tuple[tuple[str, Callable[[Any], Any]], ...] = (
+    ("instructions", _same),
+    ("tools", _encode_tools),
+    ("tool_choice", encode_tool_choice),
+    ("parallel_tool_calls", _same),
+    ("temperature", _same),
+    ("top_p", _same),
+    ("max_output_tokens", _same),
+    ("reasoning", dict),
+    ("store", _same),
+    ("user", _same),
+    ("previous_response_id", _same),
+    ("text", dict),
+    ("include", list),
+    ("metadata", dict),
+)
+"""The optional ``ResponsesRequest`` fields in body order, each with its wire encoding (sent when set)."""
 
 
 def _text_part(text: str) -> dict[str, Any]:

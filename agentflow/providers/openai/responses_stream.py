@@ -66,6 +66,12 @@ def _identity(response: ResponsesResponse) -> ResponsesResponse:
     return response
 
 
+def _joined(content: list[Any], part_type: str, key: str) -> str:
+    """The ``key`` strings of a message's ``part_type`` content parts, concatenated."""
+    texts = (p.get(key) for p in content if isinstance(p, Mapping) and p.get("type") == part_type)
+    return "".join(text for text in texts if isinstance(text, str))
+
+
 class ResponsesStreamDecoder(Generic[R]):
     """Turns the SSE events of one ``/responses`` stream into model events.
 
@@ -358,30 +364,22 @@ class ResponsesStreamDecoder(Generic[R]):
         """Events for a finished item whose content never arrived as deltas (servers that skip them)."""
         kind = item.get("type")
         if kind == "function_call":
+            # A call the model did not finish (cut at max_output_tokens) may hold truncated arguments: it
+            # stays in ``output`` but is never announced as ready, as in ``ResponsesResponse.tool_calls``.
+            if item.get("status") in UNFINISHED_STATUSES:
+                return []
             return self._call_events(idx, item)
         events: list[ModelEvent] = []
         if kind == "message":
             content = item.get("content")
             if not isinstance(content, list):
                 return events
-            if idx not in self._text:
-                text = "".join(
-                    p.get("text") or ""
-                    for p in content
-                    if isinstance(p, Mapping) and p.get("type") == "output_text"
-                )
-                if text:
-                    self._text[idx] = [text]
-                    events.append(TextDelta(text))
-            if idx not in self._refusal:
-                refusal = "".join(
-                    p.get("refusal") or ""
-                    for p in content
-                    if isinstance(p, Mapping) and p.get("type") == "refusal"
-                )
-                if refusal:
-                    self._refusal[idx] = [refusal]
-                    events.append(RefusalDelta(refusal))
+            if idx not in self._text and (text := _joined(content, "output_text", "text")):
+                self._text[idx] = [text]
+                events.append(TextDelta(text))
+            if idx not in self._refusal and (refusal := _joined(content, "refusal", "refusal")):
+                self._refusal[idx] = [refusal]
+                events.append(RefusalDelta(refusal))
         elif kind == "reasoning" and idx not in self._reasoning:
             parts = [
                 p.get("text")
@@ -415,18 +413,18 @@ class ResponsesStreamDecoder(Generic[R]):
             check_response(build_response(envelope, ()))
             raise ModelError("the response failed without an error object")
         output = envelope.get("output")
-        if not isinstance(output, list) or (not output and self._items):
-            # Some compatible servers leave the final output empty and expect it to be aggregated.
-            output = envelope["output"] = self._aggregated_items()
+        if not isinstance(output, list) or not output:
+            # Some compatible servers leave the final output empty and expect it to be aggregated; after
+            # ``response.completed`` every item it aggregates is finished.
+            output = envelope["output"] = self._aggregated_items(
+                finished=envelope.get("status") in ("completed", None)
+            )
         response = build_response(envelope, output)
         events: list[ModelEvent] = []
         # Content the stream never delivered as deltas, and calls never announced as ready: every finished
         # call gets exactly one ToolCallReady, whichever events the server chose to send.
         for idx, item in enumerate(output):
-            if item.get("type") == "function_call":
-                if item.get("status") not in UNFINISHED_STATUSES:
-                    events.extend(self._call_events(idx, item))
-            elif idx not in self._finished:
+            if idx not in self._finished or item.get("type") == "function_call":
                 events.extend(self._catch_up(idx, item))
         result = self._finalize(response)
         check_response(response, on_incomplete=self._on_incomplete, partial=result)
@@ -444,13 +442,19 @@ class ResponsesStreamDecoder(Generic[R]):
         if not self._seen_any:
             raise StreamCutOffError("the response stream ended before any event")
         envelope = dict(self._envelope)
+        # A server that skipped ``response.created`` left no status: the partial must never read as completed.
+        if envelope.get("status") in ("completed", None):
+            envelope["status"] = "in_progress"
         output = self._aggregated_items()
         envelope["output"] = output
         partial = self._finalize(build_response(envelope, output))
         raise StreamCutOffError("the response stream ended before response.completed", partial=partial)
 
-    def _aggregated_items(self) -> list[dict[str, Any]]:
-        """Output items so far: finished items verbatim, unfinished ones completed with the deltas seen."""
+    def _aggregated_items(self, *, finished: bool = False) -> list[dict[str, Any]]:
+        """Output items so far: finished items verbatim, unfinished ones completed with the deltas seen.
+
+        ``finished``: the response completed, so items without an ``output_item.done`` are complete too.
+        """
         indexes = set(self._items) | set(self._text) | set(self._refusal) | set(self._reasoning)
         indexes |= set(self._call_args) | set(self._pending_args)
         items: list[dict[str, Any]] = []
@@ -485,6 +489,9 @@ class ResponsesStreamDecoder(Generic[R]):
                 item["arguments"] = "".join(self._call_args[idx])
             if item.get("type") == "function_call" and not item.get("name"):
                 continue  # arguments without a known function name cannot form a call
-            item.setdefault("status", "in_progress")
+            if finished:
+                item["status"] = "completed"
+            else:
+                item.setdefault("status", "in_progress")
             items.append(item)
         return items

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
+import orjson
 import pytest
 from responses_support import API_KEY, LocalServer, Reply, load
 
@@ -161,6 +163,23 @@ async def test_raw_items_pass_verbatim(server: LocalServer, model: OpenAIRespons
     body = await sent(server, model, [UserMessage("go"), *recorded[1:]])
     assert body["input"][1:] == recorded[1:]
     assert body["input"][1]["encrypted_content"].startswith("gAAAA")
+
+
+async def test_output_items_round_trip_as_input_verbatim(
+    server: LocalServer, model: OpenAIResponsesModel
+) -> None:
+    server.queue(Reply.recording("responses_reasoning_parallel_function_calls.json"), ok())
+    response = await model.create("go")
+    results = [ToolResultMessage(call.id, "7") for call in response.tool_calls]
+    await model.create([UserMessage("go"), *response.output, *results])
+    sent_input = server.requests[1].json["input"]
+    recorded = orjson.loads(load("responses_reasoning_parallel_function_calls.json")["response_body"])
+    assert sent_input[1 : 1 + len(response.output)] == recorded["output"]  # encrypted_content, ids, status
+    assert sent_input[-1] == {
+        "type": "function_call_output",
+        "call_id": response.tool_calls[-1].id,
+        "output": "7",
+    }
 
 
 async def test_unsupported_input_fails_with_a_clear_error(model: OpenAIResponsesModel) -> None:
@@ -332,6 +351,30 @@ def test_unknown_options_are_rejected() -> None:
         ResponsesRequest("hi").merged(overrides={"max_tokens": 5})
     with pytest.raises(TypeError, match="unknown Responses request option"):
         ResponsesRequest("hi").merged(overrides={"input": "other"})
+
+
+def test_every_request_field_is_sent_when_set() -> None:
+    values: dict[str, Any] = {
+        "model": "m",
+        "instructions": "i",
+        "tools": [WEATHER],
+        "tool_choice": "auto",
+        "parallel_tool_calls": True,
+        "temperature": 0.1,
+        "top_p": 0.2,
+        "max_output_tokens": 3,
+        "reasoning": {"effort": "low"},
+        "store": True,
+        "user": "u",
+        "previous_response_id": "resp_0",
+        "text": {"verbosity": "low"},
+        "include": ["reasoning.encrypted_content"],
+        "metadata": {"k": "v"},
+    }
+    # A new ResponsesRequest field must be added here, and so checked to reach the wire.
+    assert set(values) == {f.name for f in attrs.fields(ResponsesRequest)} - {"input", "extra_body"}
+    body = encode_request(ResponsesRequest("hi", **values), stream=False)
+    assert list(body) == ["model", "input", *list(values)[1:]]
 
 
 def test_encode_request_is_pure_and_deterministic() -> None:

@@ -6,7 +6,17 @@ import pytest
 from responses_support import kinds
 
 from agentflow.http.retry import RetryPolicy
-from agentflow.model.errors import IncompleteResponseError, ServerError, StreamCutOffError
+from agentflow.http.timeouts import Timeout
+from agentflow.model.errors import (
+    IncompleteResponseError,
+    ModelConnectionError,
+    ModelError,
+    ModelTimeoutError,
+    ProtocolError,
+    RateLimitError,
+    ServerError,
+    StreamCutOffError,
+)
 from agentflow.model.events import ToolCallReady
 from agentflow.model.messages import ToolCall
 from agentflow.model.response import FinishReason
@@ -60,3 +70,32 @@ async def test_scripted_faults_become_typed_errors() -> None:
         with pytest.raises(StreamCutOffError) as caught:
             await model.stream([]).collect()
     assert caught.value.partial.finish_reason is FinishReason.OTHER
+
+
+@pytest.mark.parametrize(
+    ("fault", "stream_error", "blocking_error"),
+    [
+        (Fault.status(429), RateLimitError, RateLimitError),
+        (Fault.status(503), ServerError, ServerError),
+        (Fault.malformed_chunk(3, reply=FULL), ProtocolError, ProtocolError),
+        (Fault.disconnect(5, reply=FULL), ModelConnectionError, ModelConnectionError),
+        (Fault.truncate(5, reply=FULL), StreamCutOffError, ProtocolError),
+        (Fault.stream_error(2, reply=FULL), ServerError, ServerError),
+        (Fault.stall(3, reply=FULL), ModelTimeoutError, ModelTimeoutError),
+    ],
+    ids=["status_429", "status_503", "malformed", "disconnect", "truncate", "stream_error", "stall"],
+)
+async def test_every_scripted_fault_is_a_typed_error_streaming_and_blocking(
+    fault: Fault, stream_error: type[ModelError], blocking_error: type[ModelError]
+) -> None:
+    async with (
+        ScriptedServer([fault, fault]) as server,
+        OpenAIResponsesModel(
+            base_url=server.base_url, model="m", retry=RetryPolicy.none(), timeout=Timeout(read=0.05)
+        ) as model,
+    ):
+        with pytest.raises(stream_error):
+            await model.create_stream("hi").collect()
+        with pytest.raises(blocking_error):
+            await model.create("hi")
+        assert [request.stream for request in server.requests] == [True, False]

@@ -394,6 +394,14 @@ def test_cut_off_partial_keeps_unfinished_text_and_reasoning() -> None:
     assert error.partial.output_text == "Par"
 
 
+def test_cut_off_partial_never_reads_as_completed_even_without_response_created() -> None:
+    _, error = run_decoder(sse_body(added(0, message("", "in_progress")), text_delta("Hal")))
+    assert isinstance(error, StreamCutOffError)
+    assert error.partial.status == "in_progress"
+    assert error.partial.output_text == "Hal"
+    assert error.partial.finish_reason is FinishReason.OTHER
+
+
 def test_empty_body_and_done_sentinel_alone_are_cut_off() -> None:
     _, error = run_decoder("")
     assert isinstance(error, StreamCutOffError)
@@ -448,6 +456,24 @@ def test_events_without_output_index_are_correlated_by_item_id() -> None:
     assert error.partial.output_text == "Hi"
 
 
+def test_events_that_arrive_before_their_item_are_not_lost() -> None:
+    # Out of order: the text delta and the final arguments come before the items are announced.
+    body = sse_body(
+        created(),
+        text_delta("Hi", 0),
+        {"type": "response.function_call_arguments.done", "output_index": 1, "arguments": '{"n":1}'},
+        added(0, message("", "in_progress")),
+        added(1, call_item(1, status="in_progress")),
+        done(0, message("Hi")),
+    )
+    events, error = run_decoder(body)
+    call = ToolCall("call_1", "tool_1", '{"n":1}')
+    assert events == [TextDelta("Hi"), ToolCallStarted(1, "call_1", "tool_1"), ToolCallReady(1, call)]
+    assert isinstance(error, StreamCutOffError)
+    assert error.partial.output_text == "Hi"
+    assert error.partial.tool_calls == (call,)
+
+
 def test_interleaved_parallel_calls_are_aggregated_per_index_and_ready_once() -> None:
     body = sse_body(
         created(),
@@ -495,6 +521,44 @@ def test_server_that_sends_no_deltas_still_streams_the_content() -> None:
     assert response.refusal == "No."
     assert response.reasoning == "Why"
     assert len(response.output) == 4
+
+
+def test_completed_with_an_empty_output_is_aggregated_from_the_deltas() -> None:
+    # A lenient server: deltas only (no output_item.done, no arguments.done), then an empty final output.
+    body = sse_body(
+        text_delta("Hi"),
+        added(1, call_item(1, status="in_progress")),
+        args_delta(1, '{"q":'),
+        args_delta(1, "1}"),
+        completed([]),
+    )
+    events, error = run_decoder(body)
+    assert error is None
+    call = ToolCall("call_1", "tool_1", '{"q":1}')
+    assert events[-3] == ToolCallReady(1, call)  # the response completed: its calls are finished
+    response = events[-1].response  # type: ignore[attr-defined]
+    assert response.output_text == "Hi"
+    assert response.tool_calls == (call,)
+    assert [item["status"] for item in response.output] == ["completed", "completed"]
+
+
+def test_unfinished_call_is_never_ready_even_at_output_item_done() -> None:
+    unfinished = call_item(0, '{"a":', status="incomplete")
+    final = envelope("incomplete", [unfinished], incomplete_details={"reason": "max_output_tokens"})
+    body = sse_body(
+        created(),
+        added(0, call_item(0, status="in_progress")),
+        args_delta(0, '{"a":'),
+        done(0, unfinished),
+        {"type": "response.incomplete", "response": final},
+    )
+    decoder = ResponsesStreamDecoder.for_responses(on_incomplete="return")
+    events, error = run_decoder(body, decoder)
+    assert error is None
+    assert kinds(events) == ["tool_call_started", "tool_call_arguments_delta", "model_completed"]
+    response = events[-1].response  # type: ignore[attr-defined]
+    assert response.tool_calls == ()
+    assert response.output[0]["arguments"] == '{"a":'  # kept verbatim, not offered as a call
 
 
 def test_completed_output_alone_yields_every_event_once() -> None:
