@@ -11,6 +11,10 @@ One ``EventBus`` belongs to one run. The runtime publishes; consumers either ite
 - **No replay.** A subscriber sees only the events published after it subscribed.
 - **End of stream.** Publishing the terminal event (``RunFinished``/``RunFailed``/``RunCancelled``) delivers
   it and then closes the bus: every subscription ends after it, and later ``publish`` calls raise.
+- **The end never waits.** Once the run is ending (``begin_ending()``, or the terminal event itself),
+  ``publish`` no longer waits for a full subscriber: what does not fit its buffer is held for it and
+  delivered after the buffered events. So every subscriber still open gets the terminal event, last, even
+  one that has stopped reading, and a consumer that stopped reading cannot hold up a run's clean-up.
 - **Isolation.** A callback that raises is logged on the ``agentflow`` logger and recorded in
   ``callback_failures``; the run goes on. A subscription whose consumer closed it, left its
   ``async with`` or broke out of its ``async for`` is dropped from the bus and never blocks the run.
@@ -73,6 +77,9 @@ EventTypes = type[Event] | tuple[type[Event], ...] | None
 
 _MAX_RECORDED_FAILURES = 100
 
+# The bus's state (``EventBus._state``): open; ending (publish never waits for a subscriber); closed.
+_OPEN, _ENDING, _CLOSED = 0, 1, 2
+
 
 class BusClosedError(RuntimeError):
     """``publish`` was called after the run's terminal event (or after ``close``)."""
@@ -104,7 +111,7 @@ class Subscription(Generic[E_co]):
     subscriber lost because its buffer was full.
     """
 
-    __slots__ = ("_bus", "_drop_deltas", "_receive", "_send", "dropped", "types")
+    __slots__ = ("_bus", "_drop_deltas", "_held", "_receive", "_send", "dropped", "types")
 
     def __init__(
         self, bus: EventBus, types: tuple[type[Event], ...] | None, buffer: int, policy: Policy
@@ -117,6 +124,8 @@ class Subscription(Generic[E_co]):
         send, receive = anyio.create_memory_object_stream[Any](max_buffer_size=buffer)
         self._send: MemoryObjectSendStream[Any] = send
         self._receive: MemoryObjectReceiveStream[Any] = receive
+        # Events of the run's ending that did not fit the buffer; delivered after it (see ``_offer_ending``).
+        self._held: collections.deque[Event] = collections.deque()
 
     # -- consumer side -------------------------------------------------------------------------------
 
@@ -144,21 +153,31 @@ class Subscription(Generic[E_co]):
         except anyio.WouldBlock:
             pass
         except anyio.EndOfStream:
-            self.close()
-            raise StopAsyncIteration from None
+            return self._after_buffer()
         except anyio.ClosedResourceError:
             raise StopAsyncIteration from None
         try:
             return await self._receive.receive()  # type: ignore[no-any-return]
         except anyio.EndOfStream:
-            self.close()
-            raise StopAsyncIteration from None
+            return self._after_buffer()
         except anyio.ClosedResourceError:
             raise StopAsyncIteration from None
 
+    def _after_buffer(self) -> E_co:
+        # The bus has ended and the buffer is drained: the held events of the ending, then the end.
+        if self._held:
+            return self._held.popleft()  # type: ignore[return-value]
+        self.close()
+        raise StopAsyncIteration
+
     async def receive(self) -> E_co:
-        """The next event; raises ``anyio.EndOfStream`` once the run has ended and the buffer is drained."""
-        event: E_co = await self._receive.receive()
+        """The next event; raises ``anyio.EndOfStream`` once the run has ended and every event was read."""
+        try:
+            event: E_co = await self._receive.receive()
+        except anyio.EndOfStream:
+            if self._held:
+                return self._held.popleft()  # type: ignore[return-value]
+            raise
         return event
 
     def close(self) -> None:
@@ -206,6 +225,23 @@ class Subscription(Generic[E_co]):
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             self._bus._remove(self)
 
+    def _offer_ending(self, event: Event) -> None:
+        """Deliver without ever waiting: what does not fit the buffer is held (the bus ends right after)."""
+        if not self._held:
+            try:
+                self._send.send_nowait(event)
+                return
+            except anyio.WouldBlock:
+                if self._drop_deltas and isinstance(event, DELTA_TYPES):
+                    self.dropped += 1
+                    return
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                self._bus._remove(self)
+                return
+        # Held events come after everything buffered, so the order stays the publish order. Only the few
+        # events of a run's ending (synthetic tool results, the terminal event) are ever held.
+        self._held.append(event)
+
     def _end(self) -> None:
         # Closing the send side lets the consumer drain what is buffered, then ends its iteration.
         self._send.close()
@@ -230,6 +266,8 @@ class _Callback:
         if result is not None and inspect.isawaitable(result):
             return self._finish(event, result)
         return None
+
+    _offer_ending = _offer
 
     async def _finish(self, event: Event, pending: Awaitable[Any]) -> None:
         try:
@@ -320,11 +358,11 @@ class EventBus:
     """
 
     __slots__ = (
-        "_closed",
         "_lock",
         "_routes",
         "_seq",
         "_sinks",
+        "_state",
         "callback_failures",
         "failed_callbacks",
         "run_id",
@@ -336,7 +374,7 @@ class EventBus:
         self.step = 0
         """The current step; the runtime sets it. Events published without a step of their own get it."""
         self._seq = 0
-        self._closed = False
+        self._state = _OPEN
         self._sinks: list[_Sink] = []
         self._routes: dict[type[Event], tuple[_Sink, ...]] = {}
         # Held only while a publish is suspended mid-delivery, so concurrent publishers stay in seq order.
@@ -351,7 +389,7 @@ class EventBus:
     @property
     def closed(self) -> bool:
         """True once the terminal event was published or ``close`` was called."""
-        return self._closed
+        return self._state == _CLOSED
 
     @property
     def seq(self) -> int:
@@ -388,7 +426,7 @@ class EventBus:
         if policy not in ("backpressure", "drop_deltas"):
             raise ValueError(f"policy must be 'backpressure' or 'drop_deltas', got {policy!r}")
         sub: Subscription[Any] = Subscription(self, _normalise_types(types), buffer, policy)
-        if self._closed:
+        if self._state == _CLOSED:
             sub._end()
         else:
             self._add(sub)
@@ -404,7 +442,7 @@ class EventBus:
         if not callable(callback):
             raise TypeError(f"callback must be callable, got {callback!r}")
         entry = _Callback(self, _normalise_types(types), callback)
-        if not self._closed:
+        if self._state != _CLOSED:
             self._add(entry)
 
         def unsubscribe() -> None:
@@ -434,17 +472,16 @@ class EventBus:
     async def publish(self, event: E) -> E:
         """Stamp ``event`` (``run_id``, ``step`` unless it has one, next ``seq``) and deliver it.
 
-        Returns the stamped event. Waits while a backpressure subscriber's buffer is full. Raises
-        ``BusClosedError`` after the terminal event.
+        Returns the stamped event. Waits while a backpressure subscriber's buffer is full (never once the
+        run is ending). Raises ``BusClosedError`` after the terminal event.
         """
-        if self._closed:
-            raise self._closed_error(event)
-        if self._lock.locked():
-            # Another publish is suspended mid-delivery: queue behind it so every subscriber sees seq order.
-            async with self._lock:
-                return await self._publish_in_order(event)
+        if self._state or self._lock.locked():
+            # Ending or closed, or another publish is suspended mid-delivery: the careful path.
+            return await self._publish_in_order(event)
         cls = type(event)
         info = _event_classes.get(cls) or _event_classes.setdefault(cls, _EventClass(cls))
+        if info.terminal:
+            return await self._publish_in_order(event)
         self._seq += 1
         stamped: E = info.restamp(event, self.run_id, event.step or self.step, self._seq)
         if self._sinks:
@@ -463,24 +500,33 @@ class EventBus:
                     finally:
                         self._lock.release()
                     break
-        if info.terminal:
-            self._close()
         return stamped
 
     async def _publish_in_order(self, event: E) -> E:
-        if self._closed:
+        if self._state == _CLOSED:
             raise self._closed_error(event)
-        cls = type(event)
-        info = _event_classes.get(cls) or _event_classes.setdefault(cls, _EventClass(cls))
-        self._seq += 1
-        stamped: E = info.restamp(event, self.run_id, event.step or self.step, self._seq)
-        for sink in self._route(cls):
-            pending = sink._offer(stamped)
-            if pending is not None:
-                await pending
-        if info.terminal:
-            self._close()
-        return stamped
+        # Queue behind a publish suspended mid-delivery, so every subscriber sees seq order.
+        async with self._lock:
+            if self._state == _CLOSED:
+                raise self._closed_error(event)
+            cls = type(event)
+            info = _event_classes.get(cls) or _event_classes.setdefault(cls, _EventClass(cls))
+            if info.terminal:
+                self.begin_ending()
+            self._seq += 1
+            stamped: E = info.restamp(event, self.run_id, event.step or self.step, self._seq)
+            try:
+                ending = self._state == _ENDING
+                for sink in self._route(cls):
+                    pending = sink._offer_ending(stamped) if ending else sink._offer(stamped)
+                    if pending is not None:
+                        await pending  # an async callback, or (before the ending) a full subscriber
+            finally:
+                # However the delivery ends (even cut short waiting on an async callback), the terminal
+                # event closes the bus: every subscriber has it or its end, and nothing more is published.
+                if info.terminal:
+                    self._close()
+            return stamped
 
     def _closed_error(self, event: Event) -> BusClosedError:
         return BusClosedError(
@@ -488,6 +534,17 @@ class EventBus:
         )
 
     # -- ending --------------------------------------------------------------------------------------
+
+    def begin_ending(self) -> None:
+        """The run is ending: from now on ``publish`` never waits for a subscriber.
+
+        An event that does not fit a subscriber's buffer is held for it and delivered after the buffered
+        ones, so a consumer that stopped reading cannot delay the run's clean-up nor miss its last events.
+        Only the few events of an ending (synthetic tool results, the terminal event) should follow:
+        held events are not bounded by ``buffer``. Publishing the terminal event does this by itself.
+        """
+        if self._state == _OPEN:
+            self._state = _ENDING
 
     async def close(self) -> None:
         """End every subscription (consumers still drain what is buffered) and refuse further events.
@@ -497,9 +554,9 @@ class EventBus:
         self._close()
 
     def _close(self) -> None:
-        if self._closed:
+        if self._state == _CLOSED:
             return
-        self._closed = True
+        self._state = _CLOSED
         sinks, self._sinks = self._sinks, []
         self._routes.clear()
         for sink in sinks:

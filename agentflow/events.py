@@ -107,7 +107,11 @@ class ToolFailed(RunEvent):
 
 @attrs.frozen
 class CodeExecuted(RunEvent):
-    """CodeAct ran a code step; ``ok`` is false when the code raised or was killed."""
+    """CodeAct ran a code step; ``ok`` is false when the code raised or was killed.
+
+    ``error_type`` says why a step failed (a ``CodeErrorType`` value: ``"timeout"``, ``"exception"``…),
+    ``None`` when it succeeded or the executor did not say.
+    """
 
     code: str
     ok: bool
@@ -116,6 +120,7 @@ class CodeExecuted(RunEvent):
     stderr: str = ""
     error: str | None = None
     duration: float = 0.0
+    error_type: str | None = None
 
 
 @attrs.frozen

@@ -13,8 +13,13 @@ No model server here: the sandbox is driven directly, as the CodeAct runtime dri
     ``ToolStarted``/``ToolSucceeded`` events, concurrency limit, timeout), as a ReAct tool call does.
 
   The empty step's CPU is reported too (the fixed cost of a code step on the host).
+- round trip through the runtime: the same loop as a whole CodeAct run (``Agents.codeact`` on an in-process
+  ``FakeModelClient``, one sandbox shared by the runs so its start is not counted): host CPU of that run
+  minus the CPU of a run whose step makes no call, per call. This is the path of a real agent: the
+  runtime's tool invoker, ``ToolCallRequested``/``ToolStarted``/``ToolSucceeded`` on the run's event bus,
+  the ``ToolExecutor``.
 
-Targets (issue 5): start < 100 ms; a tool call from code < 1 ms of host CPU (on "via ToolExecutor").
+Targets (issue 5): start < 100 ms; a tool call from code < 1 ms of host CPU (on "through CodeActRuntime").
 The child's CPU is not counted: it is another process.
 """
 
@@ -31,7 +36,7 @@ from .harness import Config, Figure, Measurement, Target
 __all__ = ["measure"]
 
 START = "executor start (wall)"
-ROUND_TRIP = "round trip, via ToolExecutor"
+ROUND_TRIP = "round trip, through CodeActRuntime"
 
 Invoker = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
@@ -122,6 +127,40 @@ async def _round_trip_figures(config: Config) -> tuple[dict[str, list[float]], l
     return per_call, empty_steps
 
 
+async def _runtime_round_trips(config: Config) -> list[float]:
+    from agentflow.agent.agent import Agents
+    from agentflow.runtimes.codeact import CodeActOptions
+    from agentflow.sandbox import ProcessSandbox
+    from agentflow.testing.fake import FakeModelClient, reply
+    from agentflow.tools import tool
+
+    @tool
+    async def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    calls = config.code_round_trips
+    loop_code = f"total = 0\nfor i in range({calls}):\n    total += add(a=i, b=1)\ntotal"
+    per_call: list[float] = []
+    async with ProcessSandbox() as sandbox:
+        options = CodeActOptions(executor=sandbox)  # shared by the runs: its process starts once
+
+        async def run_cpu(code: str) -> float:
+            answer = orjson.dumps({"type": "code", "language": "python", "code": code}).decode()
+            agent = Agents.codeact(FakeModelClient([reply(answer)]), tools=[add], codeact=options)
+            start = time.process_time()
+            result = await agent.run("add")
+            assert result.tool_results or code == "0", result
+            return time.process_time() - start
+
+        for round_ in range(config.rounds + 1):  # round 0 warms up
+            empty = await run_cpu("0")
+            loop = await run_cpu(loop_code)
+            if round_:
+                per_call.append((loop - empty) / calls * 1e3)
+    return per_call
+
+
 async def measure(config: Config) -> Measurement:
     """Start time (ms, wall) and host CPU per tool round trip (ms); skipped without a working sandbox."""
     result = Measurement(
@@ -141,10 +180,12 @@ async def measure(config: Config) -> Measurement:
         return result
     walls, cpus = await _start_figures(config)
     per_call, empty_steps = await _round_trip_figures(config)
+    runtime = await _runtime_round_trips(config)
     start = Figure(START, walls, note=f"host CPU {sorted(cpus)[len(cpus) // 2]:.1f} ms")
     result.figures = [
         start,
         *(Figure(f"round trip, {name}", values) for name, values in per_call.items()),
+        Figure(ROUND_TRIP, runtime),
         Figure("empty code step (host CPU)", empty_steps),
     ]
     result.notes.append(

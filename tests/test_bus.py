@@ -102,6 +102,54 @@ async def test_close_ends_subscriptions_after_their_buffered_events() -> None:
     assert [e.text async for e in events if isinstance(e, TextDelta)] == ["a", "b"]
 
 
+async def test_the_terminal_event_never_waits_and_reaches_a_subscriber_that_stopped_reading() -> None:
+    bus = EventBus("r")
+    stalled = bus.subscribe(buffer=1)
+    await bus.publish(TextDelta("fills the buffer"))
+    # Nobody reads: publishing the terminal event must still return at once (no task group, no timeout).
+    terminal = await bus.publish(finished())
+    assert bus.closed
+    received = [e async for e in stalled]  # read later: the buffered event, then the terminal event, last
+    assert [type(e) for e in received] == [TextDelta, RunFinished]
+    assert received[-1] == terminal
+
+
+async def test_once_the_run_is_ending_publish_holds_what_does_not_fit_in_publish_order() -> None:
+    bus = EventBus("r")
+    stalled = bus.subscribe(buffer=1)
+    dropping = bus.subscribe(buffer=1, policy="drop_deltas")
+    await bus.publish(StepStarted())
+    bus.begin_ending()
+    call = ToolCall("c1", "search", "{}")
+    # None of these waits, although both buffers are full and nobody reads.
+    await bus.publish(TextDelta("late delta"))
+    await bus.publish(ToolStarted(call))
+    await bus.publish(RunCancelled(AgentResult("r", "", StopReason.CANCELLED)))
+    assert [e.seq async for e in stalled] == [1, 2, 3, 4]
+    assert [(await dropping.receive()).seq for _ in range(3)] == [1, 3, 4]
+    assert dropping.dropped == 1  # a drop_deltas subscriber still loses deltas, never boundaries
+    with pytest.raises(anyio.EndOfStream):
+        await dropping.receive()
+
+
+async def test_a_terminal_publish_cut_short_in_an_async_callback_still_ends_the_bus() -> None:
+    bus = EventBus("r")
+    events = bus.subscribe()
+    in_callback = anyio.Event()
+
+    async def hangs(_event: Event) -> None:
+        in_callback.set()
+        await anyio.sleep_forever()
+
+    bus.on(RunFinished, hangs)
+    async with anyio.create_task_group() as group:
+        group.start_soon(bus.publish, finished())
+        await in_callback.wait()
+        group.cancel_scope.cancel()
+    assert bus.closed
+    assert [type(e) async for e in events] == [RunFinished]
+
+
 async def test_a_slow_subscriber_slows_publish_by_default() -> None:
     bus = EventBus("r")
     published = 0

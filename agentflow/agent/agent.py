@@ -16,7 +16,6 @@ one loop serves both.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
@@ -28,18 +27,18 @@ from ..bus import EventBus, EventTypes, Policy
 from ..model.events import Event
 from ..model.messages import Message, UserMessage
 from ..model.protocol import ChatModel
-from ..result import AgentResult
 from ..runtimes import AgentRuntime, resolve_runtime
 from ..runtimes.context import RunContext
 from ..tools.registry import ToolRegistry
 from ..tools.tool import Tool
 from .chat_client import ChatModelClient
+from .client_base import ProtocolClient
 from .items import user_item
 from .memory import InMemoryMemory, Memory
 from .options import AgentOptions, ModelSettings
 from .prompt import ModelClient
 from .responses_client import ResponsesModelClient
-from .run import AgentRun
+from .run import AgentRun, RunStarter, run_sync
 from .session import Session
 
 if TYPE_CHECKING:
@@ -60,16 +59,14 @@ ModelLike: TypeAlias = ChatModel | ModelClient
 def as_model_client(model: object) -> ModelClient:
     """The ``ModelClient`` for ``model``: an ``OpenAIResponsesModel`` in a ``ResponsesModelClient``, any other
     ``ChatModel`` in a ``ChatModelClient``, a ``ModelClient`` as is."""
-    if isinstance(model, ChatModelClient | ResponsesModelClient):
+    if isinstance(model, ProtocolClient):
         return model
-    try:
-        from ..providers.openai.responses_model import OpenAIResponsesModel
-    except ImportError:  # pragma: no cover - the provider is part of the package
-        pass
-    else:
-        # Checked first: it is a ChatModel too, but its native protocol keeps more (raw output items).
-        if isinstance(model, OpenAIResponsesModel):
-            return ResponsesModelClient(model)
+    # Imported here, at agent construction, so that importing agentflow does not load the Responses codec.
+    from ..providers.openai.responses_model import OpenAIResponsesModel
+
+    # Checked first: it is a ChatModel too, but its native protocol keeps more (raw output items).
+    if isinstance(model, OpenAIResponsesModel):
+        return ResponsesModelClient(model)
     if isinstance(model, ChatModel):
         return ChatModelClient(model)
     if isinstance(model, ModelClient):
@@ -123,8 +120,8 @@ def input_items(value: AgentInput) -> tuple[str, tuple[Any, ...]]:
     )
 
 
-class Agent:
-    """A model with tools, a runtime, a system prompt and options.
+class Agent(RunStarter):
+    """A model with tools, a runtime, a system prompt and options; ``run``/``stream``/``run_sync`` start runs.
 
     - ``model``: a ``ChatModel`` (wrapped in ``ChatModelClient``), an ``OpenAIResponsesModel`` (wrapped in
       ``ResponsesModelClient``) or any ``ModelClient`` (e.g. ``agentflow.testing.FakeModelClient``).
@@ -193,41 +190,11 @@ class Agent:
 
     # -- runs ------------------------------------------------------------------------------------------------
 
-    def stream(
-        self,
-        input: AgentInput,
-        *,
-        types: Sequence[type[Event]] | type[Event] | None = None,
-        buffer: int = 256,
-        policy: Policy = "backpressure",
-        run_id: str | None = None,
-    ) -> AgentRun:
-        """A run whose events you iterate: ``async with agent.stream(x) as run: async for event in run``.
-
-        ``types`` limits the events delivered, ``buffer``/``policy`` shape the subscription (see
-        ``EventBus.subscribe``). Model calls stream unless ``options.stream`` is ``False``.
-        """
-        if self._default_session is not None:
-            return self._default_session.stream(
-                input, types=types, buffer=buffer, policy=policy, run_id=run_id
-            )
-        return self._new_run(input, subscribe=True, types=types, buffer=buffer, policy=policy, run_id=run_id)
-
-    async def run(self, input: AgentInput, *, run_id: str | None = None) -> AgentResult:
-        """Run to the end and return the result.
-
-        A failed run raises its exception (a ``ModelError``, ``MaxStepsExceeded``…); a run cut short by
-        ``options.timeout`` returns its partial result (``StopReason.DEADLINE``); cancelling the calling task
-        cancels the run cleanly and re-raises the cancellation.
-        """
-        if self._default_session is not None:
-            return await self._default_session.run(input, run_id=run_id)
-        async with self._new_run(input, subscribe=False, run_id=run_id) as run:
-            return await run.wait()
-
-    def run_sync(self, input: AgentInput) -> AgentResult:
-        """``run`` for scripts and notebooks without a running event loop (see ``agentflow.run_sync``)."""
-        return run_sync(self, input)
+    def _run_on(self) -> tuple[Agent, Memory | None, anyio.Lock | None]:
+        session = self._default_session
+        if session is not None:
+            return session._run_on()
+        return self, None, None
 
     def session(self, memory: Memory | None = None, *, session_id: str | None = None) -> Session:
         """A new conversation: its memory (``memory``, or a fresh one) persists across its runs."""
@@ -284,31 +251,6 @@ class Agent:
         await self.aclose()
 
 
-def run_sync(target: Agent | Session, input: AgentInput) -> AgentResult:
-    """Run an agent (or a session's next turn) from synchronous code, in a fresh event loop.
-
-    For scripts and notebooks without a running loop. The agent's model connections are closed before it
-    returns, since they belong to that loop (the next call opens new ones). Inside async code, ``await
-    agent.run(...)`` instead.
-    """
-    agent = target.agent if isinstance(target, Session) else target
-
-    async def main() -> AgentResult:
-        try:
-            return await target.run(input)
-        finally:
-            with anyio.CancelScope(shield=True):
-                await agent.aclose()
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return anyio.run(main)
-    raise RuntimeError(
-        "run_sync() cannot be used inside a running event loop; use 'await agent.run(...)' there"
-    )
-
-
 class Agents:
     """Shortcuts that build an ``Agent`` with a given runtime (the reference's ``Agents`` factory).
 
@@ -347,8 +289,9 @@ class Agents:
         """An agent with the DeepResearch runtime: a plan first, then the ReAct loop.
 
         ``planner``: a ``Planner``, ``"simple"`` (default: the goal is the only step) or ``"model"`` (a
-        ``ModelPlanner`` asking ``model`` itself, which must then be a ``ChatModel``). ``replan_every`` and
-        ``on_plan`` are ``DeepResearchRuntime``'s options; ``kwargs`` go to ``Agent``.
+        ``ModelPlanner`` asking ``model`` itself, which must then be a ``ChatModel``, for the model name
+        ``settings`` sets, if any). ``replan_every`` and ``on_plan`` are ``DeepResearchRuntime``'s options;
+        ``kwargs`` go to ``Agent``.
         """
         from ..runtimes.deep_research import DeepResearchRuntime
         from ..runtimes.planner import ModelPlanner, SimplePlanner
@@ -363,7 +306,10 @@ class Agents:
                     f"planner='model' needs a ChatModel to plan with, got {type(model).__name__}; "
                     "pass planner=ModelPlanner(chat_model) instead"
                 )
-            chosen = ModelPlanner(model)
+            # The planner asks for the model name the agent's own calls use (ModelSettings.model), if set.
+            settings = kwargs.get("settings")
+            name = settings.model if isinstance(settings, ModelSettings) else None
+            chosen = ModelPlanner(model, parameters={"model": name} if name else None)
         elif isinstance(planner, str):
             raise ValueError(f"planner must be 'simple', 'model' or a Planner, got {planner!r}")
         else:

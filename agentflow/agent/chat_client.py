@@ -19,7 +19,6 @@ The mapping functions are pure; only the client awaits.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from types import TracebackType
 from typing import Any
 
 from ..model.messages import Message, SystemMessage
@@ -28,8 +27,9 @@ from ..model.request import ChatParameters, ChatRequest
 from ..model.response import ChatResponse
 from ..model.stream import ModelStream
 from ..model.tools import ToolChoice
+from .client_base import ProtocolClient
 from .items import assistant_item, to_chat_messages, with_call_ids
-from .prompt import AgentModelResult, AgentPrompt, ToolChoiceLike, relay_stream
+from .prompt import AgentModelResult, AgentPrompt, ToolChoiceLike
 
 __all__ = ["ChatModelClient", "chat_result", "to_chat_request"]
 
@@ -136,45 +136,32 @@ def chat_result(response: ChatResponse) -> AgentModelResult:
     )
 
 
-class ChatModelClient:
+class ChatModelClient(ProtocolClient[ChatModel, ChatRequest, ChatResponse]):
     """Runs agent prompts over the Chat Completions protocol through a ``ChatModel``.
 
     ``aclose()`` (or leaving ``async with``) closes the wrapped model.
     """
 
-    __slots__ = ("_model",)
+    __slots__ = ()
 
     def __init__(self, chat_model: ChatModel) -> None:
         if not isinstance(chat_model, ChatModel):
             raise TypeError(f"ChatModelClient needs a ChatModel, got {type(chat_model).__name__}")
-        self._model = chat_model
+        super().__init__(chat_model)
 
     @property
     def chat_model(self) -> ChatModel:
         """The wrapped model."""
         return self._model
 
-    def __repr__(self) -> str:
-        return f"ChatModelClient({self._model!r})"
+    def _request(self, prompt: AgentPrompt) -> ChatRequest:
+        return to_chat_request(prompt)
 
-    async def create(self, prompt: AgentPrompt) -> AgentModelResult:
-        """One blocking Chat Completions call."""
-        request = to_chat_request(prompt)
-        return chat_result(await self._model.chat(request))
+    def _project(self, response: ChatResponse) -> AgentModelResult:
+        return chat_result(response)
 
-    def create_stream(self, prompt: AgentPrompt) -> ModelStream[AgentModelResult]:
-        """One streaming call: model events as they arrive, then ``ModelCompleted(AgentModelResult)``."""
-        request = to_chat_request(prompt)
-        return relay_stream(lambda: self._model.stream(request), chat_result)
+    async def _send(self, request: ChatRequest) -> ChatResponse:
+        return await self._model.chat(request)
 
-    async def aclose(self) -> None:
-        """Close the wrapped model."""
-        await self._model.aclose()
-
-    async def __aenter__(self) -> ChatModelClient:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
+    def _open(self, request: ChatRequest) -> ModelStream[ChatResponse]:
+        return self._model.stream(request)

@@ -18,14 +18,14 @@ The mapping functions are pure; only the client awaits.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from types import TracebackType
 from typing import Any, Protocol, runtime_checkable
 
 from ..model.messages import ToolCall
 from ..model.stream import ModelStream
 from ..providers.openai.responses_types import ResponsesRequest, ResponsesResponse
+from .client_base import ProtocolClient
 from .items import system_item, to_responses_input, with_call_ids
-from .prompt import AgentModelResult, AgentPrompt, relay_stream
+from .prompt import AgentModelResult, AgentPrompt
 
 __all__ = ["ResponsesModel", "ResponsesModelClient", "responses_result", "to_responses_request"]
 
@@ -128,13 +128,13 @@ def responses_result(response: ResponsesResponse) -> AgentModelResult:
     )
 
 
-class ResponsesModelClient:
+class ResponsesModelClient(ProtocolClient[ResponsesModel, ResponsesRequest, ResponsesResponse]):
     """Runs agent prompts over the OpenAI Responses protocol through ``OpenAIResponsesModel``.
 
     ``aclose()`` (or leaving ``async with``) closes the wrapped model.
     """
 
-    __slots__ = ("_model",)
+    __slots__ = ()
 
     def __init__(self, responses_model: ResponsesModel) -> None:
         if not isinstance(responses_model, ResponsesModel):
@@ -142,34 +142,21 @@ class ResponsesModelClient:
                 "ResponsesModelClient needs a Responses model with create/create_stream/aclose "
                 f"(e.g. OpenAIResponsesModel), got {type(responses_model).__name__}"
             )
-        self._model = responses_model
+        super().__init__(responses_model)
 
     @property
     def responses_model(self) -> ResponsesModel:
         """The wrapped model."""
         return self._model
 
-    def __repr__(self) -> str:
-        return f"ResponsesModelClient({self._model!r})"
+    def _request(self, prompt: AgentPrompt) -> ResponsesRequest:
+        return to_responses_request(prompt)
 
-    async def create(self, prompt: AgentPrompt) -> AgentModelResult:
-        """One blocking Responses call."""
-        request = to_responses_request(prompt)
-        return responses_result(await self._model.create(request))
+    def _project(self, response: ResponsesResponse) -> AgentModelResult:
+        return responses_result(response)
 
-    def create_stream(self, prompt: AgentPrompt) -> ModelStream[AgentModelResult]:
-        """One streaming call: model events as they arrive, then ``ModelCompleted(AgentModelResult)``."""
-        request = to_responses_request(prompt)
-        return relay_stream(lambda: self._model.create_stream(request), responses_result)
+    async def _send(self, request: ResponsesRequest) -> ResponsesResponse:
+        return await self._model.create(request)
 
-    async def aclose(self) -> None:
-        """Close the wrapped model."""
-        await self._model.aclose()
-
-    async def __aenter__(self) -> ResponsesModelClient:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
+    def _open(self, request: ResponsesRequest) -> ModelStream[ResponsesResponse]:
+        return self._model.create_stream(request)

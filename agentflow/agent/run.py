@@ -13,12 +13,17 @@ is missed; a slow consumer slows the run (backpressure). Leaving the block befor
 ``break``, an exception, or the task being cancelled — cancels the run and waits until it has closed cleanly:
 model stream and tools stopped, memory completed, ``RunCancelled`` published. ``agent.run()`` is this same
 handle consumed to the end without a subscription.
+
+``RunStarter`` is what ``Agent`` and ``Session`` share: ``stream``, ``run`` and ``run_sync``, one
+implementation for both, on the memory each of them names.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 import anyio
 from anyio.abc import TaskGroup
@@ -29,7 +34,92 @@ from ..result import AgentResult
 from ..runtimes.base import AgentRuntime
 from ..runtimes.context import RunContext
 
-__all__ = ["AgentRun"]
+if TYPE_CHECKING:
+    from .agent import Agent, AgentInput
+    from .memory import Memory
+
+__all__ = ["AgentRun", "RunStarter", "run_sync"]
+
+
+class RunStarter:
+    """Starts runs of an agent: ``stream`` (iterate the events) and ``run`` / ``run_sync`` (the result).
+
+    ``Agent`` and ``Session`` both are one. A session's runs (and those of an agent built with a ``memory``
+    instance) continue its conversation and wait for the earlier runs on it to end; an agent's other runs
+    each get a fresh memory and run at once.
+    """
+
+    __slots__ = ()
+
+    def _run_on(self) -> tuple[Agent, Memory | None, anyio.Lock | None]:
+        """The agent, the memory of the next run (``None``: a fresh one) and the lock serialising its runs."""
+        raise NotImplementedError
+
+    def stream(
+        self,
+        input: AgentInput,
+        *,
+        types: Sequence[type[Event]] | type[Event] | None = None,
+        buffer: int = 256,
+        policy: Policy = "backpressure",
+        run_id: str | None = None,
+    ) -> AgentRun:
+        """A run whose events you iterate: ``async with agent.stream(x) as run: async for event in run``.
+
+        ``types`` limits the events delivered, ``buffer``/``policy`` shape the subscription (see
+        ``EventBus.subscribe``). Model calls stream unless ``options.stream`` is ``False``.
+        """
+        agent, memory, lock = self._run_on()
+        return agent._new_run(
+            input,
+            memory=memory,
+            lock=lock,
+            subscribe=True,
+            types=types,
+            buffer=buffer,
+            policy=policy,
+            run_id=run_id,
+        )
+
+    async def run(self, input: AgentInput, *, run_id: str | None = None) -> AgentResult:
+        """Run to the end and return the result.
+
+        A failed run raises its exception (a ``ModelError``, ``MaxStepsExceeded``…); a run cut short by
+        ``options.timeout`` returns its partial result (``StopReason.DEADLINE``); cancelling the calling task
+        cancels the run cleanly and re-raises the cancellation.
+        """
+        agent, memory, lock = self._run_on()
+        async with agent._new_run(input, memory=memory, lock=lock, subscribe=False, run_id=run_id) as run:
+            return await run.wait()
+
+    def run_sync(self, input: AgentInput) -> AgentResult:
+        """``run`` for scripts and notebooks without a running event loop (see ``agentflow.run_sync``)."""
+        return run_sync(self, input)
+
+
+def run_sync(target: RunStarter, input: AgentInput) -> AgentResult:
+    """Run an agent (or a session's next turn) from synchronous code, in a fresh event loop.
+
+    For scripts and notebooks without a running loop. The agent's model connections are closed before it
+    returns, since they belong to that loop (the next call opens new ones). Inside async code, ``await
+    agent.run(...)`` instead.
+    """
+    agent = target._run_on()[0]
+
+    async def main() -> AgentResult:
+        try:
+            return await target.run(input)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await agent.aclose()
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return anyio.run(main)
+    raise RuntimeError(
+        "run_sync() cannot be used inside a running event loop; use 'await agent.run(...)' there"
+    )
 
 
 class AgentRun:

@@ -8,27 +8,23 @@ model; the session hands its memory and lock to the agent's runs.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ..bus import Policy
-from ..model.events import Event
-from ..result import AgentResult
 from .memory import Memory
-from .run import AgentRun
+from .run import RunStarter
 
 if TYPE_CHECKING:
-    from .agent import Agent, AgentInput
+    from .agent import Agent
 
 __all__ = ["Session"]
 
 
-class Session:
+class Session(RunStarter):
     """A conversation with ``agent`` whose ``memory`` persists across runs; concurrent runs wait their turn.
 
-    Get one with ``agent.session()``::
+    Get one with ``agent.session()``; ``run``, ``stream`` and ``run_sync`` work as on the agent::
 
         chat = agent.session()
         await chat.run("My name is Ada.")
@@ -62,35 +58,5 @@ class Session:
         """How many runs wait for the one in progress to end."""
         return self._lock.statistics().tasks_waiting
 
-    def stream(
-        self,
-        input: AgentInput,
-        *,
-        types: Sequence[type[Event]] | type[Event] | None = None,
-        buffer: int = 256,
-        policy: Policy = "backpressure",
-        run_id: str | None = None,
-    ) -> AgentRun:
-        """Like ``Agent.stream``, on this session's memory; the run starts once earlier runs have ended."""
-        return self.agent._new_run(
-            input,
-            memory=self.memory,
-            lock=self._lock,
-            subscribe=True,
-            types=types,
-            buffer=buffer,
-            policy=policy,
-            run_id=run_id,
-        )
-
-    async def run(self, input: AgentInput, *, run_id: str | None = None) -> AgentResult:
-        """Like ``Agent.run``, on this session's memory, after earlier runs of the session have ended."""
-        run = self.agent._new_run(input, memory=self.memory, lock=self._lock, subscribe=False, run_id=run_id)
-        async with run:
-            return await run.wait()
-
-    def run_sync(self, input: AgentInput) -> AgentResult:
-        """``run`` for scripts: runs its own event loop (see ``agentflow.run_sync``)."""
-        from .agent import run_sync
-
-        return run_sync(self, input)
+    def _run_on(self) -> tuple[Agent, Memory | None, anyio.Lock | None]:
+        return self.agent, self.memory, self._lock

@@ -1,8 +1,9 @@
 """Live terminal rendering of a run's events (the CLI and ``make demo``), and newline-delimited JSON.
 
 ``Renderer`` writes each event as it arrives: answer text as it streams, reasoning dimmed, tool calls with
-their arguments, results and failures, code executed (CodeAct), the plan and its updates (DeepResearch),
-retries, and the outcome with the run's usage at the end. Plain ANSI escapes, no dependency; no colour at
+their arguments, results and failures, CodeAct code (shown as soon as the model has written it, so the tool
+calls it makes appear under it) and its outcome, the plan and its updates (DeepResearch), retries, and the
+outcome with the run's usage at the end. Plain ANSI escapes, no dependency; no colour at
 all when ``color=False`` (see ``use_color``: not a terminal, ``NO_COLOR`` set, or ``TERM=dumb``).
 ``json_line`` is the ``--json`` form: ``event.to_dict()`` through orjson, one line per event.
 
@@ -17,6 +18,7 @@ from typing import Any, TextIO
 
 import orjson
 
+from ..agent.prompt import AgentModelResult
 from ..events import (
     CodeExecuted,
     PlanCreated,
@@ -31,10 +33,11 @@ from ..events import (
     ToolProgress,
     ToolSucceeded,
 )
-from ..model.events import Event, ModelRetry, ReasoningDelta, RefusalDelta, TextDelta
+from ..model.events import Event, ModelCompleted, ModelRetry, ReasoningDelta, RefusalDelta, TextDelta
 from ..model.response import TokenUsage
 from ..plan import Plan, StepStatus
 from ..result import AgentResult
+from ..runtimes.codeact_protocol import CodeMessage, parse_answer
 
 __all__ = ["Renderer", "json_line", "use_color"]
 
@@ -120,6 +123,7 @@ class Renderer:
         self._at_line_start = True
         self._streaming: type[Event] | None = None
         self._quiet_text = False
+        self._shown_code: str | None = None
 
     # -- output primitives -----------------------------------------------------------------------------------
 
@@ -175,6 +179,7 @@ class Renderer:
         elif isinstance(event, RunStarted):
             # CodeAct's model text is its JSON protocol: the code steps and the answer are shown instead.
             self._quiet_text = event.runtime == "codeact"
+            self._shown_code = None
             self.line(f"> [{event.runtime}] {_clip(event.input, 200)}", "bold")
         elif isinstance(event, StepStarted):
             self.line(f"-- step {event.step + 1} --", "dim")
@@ -190,6 +195,13 @@ class Renderer:
             self.line(f"<- {event.call.name}: {_clip(event.result.output, _OUTPUT_CHARS)}", "green")
         elif isinstance(event, ToolFailed):
             self.line(f"x  {event.call.name}: {_clip(event.result.output, _OUTPUT_CHARS)}", "red")
+        elif isinstance(event, ModelCompleted):
+            if self._quiet_text and isinstance(event.response, AgentModelResult):
+                # Show the code now, before it runs: the tool calls it makes are then rendered under it.
+                answer = parse_answer(event.response.output_text)
+                if isinstance(answer, CodeMessage):
+                    self.code_source(answer.code)
+                    self._shown_code = answer.code
         elif isinstance(event, CodeExecuted):
             self.code(event)
         elif isinstance(event, ModelRetry):
@@ -219,11 +231,17 @@ class Renderer:
         for number, step in enumerate(plan.steps, start=1):
             self.line(f"  {_MARKS[step.status]} {number}. {step.text}", "blue")
 
-    def code(self, event: CodeExecuted) -> None:
-        """A CodeAct code step: the code, what it printed, and its value or error."""
+    def code_source(self, code: str) -> None:
+        """A CodeAct code step's source, under a ``code:`` heading."""
         self.line("code:", "magenta", "bold")
-        for source_line in event.code.splitlines() or [""]:
+        for source_line in code.splitlines() or [""]:
             self.line(f"  | {source_line}", "magenta")
+
+    def code(self, event: CodeExecuted) -> None:
+        """A CodeAct code step: the code (unless already shown), what it printed, and its value or error."""
+        shown, self._shown_code = self._shown_code, None
+        if event.code != shown:
+            self.code_source(event.code)
         for printed in event.stdout.splitlines():
             self.line(f"  > {printed}", "dim")
         if event.ok:

@@ -409,6 +409,10 @@ def _codeact_turn(exchange: Exchange) -> Reply:
         return Reply(text=orjson.dumps({"type": "final", "output": output}).decode())
     offered = [name for name in ("calculator", "utc_now") if f"{name}(" in exchange.system]
     needs = _needs(exchange.question, offered)
+    if not needs:
+        # Nothing to compute: answer at once, as a model would, instead of running empty code.
+        final = {"type": "final", "output": _no_tools_answer(exchange.question)}
+        return Reply(text=orjson.dumps(final).decode())
     lines = ["# Independent tool calls run concurrently with parallel().", "found = []"]
     if len(needs) > 1:
         calls = ", ".join(repr((n.tool, dict(n.arguments))) for n in needs)
@@ -418,8 +422,7 @@ def _codeact_turn(exchange: Exchange) -> Reply:
     lines.append(f"labels = {[_label(n) for n in needs]!r}")
     lines.append("for label, value in zip(labels, values):")
     lines.append("    found.append(f'{label} {value}')")
-    answer = "'Computed in the sandbox: ' + '; '.join(found)" if needs else repr(_no_tools_answer(""))
-    lines.append(answer)
+    lines.append("'Computed in the sandbox: ' + '; '.join(found)")
     code = "\n".join(lines)
     return Reply(text=orjson.dumps({"type": "code", "language": "python", "code": code}).decode())
 

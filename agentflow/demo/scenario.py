@@ -11,6 +11,9 @@ Offline (the default without ``OPENAI_API_KEY``) the model is the bundled script
 seconds with no network. With ``OPENAI_API_KEY`` set (and optionally ``OPENAI_BASE_URL`` and
 ``AGENTFLOW_MODEL``) the same runs go to that endpoint. A section that fails says why in one line and the
 demo goes on; the exit code says whether every section succeeded.
+
+The scripted model answers at once, so offline a whole section would appear in one go; ``pace`` (seconds per
+streamed text fragment, used by ``python -m agentflow.demo`` on a terminal) lets the eye follow the stream.
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ import contextlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import anyio
 import attrs
 
 from ..agent.agent import Agent, Agents
 from ..agent.options import AgentOptions
+from ..model.events import ReasoningDelta, TextDelta
 from ..model.protocol import ChatModel
 from ..providers.openai.chat_model import OpenAIChatModel
 from ..providers.openai.client import DEFAULT_BASE_URL
@@ -92,7 +97,7 @@ def _codeact_agent(model: ChatModel) -> Agent | None:
 
 
 async def _section(
-    render: Renderer, title: str, make_agent: Callable[[], Agent | None], question: str
+    render: Renderer, title: str, make_agent: Callable[[], Agent | None], question: str, pace: float = 0.0
 ) -> bool:
     """One section: a heading, the run rendered live; whether it succeeded."""
     render.heading(title)
@@ -100,14 +105,21 @@ async def _section(
     if agent is None:
         render.line("(not available in this build: skipped)", "yellow")
         return True
+    # CodeAct's text is its JSON protocol, which the renderer does not show: nothing to pace there.
+    pace = 0.0 if agent.runtime.name == "codeact" else pace
     async with agent.stream(question) as run:
         async for event in run:
             render(event)
+            if pace and isinstance(event, TextDelta | ReasoningDelta):
+                await anyio.sleep(pace)
     return run.error is None
 
 
-async def run_demo(render: Renderer, endpoint: Endpoint | None = None) -> int:
-    """Run every section against ``endpoint`` (``None``: the bundled scripted server); the failed count."""
+async def run_demo(render: Renderer, endpoint: Endpoint | None = None, *, pace: float = 0.0) -> int:
+    """Run every section against ``endpoint`` (``None``: the bundled scripted server); the failed count.
+
+    ``pace``: seconds to wait after rendering each streamed text fragment (0: none).
+    """
     async with contextlib.AsyncExitStack() as stack:
         if endpoint is None:
             server = await stack.enter_async_context(ScriptedServer(respond))
@@ -144,7 +156,7 @@ async def run_demo(render: Renderer, endpoint: Endpoint | None = None) -> int:
         ]
         failed = 0
         for title, make_agent, question in plans:
-            if not await _section(render, title, make_agent, question):
+            if not await _section(render, title, make_agent, question, pace):
                 failed += 1
         render.line()
         if failed:

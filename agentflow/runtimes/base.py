@@ -53,7 +53,7 @@ from ..events import (
     ToolFailed,
 )
 from ..model.errors import StreamCutOffError
-from ..model.events import ModelCompleted, ReasoningDelta, TextDelta
+from ..model.events import ModelCompleted, ReasoningDelta, TextDelta, UsageReported
 from ..model.messages import ToolCall
 from ..model.response import TokenUsage
 from ..model.tools import ToolChoice
@@ -66,7 +66,10 @@ from .errors import AgentRunError, MaxStepsExceeded
 __all__ = ["AgentRuntime"]
 
 _CLEANUP_SECONDS = 10.0
-"""How long shielded clean-up (closing memory, the terminal event) may take after a cancel."""
+"""How long each shielded part of a run's ending (settling memory; the terminal event) may take.
+
+Publishing never waits for a subscriber once a run is ending (``EventBus.begin_ending``), so only an async
+event callback or a runtime's own ``settle_pending`` (CodeAct stopping its sandbox) can use this time."""
 
 
 def join_prompt(*parts: str | None) -> str | None:
@@ -113,32 +116,30 @@ class AgentRuntime:
                 await self.start(ctx)
                 result = await self.run_loop(ctx)
         except anyio.get_cancelled_exc_class():
-            with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
-                await self._end_cancelled(ctx, StopReason.CANCELLED)
+            await self._end_cancelled(ctx, StopReason.CANCELLED)
             raise
-        except Exception as exc:
+        except GeneratorExit:
+            raise
+        except BaseException as exc:
+            # Exceptions, and also a KeyboardInterrupt or SystemExit raised inside a tool: still one terminal.
             ctx.error = exc
-            with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
-                await self.settle_pending(ctx, "the run failed before this tool call finished")
-                partial = exc.partial if isinstance(exc, AgentRunError) else None
-                if partial is None:
-                    partial = ctx.result_for(StopReason.ERROR, error=exception_message(exc))
-                ctx.result = partial
-                await self._publish_terminal(
-                    ctx, RunFailed(error_type=type(exc).__name__, error=str(exc), partial=partial)
-                )
+            await self._settle(ctx, "the run failed before this tool call finished")
+            partial = exc.partial if isinstance(exc, AgentRunError) else None
+            if partial is None:
+                partial = ctx.result_for(StopReason.ERROR, error=exception_message(exc))
+            ctx.result = partial
+            await self._publish_terminal(
+                ctx, RunFailed(error_type=type(exc).__name__, error=str(exc), partial=partial)
+            )
             raise
         if result is None:
             # One of the run's own scopes caught a cancellation: the caller's, or the wall-clock deadline.
             reason = StopReason.DEADLINE if deadline_scope.cancelled_caught else StopReason.CANCELLED
-            with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
-                await self._end_cancelled(ctx, reason)
+            await self._end_cancelled(ctx, reason)
             assert ctx.result is not None
             return ctx.result
         ctx.result = result
-        # Shielded like the other terminal events: a cancel arriving now cannot leave the run without one.
-        with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
-            await self._publish_terminal(ctx, RunFinished(result=result))
+        await self._publish_terminal(ctx, RunFinished(result=result))
         return result
 
     async def _end_cancelled(self, ctx: RunContext, reason: StopReason) -> None:
@@ -146,13 +147,22 @@ class AgentRuntime:
             why = f"the run's time limit ({ctx.options.timeout} s) was reached before this tool call finished"
         else:
             why = "the run was cancelled before this tool call finished"
-        await self.settle_pending(ctx, why)
+        await self._settle(ctx, why)
         ctx.result = ctx.result_for(reason)
         await self._publish_terminal(ctx, RunCancelled(partial=ctx.result))
 
+    async def _settle(self, ctx: RunContext, reason: str) -> None:
+        # Shielded (a cancel is what brought us here) and capped; from now on publishing never waits for a
+        # subscriber, so a consumer that stopped reading cannot hold the ending up.
+        ctx.bus.begin_ending()
+        with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
+            await self.settle_pending(ctx, reason)
+
     async def _publish_terminal(self, ctx: RunContext, event: TerminalEvent) -> None:
-        # If someone closed the bus early nobody can receive the event any more; the outcome is on ctx.
-        with contextlib.suppress(BusClosedError):
+        # Shielded and capped apart from the settling, so a run always gets its terminal event (the bus
+        # closes even if an async callback is cut short). If someone closed the bus early nobody can
+        # receive the event any more; the outcome is on ctx.
+        with anyio.move_on_after(_CLEANUP_SECONDS, shield=True), contextlib.suppress(BusClosedError):
             await ctx.publish(event)
 
     async def run_loop(self, ctx: RunContext) -> AgentResult:
@@ -186,7 +196,6 @@ class AgentRuntime:
         calls_before = len(ctx.tool_calls)
         prompt = self.build_prompt(ctx, final=final)
         result = await self.call_model(ctx, prompt)
-        ctx.add_usage(result.usage)
         stop = await self.handle_model_result(ctx, result, final=final)
         await ctx.publish(StepFinished(tool_calls=len(ctx.tool_calls) - calls_before, usage=ctx.step_usage))
         ctx.step += 1
@@ -237,8 +246,10 @@ class AgentRuntime:
         """``ModelRequest``, then the model call; every model event is published as it arrives.
 
         A blocking call publishes its reasoning and text once, as a ``ReasoningDelta`` and a ``TextDelta``,
-        so subscribers see the same vocabulary either way; both paths end with ``ModelCompleted``.
-        Leaving early (cancel, deadline) closes the stream and with it the HTTP response.
+        so subscribers see the same vocabulary either way; both paths end with ``ModelCompleted``. The call's
+        usage counts the moment it completes (a cancel after that keeps it), or, for a stream cut short, as
+        far as the server reported it. Leaving early (cancel, deadline) closes the stream and with it the
+        HTTP response.
         """
         await ctx.publish(
             ModelRequest(
@@ -247,21 +258,34 @@ class AgentRuntime:
         )
         if not prompt.stream:
             result = await ctx.model.create(prompt)
+            ctx.add_usage(result.usage)
             await self._publish_whole(ctx, result, text=True, reasoning=True)
             return result
         completed: AgentModelResult | None = None
+        reported: TokenUsage | None = None
         saw_text = saw_reasoning = False
-        async with ctx.model.create_stream(prompt) as stream:
-            async for event in stream:
-                if isinstance(event, ModelCompleted):
-                    completed = event.response
-                    await self._publish_whole(ctx, completed, text=not saw_text, reasoning=not saw_reasoning)
-                    continue
-                if isinstance(event, TextDelta):
-                    saw_text = True
-                elif isinstance(event, ReasoningDelta):
-                    saw_reasoning = True
-                await ctx.publish(event)
+        try:
+            async with ctx.model.create_stream(prompt) as stream:
+                async for event in stream:
+                    if isinstance(event, ModelCompleted):
+                        completed = event.response
+                        reported = None
+                        ctx.add_usage(completed.usage)
+                        await self._publish_whole(
+                            ctx, completed, text=not saw_text, reasoning=not saw_reasoning
+                        )
+                        continue
+                    if isinstance(event, TextDelta):
+                        saw_text = True
+                    elif isinstance(event, ReasoningDelta):
+                        saw_reasoning = True
+                    elif isinstance(event, UsageReported):
+                        reported = event.usage  # cumulative: the latest report is the call's usage so far
+                    await ctx.publish(event)
+        finally:
+            if reported is not None:
+                # Cut short (cancelled, failed) after the server reported usage: those tokens were spent.
+                ctx.add_usage(reported)
         if completed is None:
             raise StreamCutOffError("the model stream ended without a completion event")
         return completed

@@ -96,6 +96,11 @@ def _check_executor(
         )
 
 
+def _check_max_result_chars(_instance: object, _attribute: object, value: int | None) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"CodeActOptions.max_result_chars must be an int >= 1 or None, got {value!r}")
+
+
 @attrs.frozen
 class CodeActOptions:
     """How CodeAct runs code and when a run ends.
@@ -110,6 +115,11 @@ class CodeActOptions:
       and what it returns is closed when the run ends; an executor instance is used by every run as is
       (you own it and close it; its state is shared by those runs).
     - ``limits``: the ``ExecutionLimits`` of every code step (wall time, CPU, memory, output…).
+    - ``max_result_chars``: how much of a step's value its ``CODE_RESULT`` shows the model (16,000
+      characters, about 4,000 tokens); a longer value is cut, ending with a ``[... result truncated: N
+      more characters not shown ...]`` marker. ``None``: no cut (``limits.max_result_bytes``, 1 MiB, still
+      bounds the value). Only the model's view is cut: ``CodeExecuted.result`` and an answer taken from
+      the step (``react=False``, ``final_answer(x)``) keep the whole value.
 
     >>> CodeActOptions(react=True).limits.wall_time
     30.0
@@ -121,6 +131,7 @@ class CodeActOptions:
     limits: ExecutionLimits = attrs.field(
         factory=ExecutionLimits, validator=attrs.validators.instance_of(ExecutionLimits)
     )
+    max_result_chars: int | None = attrs.field(default=16_000, validator=_check_max_result_chars)
 
 
 @attrs.define(eq=False)
@@ -154,14 +165,12 @@ def _state(ctx: RunContext) -> _RunState:
 
 
 def _api_text(executor: CodeExecutor) -> str:
-    """How code reaches tools, worded for what this executor allows (read from it when it says)."""
+    """How code reaches tools, worded for what this executor says it allows (``ProcessSandbox`` and any
+    executor with ``persistent`` / ``network`` / ``site_packages`` attributes; else: persistent, no network,
+    standard library only)."""
     persistent = getattr(executor, "persistent", True)
-    network = getattr(executor, "network", None)
-    site_packages = getattr(executor, "site_packages", None)
-    if isinstance(executor, ProcessSandbox):
-        # ProcessSandbox exposes only ``persistent``; the other two are its constructor's arguments.
-        network = executor._network if network is None else network
-        site_packages = executor._site_packages if site_packages is None else site_packages
+    network = getattr(executor, "network", False)
+    site_packages = getattr(executor, "site_packages", False)
     return code_api_text(
         persistent=persistent is not False, network=network is True, site_packages=site_packages is True
     )
@@ -293,14 +302,15 @@ class CodeActRuntime(AgentRuntime):
         if outcome.ok and outcome.is_final:
             ctx.output_text = answer_text(outcome.value)
             return StopReason.FINAL_ANSWER
-        if state.limit_reached:
-            return StopReason.MAX_TOOL_CALLS
         if outcome.ok and not self.options.react:
+            # The step's answer ends the run even when it used up the tool calls: the code saw the refusals.
             value = answer_text(outcome.value)
             output = value if value.strip() else outcome.stdout.strip()
             if output:  # a step with neither value nor output (say, only assignments) goes back to the model
                 ctx.output_text = output
                 return StopReason.FINAL_ANSWER
+        if state.limit_reached:
+            return StopReason.MAX_TOOL_CALLS
         return None
 
     async def run_code(self, ctx: RunContext, code: str) -> CodeResult:
@@ -313,7 +323,7 @@ class CodeActRuntime(AgentRuntime):
         ended = f"the code step ended ({result.error_type})" if result.error_type else "the code step ended"
         why = f"{ended} before this tool call finished"
         unanswered = self._record_calls(ctx, step, why)
-        ctx.remember([system_item(step_text(result))])
+        ctx.remember([system_item(step_text(result, self.options.max_result_chars))])
         state.step = None  # memory is complete: a cancel from here on has nothing to settle
         for call, refused in unanswered:
             await ctx.publish(ToolFailed(call=call, result=refused))
@@ -376,6 +386,7 @@ class CodeActRuntime(AgentRuntime):
                 stderr=result.stderr,
                 error=result.error,
                 duration=result.duration,
+                error_type=None if result.error_type is None else str(result.error_type),
             )
         )
 

@@ -12,7 +12,8 @@ when a model writes code into a string), ``"py"``/``"python3"`` as the language,
 
 ``code_result_text`` / ``code_error_text`` write the outcome of a step as the reference's memory texts,
 ``CODE_RESULT: {"result":…,"stdout":…}`` and ``CODE_ERROR: {"error":…,"stdout":…}`` (compact JSON, keys in
-that order; ``stdout`` and ``stderr`` only when non-empty).
+that order; ``stdout`` and ``stderr`` only when non-empty); ``step_text`` shows the model at most a given
+number of characters of a step's value (``result_preview``), with a marker saying what was cut.
 
 Pure functions and values: no I/O, no awaits. JSON goes through orjson.
 """
@@ -26,11 +27,13 @@ import attrs
 import orjson
 
 from ..sandbox.code_result import CodeResult
+from .json_text import json_spans
 
 __all__ = [
     "CODE_ERROR_PREFIX",
     "CODE_RESULT_PREFIX",
     "PYTHON_NAMES",
+    "RESULT_TRUNCATED",
     "Answer",
     "CodeMessage",
     "FinalMessage",
@@ -39,6 +42,7 @@ __all__ = [
     "code_error_text",
     "code_result_text",
     "parse_answer",
+    "result_preview",
     "step_text",
 ]
 
@@ -46,12 +50,16 @@ CODE_RESULT_PREFIX: Final = "CODE_RESULT: "
 CODE_ERROR_PREFIX: Final = "CODE_ERROR: "
 PYTHON_NAMES: Final = frozenset({"python", "python3", "py", "py3"})
 """The ``language`` values read as Python (compared lower-cased); a missing or blank one is Python too."""
+RESULT_TRUNCATED: Final = (
+    " [... result truncated: {missing} more characters not shown; keep big values in variables and "
+    "return only the part you need to see ...]"
+)
+"""The marker ending a step's value cut by ``result_preview`` (``{missing}``: characters left out)."""
 
 _MAX_CANDIDATES = 64
 """How many ``{`` positions an answer is searched from (bounds the work on brace-heavy prose)."""
 _MAX_UNCLOSED = 4
 """How many of them may scan to the end of the answer without closing (each such scan reads the rest)."""
-_CONTROL_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
 
 
 @attrs.frozen
@@ -93,10 +101,11 @@ Answer: TypeAlias = CodeMessage | FinalMessage | NotProtocol
 def parse_answer(text: str) -> Answer:
     """Read one model answer: the first ``{…}`` in it that is a protocol object decides.
 
-    Objects are found with a brace scanner that understands JSON strings, so fences, prose and braces inside
-    the code do not confuse it; an object that is not valid JSON, or valid JSON but not a protocol message, is
-    skipped in favour of a later (or nested) one. A code object without a string ``code``, or a final object
-    without ``output``, is not the protocol (nothing is guessed or dropped); ``"output": null`` is ``""``.
+    Objects are found by ``json_text.json_spans``, whose scanner understands JSON strings, so fences, prose
+    and braces inside the code do not confuse it; an object that is not valid JSON, or valid JSON but not a
+    protocol message, is skipped in favour of a later (or nested) one. A code object without a string
+    ``code``, or a final object without ``output``, is not the protocol (nothing is guessed or dropped);
+    ``"output": null`` is ``""``.
 
     >>> parse_answer('Sure!\\n```json\\n{"type": "code", "language": "python", "code": "2 ** 10"}\\n```')
     CodeMessage(code='2 ** 10', language='python')
@@ -107,90 +116,23 @@ def parse_answer(text: str) -> Answer:
     """
     best_reason: str | None = None
     best_rank = -1
-    start = text.find("{")
-    tried = unclosed = 0
-    while start != -1 and tried < _MAX_CANDIDATES and unclosed < _MAX_UNCLOSED:
-        tried += 1
-        found = _balanced_end(text, start)
-        if found is None:
-            # A later "{" may still close (prose can open a brace it never closes), so go on.
-            unclosed += 1
-            if best_rank < 1:
-                best_reason, best_rank = "the JSON object is not complete (no closing brace)", 1
-            start = text.find("{", start + 1)
-            continue
-        end, has_controls = found
-        candidate = text[start:end]
-        value, error = _decode(candidate, has_controls)
-        if isinstance(value, dict):
-            message = _message(value)
+    for span in json_spans(
+        text, opening="{", nested=True, max_spans=_MAX_CANDIDATES, max_unclosed=_MAX_UNCLOSED
+    ):
+        if span.error is None:
+            message = _message(span.value)
             if not isinstance(message, str):
                 return message
             if best_rank < 2:
                 best_reason, best_rank = message, 2
-        elif error is not None and best_rank < 1:
-            best_reason, best_rank = f"the JSON object is not valid JSON ({error})", 1
-        start = text.find("{", start + 1)
+        elif best_rank < 1:
+            # A later "{" may still close (prose can open a brace it never closes), so the search goes on.
+            best_rank = 1
+            if span.complete:
+                best_reason = f"the JSON object is not valid JSON ({span.error})"
+            else:
+                best_reason = "the JSON object is not complete (no closing brace)"
     return NotProtocol(text, best_reason or "the answer holds no JSON object")
-
-
-def _balanced_end(text: str, start: int) -> tuple[int, bool] | None:
-    """The end (exclusive) of the object opening at ``start``, and whether its strings hold raw controls."""
-    depth = 0
-    in_string = escaped = controls = False
-    for index in range(start, len(text)):
-        char = text[index]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-            elif char < " ":
-                controls = True
-        elif char == '"':
-            in_string = True
-        elif char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
-            if depth == 0:
-                return index + 1, controls
-    return None
-
-
-def _escape_controls(candidate: str) -> str:
-    """``candidate`` with raw control characters inside its strings escaped (what the model meant)."""
-    out: list[str] = []
-    in_string = escaped = False
-    for char in candidate:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-            elif char < " ":
-                out.append(_CONTROL_ESCAPES.get(char) or f"\\u{ord(char):04x}")
-                continue
-        elif char == '"':
-            in_string = True
-        out.append(char)
-    return "".join(out)
-
-
-def _decode(candidate: str, has_controls: bool) -> tuple[Any, str | None]:
-    try:
-        return orjson.loads(candidate), None
-    except orjson.JSONDecodeError as exc:
-        if not has_controls:
-            return None, str(exc)
-    try:
-        return orjson.loads(_escape_controls(candidate)), None
-    except orjson.JSONDecodeError as exc:
-        return None, str(exc)
 
 
 def _message(value: Mapping[str, Any]) -> CodeMessage | FinalMessage | str:
@@ -255,10 +197,37 @@ def code_error_text(error: str, stdout: str = "", stderr: str = "") -> str:
     return CODE_ERROR_PREFIX + _json(payload)
 
 
-def step_text(result: CodeResult) -> str:
-    """``CODE_RESULT`` or ``CODE_ERROR`` text for an executor's ``CodeResult``."""
+def result_preview(value: Any, max_chars: int | None) -> Any:
+    """``value`` as the model is shown it: unchanged when its text fits in ``max_chars``, else cut.
+
+    A string is cut to its first ``max_chars`` characters, any other value to the first ``max_chars`` of
+    its compact JSON; either way the cut text (a string) ends with a marker saying how much is missing.
+    ``None`` means no limit.
+
+    >>> result_preview([1, 2], 100), result_preview("abcdef", None)
+    ([1, 2], 'abcdef')
+    >>> result_preview(list(range(100)), 10)[:24]
+    '[0,1,2,3,4 [... result t'
+    """
+    if max_chars is None:
+        return value
+    text = value if isinstance(value, str) else answer_text(value)
+    if len(text) <= max_chars:
+        return value
+    return text[:max_chars] + RESULT_TRUNCATED.format(missing=len(text) - max_chars)
+
+
+def step_text(result: CodeResult, max_result_chars: int | None = None) -> str:
+    """``CODE_RESULT`` or ``CODE_ERROR`` text for an executor's ``CodeResult``.
+
+    ``max_result_chars`` bounds how much of the step's value the text shows (see ``result_preview``);
+    stdout and stderr are written as the executor bounded them.
+
+    >>> step_text(CodeResult(ok=True, value="x" * 50), max_result_chars=5)[:44]
+    'CODE_RESULT: {"result":"xxxxx [... result tr'
+    """
     if result.ok:
-        return code_result_text(result.value, result.stdout, result.stderr)
+        return code_result_text(result_preview(result.value, max_result_chars), result.stdout, result.stderr)
     error = result.error or (
         f"the code step failed ({result.error_type})" if result.error_type else "the code step failed"
     )

@@ -16,11 +16,10 @@ from __future__ import annotations
 import abc
 import logging
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import attrs
-import orjson
 
 from ..model.messages import SystemMessage, ToolCall, UserMessage
 from ..model.protocol import ChatModel
@@ -28,6 +27,7 @@ from ..model.request import ChatRequest
 from ..model.tools import ToolSpec
 from ..plan import Plan, PlanStep, StepStatus
 from ..result import ToolResult
+from .json_text import json_spans
 
 __all__ = [
     "PLANNER_PROMPT",
@@ -65,6 +65,7 @@ REPLANNER_PROMPT = (
 """The planner's system prompt when the runtime re-plans (``{max_steps}`` is filled in)."""
 
 _MAX_ANSWER_CHARS = 200_000  # the longest model answer scanned for a plan
+_MAX_JSON_SPANS = 256  # bracketed spans tried in it (prose may hold many: "[1]", "[draft]"…)
 _EXCERPT = 200
 _RESULT_CHARS = 500
 
@@ -337,50 +338,6 @@ def _steps_of(value: Any) -> tuple[PlanStep, ...]:
     raise _NotAPlan(f"a JSON {type(value).__name__}")
 
 
-def _balanced_end(text: str, start: int) -> int | None:
-    """The index after the bracket that closes ``text[start]`` (strings and escapes understood), or None."""
-    closing = {"{": "}", "[": "]"}
-    stack = [closing[text[start]]]
-    in_string = escaped = False
-    for index in range(start + 1, len(text)):
-        ch = text[index]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in closing:
-            stack.append(closing[ch])
-        elif ch in "}]":
-            if ch != stack.pop():
-                return None
-            if not stack:
-                return index + 1
-    return None
-
-
-def _json_values(text: str) -> Iterator[Any]:
-    """Every JSON object or array in ``text``, left to right (code fences and prose around them ignored)."""
-    index = 0
-    while index < len(text):
-        if text[index] in "{[":
-            end = _balanced_end(text, index)
-            if end is not None:
-                try:
-                    value = orjson.loads(text[index:end])
-                except orjson.JSONDecodeError:
-                    pass
-                else:
-                    yield value
-                    index = end
-                    continue
-        index += 1
-
-
 def _listed_steps(text: str) -> tuple[PlanStep, ...]:
     lines = text.splitlines()
     numbered = [m["text"] for m in map(_NUMBERED.match, lines) if m]
@@ -411,9 +368,11 @@ def parse_plan_steps(text: str) -> tuple[PlanStep, ...]:
         raise TypeError(f"expected the model's answer as text, got {type(text).__name__}")
     scanned = text[:_MAX_ANSWER_CHARS]
     reasons: list[str] = []
-    for value in _json_values(scanned):
+    for span in json_spans(scanned, max_spans=_MAX_JSON_SPANS):
+        if span.error is not None:
+            continue
         try:
-            return _steps_of(value)
+            return _steps_of(span.value)
         except _NotAPlan as exc:
             reasons.append(str(exc))
     listed = _listed_steps(scanned)

@@ -80,6 +80,15 @@ class CpuTimeExceeded(BaseException):
     """The step used up its CPU seconds (raised from the ``SIGXCPU`` handler)."""
 
 
+class _TooBig(ValueError):
+    """A frame the host would refuse: ``size`` bytes, over ``limit``."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"{size} bytes as JSON, over the limit of {limit}")
+        self.size = size
+        self.limit = limit
+
+
 class _HostGone(BaseException):
     """The host closed or broke the channel: the runner exits (a ``BaseException`` so code cannot hide it)."""
 
@@ -123,9 +132,12 @@ class _Channel:
         self.write_fd = write_fd
         self._guard = guard
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: dict[str, Any], limit: int = 0) -> None:
+        """Write one frame; ``ValueError`` (nothing written) when it is not JSON or over ``limit`` bytes."""
         data = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         payload = data.encode("utf-8", "replace")
+        if limit and len(payload) > limit:
+            raise _TooBig(len(payload), limit)
         view = memoryview(_HEADER.pack(len(payload)) + payload)
         self._guard.busy = True
         try:
@@ -229,6 +241,7 @@ class _Calls:
     def __init__(self, channel: _Channel) -> None:
         self._channel = channel
         self._next_id = 0
+        self.max_call_bytes = 0
         self._results: dict[int, dict[str, Any]] = {}
         self._futures: dict[int, asyncio.Future[Any]] = {}
         self._names: dict[int, str] = {}
@@ -247,7 +260,12 @@ class _Calls:
         call_id = self._next_id
         message = {"t": "call", "id": call_id, "name": name, "args": args}
         try:
-            self._channel.send(message)
+            self._channel.send(message, self.max_call_bytes)
+        except _TooBig as exc:
+            raise ValueError(
+                f"the call of tool {name!r} is {exc.size} bytes as JSON, over the sandbox's limit of "
+                f"{exc.limit}; pass smaller arguments"
+            ) from None
         except (TypeError, ValueError) as exc:
             raise TypeError(f"the arguments of tool {name!r} must be JSON values: {exc}") from None
         self._names[call_id] = name
@@ -397,8 +415,10 @@ class Runner:
             """Like ``call_tool`` but awaitable, e.g. ``await asyncio.gather(acall_tool(...), ...)``."""
             import asyncio
 
+            loop = asyncio.get_running_loop()
+            self._listen(loop)  # the code may run its own loop (``asyncio.run(main())``)
             call_id = calls.request(name, _merge_args(name, args, kwargs))
-            return await calls.future(call_id, asyncio.get_running_loop())
+            return await calls.future(call_id, loop)
 
         def parallel(*requests: Any, return_exceptions: bool = False) -> list[Any]:
             """Run several ``(name, args)`` tool calls at the same time; return their values in order."""
@@ -457,6 +477,7 @@ class Runner:
         self.stdout.reset(budget)
         self.stderr.reset(budget)
         self.calls.reset()
+        self.calls.max_call_bytes = int(limits.get("max_call_bytes", 0))
         self._refresh_tool_stubs([str(name) for name in message.get("tools") or ()])
         filename = "<cell " + str(message.get("step", 0)) + ">"
         code = str(message.get("code", ""))
@@ -534,21 +555,27 @@ class Runner:
             # Inside the caller's ``try``: a SIGXCPU that lands here is still reported as cpu_limit.
             self.guard.user_code = False
 
+    def _listen(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Let ``loop`` read tool results from the host while it waits on ``acall_tool`` futures.
+
+        Registering again replaces the same callback. The reader only runs while that loop runs, and a
+        result it reads for a blocking ``call_tool`` is kept for it, so a loop left registered is harmless.
+        """
+        loop.add_reader(self.channel.read_fd, self._on_readable)
+
+    def _on_readable(self) -> None:
+        self.calls.dispatch(self.channel.receive())
+
     def _run_async(self, coroutine: Any) -> None:
         import asyncio
 
-        calls, channel = self.calls, self.channel
-
-        def on_readable() -> None:
-            calls.dispatch(channel.receive())
-
         async def main() -> None:
             loop = asyncio.get_running_loop()
-            loop.add_reader(channel.read_fd, on_readable)
+            self._listen(loop)
             try:
                 await coroutine
             finally:
-                loop.remove_reader(channel.read_fd)
+                loop.remove_reader(self.channel.read_fd)
 
         asyncio.run(main())
 

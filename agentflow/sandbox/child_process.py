@@ -21,7 +21,7 @@ from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from .errors import SandboxStartError
-from .frames import HEADER, ChildMessage, FrameError, Ready, decode_child_message, frame_size
+from .frames import HEADER, ChildMessage, FrameError, Ready, decode_child_message, frame_size, max_frame_bytes
 from .launch import LaunchPlan, dynamic_id, sandbox_environment
 from .limits import ExecutionLimits
 
@@ -31,8 +31,6 @@ _REAP_TIMEOUT = 5.0
 """How long the launcher gets to reap the killed runner before its whole process group is killed."""
 
 _STDERR_ON_FAILURE = 4096
-_FRAME_MARGIN = 16 * 1024 * 1024
-"""Room above ``max_result_bytes`` for a frame: tool arguments, error text, JSON overhead."""
 
 
 class ChildExited(Exception):
@@ -62,7 +60,8 @@ class SandboxProcess:
         self._runner_pid: int | None = None
         self._pidfd: int | None = None
         self._killed = False
-        self._max_frame = limits.max_result_bytes + limits.max_output_bytes + _FRAME_MARGIN
+        self.max_frame = max_frame_bytes(limits)
+        """The largest frame ``receive`` accepts; ``ProcessSandbox`` sets it for each step's limits."""
         self.workdir = workdir
         self.process_limits = limits.process_limits
         self.rlimits = plan.rlimits(limits)
@@ -151,7 +150,7 @@ class SandboxProcess:
     async def receive(self) -> ChildMessage:
         """The next message from the child; ``ChildExited`` at end of stream, ``FrameError`` on garbage."""
         try:
-            size = frame_size(await self._stdout.receive_exactly(HEADER.size), self._max_frame)
+            size = frame_size(await self._stdout.receive_exactly(HEADER.size), self.max_frame)
             body = await self._stdout.receive_exactly(size)
         except (anyio.IncompleteRead, anyio.EndOfStream, anyio.BrokenResourceError) as exc:
             raise ChildExited("the sandbox process closed its channel") from exc
@@ -212,8 +211,11 @@ class SandboxProcess:
         if self._pidfd is not None and hasattr(signal, "pidfd_send_signal"):
             with contextlib.suppress(ProcessLookupError, OSError):
                 signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
-            return
-        # Without a pidfd: the whole group (the runner may have left it, but --kill-child still takes it).
+            if self._plan.prefix:
+                return  # PID 1 of its own PID namespace: everything it started dies with it
+        # Without a pidfd, or without a PID namespace (where the runner's children would outlive it): the
+        # whole process group (the runner may have left it, but --kill-child still takes it). The launcher
+        # is not reaped yet, so its pid, which names the group, cannot have been reused.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._process.pid, signal.SIGKILL)
 

@@ -32,12 +32,15 @@ __all__ = [
     "encode_frame",
     "exec_frame",
     "frame_size",
+    "max_frame_bytes",
     "tool_failure_frame",
     "tool_result_frame",
 ]
 
 PROTOCOL_VERSION = 1
 HEADER = struct.Struct(">I")
+FRAME_MARGIN = 16 * 1024 * 1024
+"""Room above a step's value and output in a frame: tool arguments, error text, JSON overhead."""
 
 
 class FrameError(SandboxError):
@@ -95,6 +98,18 @@ def encode_frame(message: Mapping[str, Any]) -> bytes:
     return HEADER.pack(len(body)) + body
 
 
+def max_frame_bytes(limits: ExecutionLimits) -> int:
+    """The largest frame the host reads from the child during a step with ``limits``.
+
+    The child refuses a tool call whose frame would be bigger (the code gets a ``ValueError``), so only a
+    broken child ever sends one.
+
+    >>> max_frame_bytes(ExecutionLimits(max_result_bytes=1024, max_output_bytes=0)) - FRAME_MARGIN
+    1024
+    """
+    return limits.max_result_bytes + limits.max_output_bytes + FRAME_MARGIN
+
+
 def frame_size(header: bytes, limit: int) -> int:
     """The body length announced by ``header``; ``FrameError`` when it is over ``limit``."""
     (size,) = HEADER.unpack(header)
@@ -121,6 +136,7 @@ def exec_frame(
                 "cpu_seconds": limits.cpu_seconds,
                 "max_output_bytes": limits.max_output_bytes,
                 "max_result_bytes": limits.max_result_bytes,
+                "max_call_bytes": max_frame_bytes(limits),
             },
             "rlimits": dict(rlimits),
         }

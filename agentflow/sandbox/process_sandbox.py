@@ -37,6 +37,7 @@ from .frames import (
     StepDone,
     ToolCallRequest,
     exec_frame,
+    max_frame_bytes,
     tool_failure_frame,
     tool_result_frame,
 )
@@ -154,6 +155,16 @@ class ProcessSandbox:
     def persistent(self) -> bool:
         """Whether variables survive between steps."""
         return self._persistent
+
+    @property
+    def network(self) -> bool:
+        """Whether code may use the network (``network=True``); otherwise it has none where the OS allows."""
+        return self._network
+
+    @property
+    def site_packages(self) -> bool:
+        """Whether code may import the interpreter's installed packages, not only the standard library."""
+        return self._site_packages
 
     @property
     def pids(self) -> tuple[int, ...]:
@@ -281,6 +292,7 @@ class ProcessSandbox:
     ) -> tuple[CodeResult, bool]:
         """Drive one step to its end; returns the result and whether the process may be kept."""
         slots = anyio.Semaphore(limits.max_parallel_tool_calls)
+        child.max_frame = max_frame_bytes(limits)  # per step: max_result_bytes may differ between steps
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(child.drain_stderr, output.stderr.add_raw)
             try:

@@ -14,6 +14,8 @@ from typing import Any
 
 import orjson
 
+from .outcome import exception_message
+
 __all__ = ["ArgumentParser", "ToolArgumentsError"]
 
 _ROOT = "arguments"
@@ -60,7 +62,7 @@ def _describe(schema: Any) -> str:
 class ArgumentParser:
     """Validates and converts one tool's arguments. Build it once per tool (the schema is compiled here)."""
 
-    __slots__ = ("_convert", "_tool", "_validate")
+    __slots__ = ("_convert", "_invalid", "_tool", "_validate")
 
     def __init__(self, tool: str, schema: Mapping[str, Any], convert: Callable[[Any], Any] | None) -> None:
         import fastjsonschema
@@ -69,6 +71,8 @@ class ArgumentParser:
             self._validate: Callable[[Any], Any] = fastjsonschema.compile(dict(schema), use_default=False)
         except fastjsonschema.JsonSchemaDefinitionException as exc:
             raise ValueError(f"tool {tool!r} has an invalid parameters schema: {exc}") from exc
+        # Kept here so a call never imports anything (``fastjsonschema`` loads with the first tool).
+        self._invalid: type[Exception] = fastjsonschema.JsonSchemaValueException
         self._tool = tool
         self._convert = convert
 
@@ -91,17 +95,17 @@ class ArgumentParser:
             return value
         try:
             converted: dict[str, Any] = self._convert(value)
-        except (TypeError, ValueError) as exc:
-            # attrs validators, Enum lookups and the like: the schema allowed it but the type did not.
-            raise ToolArgumentsError(f"{self._tool} arguments could not be converted: {exc}") from None
+        except Exception as exc:
+            # attrs validators, a class's own __init__ checks and the like: the schema allowed the value but
+            # the annotated type did not. Whatever the constructor raised, it is the arguments' fault.
+            reason = exception_message(exc)
+            raise ToolArgumentsError(f"{self._tool} arguments could not be converted: {reason}") from None
         return converted
 
     def _check(self, value: dict[str, Any]) -> None:
-        from fastjsonschema import JsonSchemaValueException
-
         try:
             self._validate(value)
-        except JsonSchemaValueException as exc:
+        except self._invalid as exc:
             raise self._error(exc) from None
 
     def _error(self, exc: Any, prefix: str = "") -> ToolArgumentsError:

@@ -212,17 +212,18 @@ class _Walker:
                     f"Literal values must be str, int, float, bool, None or Enum members, got {value!r}"
                 )
             wire.append(raw)
-            members[(type(raw), raw)] = value
+            members[_member_key(raw)] = value
         schema = _typed_enum(wire)
-        has_enums = any(isinstance(v, enum.Enum) for v in values)
+        # Enum members must be looked up; numbers too, so that a JSON 1.0 becomes the literal 1.
+        converts = any(isinstance(v, enum.Enum) or type(v) in (int, float) for v in values)
 
         def accepts(value: Any) -> bool:
-            return (type(value), value) in members
+            return _member_key(value) in members
 
         def convert(value: Any) -> Any:
-            return members[(type(value), value)]
+            return members[_member_key(value)]
 
-        return Shape(schema, convert if has_enums else None, accepts, nullable=None in wire)
+        return Shape(schema, convert if converts else None, accepts, nullable=None in wire)
 
     def _enum(self, cls: type[enum.Enum]) -> Shape:
         members: dict[tuple[type, Any], enum.Enum] = {}
@@ -232,14 +233,14 @@ class _Walker:
                     f"Enum {cls.__name__} has a member with a non-JSON value {member.value!r}; "
                     "use str or int values"
                 )
-            members[(type(member.value), member.value)] = member
+            members[_member_key(member.value)] = member
         schema = _typed_enum([m.value for m in cls])
 
         def accepts(value: Any) -> bool:
-            return (type(value), value) in members
+            return _member_key(value) in members
 
         def convert(value: Any) -> Any:
-            return members[(type(value), value)]
+            return members[_member_key(value)]
 
         return Shape(schema, convert, accepts)
 
@@ -500,6 +501,13 @@ def _construct(cls: type) -> Converter:
         return cls(**kwargs)
 
     return construct
+
+
+def _member_key(value: Any) -> tuple[type, Any]:
+    """How a JSON value finds its ``Literal``/``Enum`` member: JSON has one number type, so ``1.0`` finds the
+    member ``1`` (and ``2`` the member ``2.0``), while ``true`` never finds ``1``."""
+    kind = type(value)
+    return (int, value) if kind is float else (kind, value)
 
 
 def _json_type(value: Any) -> str:

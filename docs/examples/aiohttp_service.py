@@ -1,14 +1,13 @@
 """An aiohttp service that runs the agent once per request and streams its events to the browser as SSE.
 
     python docs/examples/aiohttp_service.py            # offline: a scripted model on a local port
-    OPENAI_API_KEY=sk-... python docs/examples/aiohttp_service.py   # a real endpoint (OPENAI_BASE_URL)
+    OPENAI_API_KEY=sk-... python docs/examples/aiohttp_service.py   # OpenAI (or OPENAI_BASE_URL)
 
 then open http://127.0.0.1:8080/ . ``GET /runs?q=…`` is the event stream; ``GET /`` the page that shows it.
 """
 
 from __future__ import annotations
 
-import os
 from contextlib import aclosing
 from pathlib import Path
 
@@ -78,17 +77,15 @@ async def serve(app: web.Application, host: str = "127.0.0.1", port: int = 8080)
 
 
 async def main() -> None:
-    from web_agent import build_agent, demo_server
+    from web_agent import build_agent, demo_server, endpoint
 
-    async with demo_server() as scripted:
-        base_url = os.environ.get("OPENAI_BASE_URL", scripted.base_url)
-        async with build_agent(base_url, api_key=os.environ.get("OPENAI_API_KEY")) as agent:
-            runner = await serve(create_app(agent))
-            print("Serving on http://127.0.0.1:8080/ (Ctrl+C to stop)")
-            try:
-                await anyio.sleep_forever()
-            finally:
-                await runner.cleanup()
+    async with demo_server() as scripted, build_agent(**endpoint(scripted.base_url)) as agent:
+        runner = await serve(create_app(agent))
+        print("Serving on http://127.0.0.1:8080/ (Ctrl+C to stop)")
+        try:
+            await anyio.sleep_forever()
+        finally:
+            await runner.cleanup()
 
 
 if __name__ == "__main__":

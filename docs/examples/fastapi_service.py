@@ -1,13 +1,13 @@
 """A FastAPI (ASGI) service that runs the agent once per request and streams its events as SSE.
 
-    python docs/examples/fastapi_service.py   # offline: a scripted model; OPENAI_API_KEY for a real one
+    python docs/examples/fastapi_service.py   # offline: a scripted model; OPENAI_API_KEY (and
+                                              # OPENAI_BASE_URL, AGENTFLOW_MODEL) for a real one
 
 then open http://127.0.0.1:8000/ . ``GET /runs?q=…`` is the event stream; ``GET /`` the page that shows it.
 """
 
 from __future__ import annotations
 
-import os
 from contextlib import aclosing
 from pathlib import Path
 
@@ -74,13 +74,11 @@ def create_app(agent: Agent) -> FastAPI:
 
 async def main() -> None:
     import uvicorn
-    from web_agent import build_agent, demo_server
+    from web_agent import build_agent, demo_server, endpoint
 
-    async with demo_server() as scripted:
-        base_url = os.environ.get("OPENAI_BASE_URL", scripted.base_url)
-        async with build_agent(base_url, api_key=os.environ.get("OPENAI_API_KEY")) as agent:
-            config = uvicorn.Config(create_app(agent), host="127.0.0.1", port=8000, lifespan="off")
-            await uvicorn.Server(config).serve()
+    async with demo_server() as scripted, build_agent(**endpoint(scripted.base_url)) as agent:
+        config = uvicorn.Config(create_app(agent), host="127.0.0.1", port=8000, lifespan="off")
+        await uvicorn.Server(config).serve()
 
 
 if __name__ == "__main__":

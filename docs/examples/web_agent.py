@@ -1,11 +1,13 @@
 """The agent both web-service examples serve: OpenAIChatModel with two tools, and a scripted model for demos.
 
 ``build_agent(base_url)`` points the model at any OpenAI-compatible endpoint; ``demo_server()`` is a
-``ScriptedServer`` whose answers depend on the question, so the services run offline.
+``ScriptedServer`` whose answers depend on the question, so the services run offline; ``endpoint()`` picks
+a real endpoint instead when ``OPENAI_API_KEY`` or ``OPENAI_BASE_URL`` is set.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
@@ -13,6 +15,7 @@ import orjson
 
 from agentflow.agent.agent import Agent
 from agentflow.providers.openai.chat_model import OpenAIChatModel
+from agentflow.providers.openai.client import DEFAULT_BASE_URL
 from agentflow.testing import Reply, ScriptedServer
 from agentflow.tools import tool
 
@@ -33,6 +36,18 @@ def build_agent(base_url: str, *, api_key: str | None = None, model: str = "gpt-
     """A weather agent whose model is served at ``base_url``."""
     chat_model = OpenAIChatModel(base_url=base_url, api_key=api_key, model=model)
     return Agent(chat_model, tools=[get_weather, local_time], system_prompt="You are a weather assistant.")
+
+
+def endpoint(offline_base_url: str) -> dict[str, Any]:
+    """``build_agent``'s keywords: ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` / ``AGENTFLOW_MODEL`` when set
+    (a key alone means the OpenAI API), else the scripted server at ``offline_base_url``."""
+    api_key = os.environ.get("OPENAI_API_KEY") or None
+    base_url = os.environ.get("OPENAI_BASE_URL") or (DEFAULT_BASE_URL if api_key else offline_base_url)
+    return {
+        "base_url": base_url,
+        "api_key": api_key,
+        "model": os.environ.get("AGENTFLOW_MODEL") or "gpt-4o-mini",
+    }
 
 
 def _city(question: str) -> str:

@@ -8,6 +8,7 @@ import io
 import orjson
 import pytest
 
+from agentflow.agent.prompt import AgentModelResult
 from agentflow.cli import CliConfig, ConfigError, build_parser, resolve_config
 from agentflow.demo.render import Renderer, json_line, use_color
 from agentflow.events import (
@@ -24,7 +25,7 @@ from agentflow.events import (
     ToolProgress,
     ToolSucceeded,
 )
-from agentflow.model.events import Event, ModelRetry, ReasoningDelta, TextDelta
+from agentflow.model.events import Event, ModelCompleted, ModelRetry, ReasoningDelta, TextDelta
 from agentflow.model.messages import ToolCall
 from agentflow.model.response import TokenUsage
 from agentflow.plan import Plan
@@ -135,6 +136,31 @@ def test_codeact_runs_show_the_answer_instead_of_the_protocol_json() -> None:
     lines = render(events).splitlines()
     assert lines[1] == "answer: It is 42."
     assert not any('"type"' in line for line in lines)
+
+
+def test_codeact_code_is_shown_when_written_so_its_tool_calls_appear_under_it() -> None:
+    code = "x = calculator(expression='6 * 7')\nx"
+    answer = orjson.dumps({"type": "code", "language": "python", "code": code}).decode()
+    events: list[Event] = [
+        RunStarted(input="q", runtime="codeact"),
+        StepStarted(step=0),
+        TextDelta(answer),
+        ModelCompleted(AgentModelResult(output_text=answer)),
+        ToolCallRequested(call=CALL),
+        ToolSucceeded(call=CALL, result=ToolResult("call_1", "calculator", "42")),
+        CodeExecuted(code=code, ok=True, result=42),
+        RunFinished(result=RESULT),
+    ]
+    assert render(events).splitlines()[1:9] == [
+        "-- step 1 --",
+        "code:",
+        "  | x = calculator(expression='6 * 7')",
+        "  | x",
+        '-> calculator({"expression":"6 * 7"})',
+        "<- calculator: 42",
+        "  = 42",
+        "answer: It is 42.",
+    ]
 
 
 def test_every_event_has_a_json_line_form() -> None:

@@ -69,3 +69,18 @@ async def test_a_failing_section_is_reported_and_the_demo_goes_on() -> None:
     assert "== failed: AuthenticationError" in text
     assert text.count("== done: final_answer") == 3
     assert text.rstrip().endswith("1 of 4 sections failed")
+
+
+async def test_the_demo_command_runs_against_the_endpoint_the_environment_names() -> None:
+    async with ScriptedServer(respond) as server:
+        base_url = server.base_url
+        env = clean_env(OPENAI_API_KEY="sk-env-key", OPENAI_BASE_URL=base_url, AGENTFLOW_MODEL="env-model")
+        done = await run_module("agentflow.demo", env=env)
+        requests = server.requests
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.decode()
+    assert out.startswith(f"endpoint: {base_url}, model env-model\n")
+    assert out.rstrip().endswith("all 4 sections finished")
+    assert {r.headers["authorization"] for r in requests} == {"Bearer sk-env-key"}
+    assert {r.body["model"] for r in requests} == {"env-model"}
+    assert b"sk-env-key" not in done.stdout + done.stderr

@@ -225,3 +225,10 @@ def test_codeact_gets_code_first_and_a_final_answer_after_the_code_result() -> N
         )
     )
     assert orjson.loads(final.text or "") == {"type": "final", "output": "42"}
+
+
+def test_codeact_answers_at_once_when_there_is_nothing_to_compute() -> None:
+    system = {"role": "system", "content": "You are a CodeAct agent ... calculator(expression) ... utc_now()"}
+    answer = orjson.loads(respond(_chat(system, {"role": "user", "content": "hi"}, tools=())).text or "")
+    assert answer["type"] == "final"
+    assert "your question: 'hi'" in answer["output"]

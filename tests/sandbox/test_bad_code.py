@@ -130,6 +130,16 @@ async def test_writing_a_file_over_max_file_bytes_fails(sandbox: ProcessSandbox,
     await assert_still_works(sandbox, tools)
 
 
+async def test_opening_more_than_max_open_files_fails(sandbox: ProcessSandbox, tools: HostTools) -> None:
+    limits = ExecutionLimits(max_open_files=16)
+    result = await sandbox.execute("handles = [open('f', 'w') for _ in range(100)]", tools, limits=limits)
+    assert result.error_type is CodeErrorType.EXCEPTION
+    assert result.error is not None
+    assert "Too many open files" in result.error
+    await sandbox.execute("del handles", tools, limits=limits)
+    assert (await sandbox.execute("echo(ok=True)['ok']", tools, tools.names, limits)).value is True
+
+
 async def test_exiting_the_process_is_reported_and_the_next_step_restarts(
     sandbox: ProcessSandbox, tools: HostTools
 ) -> None:

@@ -44,6 +44,13 @@ async def test_it_is_a_code_executor() -> None:
     assert isinstance(ProcessSandbox(), CodeExecutor)
 
 
+def test_its_options_are_readable() -> None:
+    default = ProcessSandbox()
+    assert (default.persistent, default.network, default.site_packages) == (True, False, False)
+    custom = ProcessSandbox(persistent=False, network=True, site_packages=True)
+    assert (custom.persistent, custom.network, custom.site_packages) == (False, True, True)
+
+
 async def test_start_reports_the_isolation_and_the_pids(sandbox: ProcessSandbox) -> None:
     assert sandbox.isolation is None
     assert sandbox.pids == ()
@@ -219,3 +226,27 @@ async def test_without_unshare_a_plain_process_is_used_and_said_so(
             peek = await box.execute(f"open('/proc/{os.getpid()}/environ').read()", tools)
             assert peek.error is not None
             assert "PermissionError" in peek.error
+
+
+def dead(pid: int) -> bool:
+    """Whether ``pid`` is gone or a zombie (killed, waiting for its new parent to reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+async def test_without_a_pid_namespace_processes_the_code_started_die_with_it(
+    monkeypatch: pytest.MonkeyPatch, tools: HostTools
+) -> None:
+    monkeypatch.setattr("agentflow.sandbox.launch.shutil.which", lambda name: None)
+    monkeypatch.setattr(launch, "_PLANS", {})
+    limits = ExecutionLimits(max_processes=2)
+    fork = "import os, time\npid = os.fork()\nif pid == 0:\n    time.sleep(60)\n    os._exit(0)\npid"
+    async with ProcessSandbox() as box:
+        assert not (await box.start(limits)).host_processes_hidden
+        started = await box.execute(fork, tools, limits=limits)
+        assert started.ok, started.error
+        assert not dead(started.value)
+    assert dead(started.value)

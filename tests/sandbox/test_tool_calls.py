@@ -121,6 +121,23 @@ async def test_top_level_await_with_gather_runs_tool_calls_at_the_same_time(sand
     assert result.value == [10, 20]
 
 
+async def test_acall_tool_works_in_the_codes_own_event_loop(sandbox: ProcessSandbox) -> None:
+    # What models write most often: their own ``asyncio.run(main())`` rather than a top-level await.
+    tools = HostTools(meet=Rendezvous(2))
+    code = (
+        "import asyncio\n"
+        "async def main():\n"
+        "    return await asyncio.gather(acall_tool('meet', n=1), acall_tool('meet', n=2))\n"
+        "asyncio.run(main())"
+    )
+    result = await sandbox.execute(code, tools, tools.names, ExecutionLimits(wall_time=10))
+    assert result.ok, result.error
+    assert result.value == [10, 20]
+    loop = "loop = asyncio.new_event_loop()\nloop.run_until_complete(acall_tool('echo', x=3))"
+    again = await sandbox.execute(loop, HostTools(echo=echo), ["echo"], ExecutionLimits(wall_time=10))
+    assert again.value == {"x": 3}
+
+
 async def test_parallel_raises_the_first_failure_unless_asked_to_return_it(sandbox: ProcessSandbox) -> None:
     async def fail(args: dict[str, Any]) -> Any:
         raise ValueError("bad")
@@ -165,3 +182,21 @@ async def test_tool_arguments_must_be_json(sandbox: ProcessSandbox, tools: HostT
     assert result.error is not None
     assert "TypeError: the arguments of tool 'echo' must be JSON values" in result.error
     assert tools.calls == []
+
+
+async def test_oversized_tool_arguments_raise_in_the_code_and_the_state_survives(
+    sandbox: ProcessSandbox, tools: HostTools
+) -> None:
+    limits = ExecutionLimits(max_result_bytes=1024, max_output_bytes=0)
+    await sandbox.execute("kept = 1", tools, limits=limits)
+    result = await sandbox.execute("echo(blob='x' * (20 * 1024 * 1024))", tools, tools.names, limits)
+    assert result.error_type is CodeErrorType.EXCEPTION
+    assert result.error is not None
+    limit = 1024 + 16 * 1024 * 1024  # max_result_bytes + max_output_bytes + room for arguments
+    assert result.error.endswith(
+        "ValueError: the call of tool 'echo' is 20971572 bytes as JSON, over the sandbox's limit of "
+        f"{limit}; pass smaller arguments"
+    )
+    assert not result.state_lost
+    assert tools.calls == []
+    assert (await sandbox.execute("kept", tools, limits=limits)).value == 1

@@ -219,3 +219,36 @@ def test_param_schema_keywords_are_enforced() -> None:
 
 def test_already_decoded_arguments_are_accepted() -> None:
     assert everything.parse_arguments({"color": "red"}) == {"color": Color.RED}
+
+
+def test_a_whole_number_written_as_a_float_finds_its_enum_or_literal_member() -> None:
+    # JSON has one number type: the model may write 2.0 for the member 2 (true is still not 1).
+    @tool
+    def f(level: Level, pick: Literal[1, 2] = 1, either: Level | str = "x") -> None:
+        pass
+
+    kwargs = f.parse_arguments('{"level": 2.0, "pick": 2.0, "either": 1.0}')
+    assert kwargs == {"level": Level.HIGH, "pick": 2, "either": Level.LOW}
+    assert type(kwargs["pick"]) is int
+    with pytest.raises(ToolArgumentsError, match=r"arguments\.level must be integer, got true"):
+        f.parse_arguments('{"level": true}')
+
+
+@attrs.frozen
+class Checked:
+    name: str
+
+    def __attrs_post_init__(self) -> None:
+        if not self.name:
+            raise LookupError("name must not be empty")
+
+
+def test_whatever_a_class_constructor_raises_is_an_arguments_error() -> None:
+    @tool
+    def f(c: Checked) -> None:
+        pass
+
+    with pytest.raises(
+        ToolArgumentsError, match="could not be converted: LookupError: name must not be empty"
+    ):
+        f.parse_arguments('{"c": {"name": ""}}')

@@ -243,9 +243,13 @@ class OpenAIHttpClient:
                 decode = decoder()
                 feed = decode.feed
                 sse = SseDecoder()
+                next_chunk = response.next_chunk
                 chunk = b"x"
                 while chunk and not decode.done:
-                    chunk = await self._read_chunk(response, deadline, url)
+                    if deadline is None:
+                        chunk = await next_chunk()
+                    else:
+                        chunk = await self._read_chunk(response, deadline, url)
                     for sse_event in sse.feed(chunk) if chunk else sse.close():
                         events = feed(sse_event)
                         if events:

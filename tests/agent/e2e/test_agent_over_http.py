@@ -6,6 +6,8 @@ results fed back, the final answer; events mid-stream; and a cancel mid-stream t
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Literal
@@ -221,3 +223,54 @@ async def test_deadline_interrupts_a_stalled_model_call(protocol: Protocol) -> N
     assert response.closed
     assert not response.finished
     assert response.socket_released
+
+
+Way = Literal["run.cancel", "break", "exception", "cancel scope", "asyncio task"]
+
+
+@pytest.mark.parametrize("way", ["run.cancel", "break", "exception", "cancel scope", "asyncio task"])
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_every_way_of_cancelling_mid_stream_releases_the_connection(
+    protocol: Protocol, way: Way
+) -> None:
+    turns = [Fault.stall(after_chunks=5, reply=LONG)]
+    tasks_before = len(asyncio.all_tasks())
+    async with agent_on(protocol, turns, options=AgentOptions(stream=True)) as (agent, _, transport):
+        terminals: list[Event] = []
+        agent.on((RunCancelled, RunFinished), terminals.append)
+        text_seen = anyio.Event()
+        agent.on(TextDelta, lambda _event: text_seen.set())
+
+        with anyio.fail_after(10):  # a hang guard only
+            if way in ("run.cancel", "break", "exception"):
+                with contextlib.suppress(LookupError):
+                    async with agent.stream("Count.") as run:
+                        async for event in run:
+                            if not isinstance(event, TextDelta):
+                                continue
+                            if way == "run.cancel":
+                                await run.cancel()
+                            elif way == "break":
+                                break
+                            else:
+                                raise LookupError("the consumer failed")
+            elif way == "cancel scope":
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(agent.run, "Count.")
+                    await text_seen.wait()
+                    tg.cancel_scope.cancel()
+            else:
+                task = asyncio.create_task(agent.run("Count."))
+                await text_seen.wait()
+                task.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+
+        [terminal] = terminals
+        assert isinstance(terminal, RunCancelled)
+        assert terminal.partial.stop_reason is StopReason.CANCELLED
+        [response] = transport.responses
+        assert response.closed
+        assert not response.finished
+        assert response.socket_released
+    assert len(asyncio.all_tasks()) == tasks_before  # the server's tasks are gone too, once it stopped

@@ -1,4 +1,4 @@
-"""Shared helpers for the runtime tests: event recording, memory validity, gated tools and model steps."""
+"""Shared helpers for the runtime tests: event recording, memory validity, tools and model steps."""
 
 from __future__ import annotations
 
@@ -13,8 +13,21 @@ from agentflow.agent.prompt import AgentModelResult, AgentPrompt
 from agentflow.events import RunCancelled, RunFailed, RunFinished
 from agentflow.model.events import Event, ModelCompleted, ModelEvent, TextDelta
 from agentflow.result import AgentResult
+from agentflow.tools import tool
 
 TERMINAL = (RunFinished, RunFailed, RunCancelled)
+
+
+@tool
+async def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool
+def shout(text: str) -> str:
+    """Upper-case a text (a sync tool: runs in a worker thread)."""
+    return text.upper()
 
 
 class Recorder:

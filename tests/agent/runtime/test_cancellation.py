@@ -11,15 +11,26 @@ import asyncio
 from typing import Any, Literal
 
 import anyio
+import anyio.lowlevel
+import attrs
 import pytest
-from runtime_support import Recorder, assert_memory_valid, outputs, paused_stream
+from runtime_support import Recorder, add, assert_memory_valid, outputs, paused_stream, shout
 
 from agentflow.agent.agent import Agent
 from agentflow.agent.memory import InMemoryMemory
 from agentflow.agent.options import AgentOptions
 from agentflow.agent.prompt import AgentModelResult, AgentPrompt
-from agentflow.events import RunCancelled, ToolStarted, ToolSucceeded
-from agentflow.model.events import Event, TextDelta
+from agentflow.events import (
+    ModelRequest,
+    RunCancelled,
+    StepFinished,
+    StepStarted,
+    ToolCallRequested,
+    ToolFailed,
+    ToolStarted,
+    ToolSucceeded,
+)
+from agentflow.model.events import Event, ModelCompleted, TextDelta, UsageReported
 from agentflow.model.response import TokenUsage
 from agentflow.result import StopReason
 from agentflow.testing.fake import FakeModelClient, reply
@@ -303,3 +314,90 @@ async def test_cancel_before_the_run_starts_still_ends_with_one_run_cancelled() 
     assert run.result.stop_reason is StopReason.CANCELLED
     assert model.prompts == []
     assert len(recorder.terminals()) == 1
+
+
+async def test_a_subscriber_that_stopped_reading_neither_holds_up_a_cancel_nor_misses_the_end() -> None:
+    hang_started = anyio.Event()
+
+    @tool
+    async def hang() -> str:
+        """Never returns."""
+        hang_started.set()
+        await anyio.sleep_forever()
+        return "never"
+
+    memory = InMemoryMemory()
+    model = FakeModelClient([reply(tool_calls=[("c1", "hang", {})], usage=(3, 2))])
+    agent = Agent(model, tools=[hang], memory=memory, options=AgentOptions(tool_timeout=None))
+    run = agent.stream("go")
+    # A second consumer that reads nothing: its one-slot buffer is full once the tool has started.
+    stalled = run.bus.subscribe((ToolStarted, ToolFailed, RunCancelled), buffer=1)
+
+    with anyio.fail_after(5):  # a hang guard: a clean-up waiting on the stalled consumer would take 10 s
+        async with run:
+            await hang_started.wait()
+            await run.cancel()
+            result = await run.wait()
+
+    assert result.stop_reason is StopReason.CANCELLED
+    received = [e async for e in stalled]  # read at last: everything, the synthetic result and the end
+    assert [type(e) for e in received] == [ToolStarted, ToolFailed, RunCancelled]
+    assert received[1].result.error_type == "cancelled"
+    assert_memory_valid(memory.items)
+
+
+POINTS: list[type[Event]] = [
+    StepStarted,
+    ModelRequest,
+    TextDelta,
+    ModelCompleted,
+    ToolCallRequested,
+    ToolStarted,
+    ToolSucceeded,
+    StepFinished,
+]
+# Every point on both model paths, and the streamed usage report (a blocking call has none).
+CUTS = [
+    pytest.param(p, s, id=f"{p.__name__}-{'stream' if s else 'blocking'}")
+    for p in POINTS
+    for s in (True, False)
+]
+CUTS.append(pytest.param(UsageReported, True, id="UsageReported-stream"))
+
+
+@pytest.mark.parametrize(("point", "stream"), CUTS)
+async def test_a_cancel_at_any_point_of_a_step_keeps_memory_valid_and_ends_with_one_run_cancelled(
+    point: type[Event], stream: bool
+) -> None:
+    first = reply("Let me add.", tool_calls=[("c1", "add", {"a": 1, "b": 2}), ("c2", "shout", {"text": "x"})])
+    model = FakeModelClient([attrs.evolve(first, usage=TokenUsage(10, 5, 15)), reply("3", usage=(1, 1))])
+    memory = InMemoryMemory()
+    agent = Agent(model, tools=[add, shout], memory=memory, options=AgentOptions(stream=stream))
+    recorder = Recorder(agent)
+    run = agent.stream("go")
+
+    async def cancel_right_here(_event: Event) -> None:
+        # Awaited inside ``publish``: the checkpoint lands the cancellation at exactly this point of the step.
+        run.ctx.cancel_scope.cancel()
+        await anyio.lowlevel.checkpoint()
+
+    run.bus.on(point, cancel_right_here)
+
+    async with run:
+        events = [event async for event in run]
+
+    [terminal] = recorder.terminals()
+    assert isinstance(terminal, RunCancelled)
+    assert events[-1] == terminal
+    partial = terminal.partial
+    assert partial.stop_reason is StopReason.CANCELLED
+    assert_memory_valid(memory.items)
+    assert memory.items[1:] == partial.new_items[1:]  # the partial result tells exactly what memory holds
+    # Finished work is kept: every result a consumer saw is in the partial result and in memory.
+    succeeded = {e.call.id: e.result for e in recorder.of(ToolSucceeded)}
+    assert {r.call_id: r for r in partial.tool_results if r.ok} == succeeded
+    assert {c for c, _ in outputs(memory.items)} == {r.call_id for r in partial.tool_results}
+    # And so is the usage of the model call once it was spent: the server reported it (streaming), or the
+    # call returned (blocking: its whole text is published after it returned).
+    spent = recorder.of((UsageReported, ModelCompleted)) or (not stream and recorder.of(TextDelta))
+    assert partial.usage == (TokenUsage(10, 5, 15) if spent else TokenUsage())

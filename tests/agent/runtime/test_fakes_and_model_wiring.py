@@ -6,6 +6,7 @@ from typing import Any
 
 import anyio
 import pytest
+from runtime_support import add
 
 from agentflow.agent.agent import Agent, as_model_client
 from agentflow.agent.chat_client import ChatModelClient
@@ -21,13 +22,6 @@ from agentflow.testing.fake import (
     chat_reply,
     reply,
 )
-from agentflow.tools import tool
-
-
-@tool
-async def add(a: int, b: int) -> int:
-    """Add."""
-    return a + b
 
 
 async def test_fake_model_client_streams_a_result_as_provider_like_events() -> None:

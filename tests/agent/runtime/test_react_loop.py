@@ -7,7 +7,7 @@ from typing import Any
 import anyio
 import orjson
 import pytest
-from runtime_support import Recorder, assert_memory_valid, collect, outputs
+from runtime_support import Recorder, add, assert_memory_valid, collect, outputs, shout
 
 from agentflow.agent.agent import Agent, Agents
 from agentflow.agent.items import function_call_item, user_item
@@ -32,18 +32,6 @@ from agentflow.result import StopReason
 from agentflow.runtimes import ReActRuntime
 from agentflow.testing.fake import FakeModelClient, reply
 from agentflow.tools import ToolContext, tool
-
-
-@tool
-async def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-
-
-@tool
-def shout(text: str) -> str:
-    """Upper-case a text (a sync tool: runs in a worker thread)."""
-    return text.upper()
 
 
 async def test_final_answer_without_tools_ends_the_run_in_one_step() -> None:
@@ -460,3 +448,48 @@ async def test_tool_started_events_carry_the_step() -> None:
     assert [e.step for e in recorder.of(ToolStarted)] == [0, 1]
     assert result.steps == 3
     assert result.output_text == "y"
+
+
+async def test_concurrent_runs_that_overlap_in_their_tools_stay_isolated() -> None:
+    n = 3
+    started = 0
+    all_started = anyio.Event()
+
+    @tool
+    async def lookup(q: str, ctx: ToolContext) -> str:
+        """Answers once the tool of every run has started (so the runs really overlap)."""
+        nonlocal started
+        started += 1
+        if started == n:
+            all_started.set()
+        await all_started.wait()
+        await ctx.emit_progress(f"progress {q}")
+        return f"result {q}"
+
+    def answer(prompt: AgentPrompt) -> AgentModelResult:
+        question = prompt.items[0]["content"][0]["text"]
+        if len(prompt.items) == 1:
+            return reply(tool_calls=[("lookup", {"q": question})], usage=(1, 1))
+        return reply(f"answer to {question}: {prompt.items[-1]['output']}", usage=(1, 1))
+
+    agent = Agent(FakeModelClient([answer] * (2 * n)), tools=[lookup])
+    recorder = Recorder(agent)
+    results: dict[int, Any] = {}
+
+    async def one(i: int) -> None:
+        results[i] = await agent.run(f"q{i}")
+
+    with anyio.fail_after(5):  # a deadlock guard: the tools wait for each other across runs
+        async with anyio.create_task_group() as tg:
+            for i in range(n):
+                tg.start_soon(one, i)
+
+    assert len({r.run_id for r in results.values()}) == n
+    for i, result in results.items():
+        assert result.output_text == f"answer to q{i}: result q{i}"
+        assert outputs(result.new_items) == [(result.tool_calls[0].id, f"result q{i}")]
+        assert result.usage == TokenUsage(2, 2, 4)
+        events = [e for e in recorder.events if e.run_id == result.run_id]
+        assert [e.seq for e in events] == list(range(1, len(events) + 1))
+        assert [type(e).__name__ for e in events if isinstance(e, RunFinished)] == ["RunFinished"]
+        assert [e.message for e in events if isinstance(e, ToolProgress)] == [f"progress q{i}"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from runtime_support import Recorder, assert_memory_valid
+from runtime_support import Recorder, add, assert_memory_valid
 
 from agentflow.agent.agent import Agent
 from agentflow.agent.memory import InMemoryMemory
@@ -14,13 +14,6 @@ from agentflow.model.errors import RateLimitError, StreamCutOffError
 from agentflow.model.events import TextDelta
 from agentflow.result import StopReason
 from agentflow.testing.fake import FakeModelClient, reply
-from agentflow.tools import tool
-
-
-@tool
-async def add(a: int, b: int) -> int:
-    """Add."""
-    return a + b
 
 
 async def test_finished_run_has_one_run_finished_as_its_last_event() -> None:

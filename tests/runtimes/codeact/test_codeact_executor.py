@@ -8,11 +8,13 @@ from typing import Any
 
 import anyio
 import anyio.lowlevel
+import orjson
 import pytest
 from codeact_support import assert_codeact_memory_valid, code, final, system_texts
 
 from agentflow.agent.agent import Agent, Agents
 from agentflow.agent.memory import InMemoryMemory
+from agentflow.agent.options import AgentOptions
 from agentflow.events import CodeExecuted, RunFailed, ToolFailed
 from agentflow.result import ToolResult
 from agentflow.runtimes import resolve_runtime
@@ -128,6 +130,52 @@ async def test_tool_calls_from_the_executor_run_through_the_run_s_tool_executor(
     assert len(failed) == 2
 
 
+async def test_the_run_s_tool_timeout_and_concurrency_limit_hold_for_calls_from_code() -> None:
+    active = most = 0
+
+    @tool
+    async def slow(n: int) -> int:
+        """Yields a few times, counting the calls running at once."""
+        nonlocal active, most
+        active += 1
+        most = max(most, active)
+        for _ in range(3):
+            await anyio.lowlevel.checkpoint()
+        active -= 1
+        return n
+
+    @tool(timeout=0.01)
+    async def hang() -> str:
+        """Never returns."""
+        await anyio.sleep_forever()
+        return "never"
+
+    async def step(tools: ToolInvoker) -> CodeResult:
+        results: list[ToolResult] = []
+        async with anyio.create_task_group() as group:  # as parallel() / map_tool() make the host do
+
+            async def call(name: str, args: dict[str, Any]) -> None:
+                results.append(await tools(name, args))
+
+            for n in range(4):
+                group.start_soon(call, "slow", {"n": n})
+            group.start_soon(call, "hang", {})
+        return CodeResult(ok=True, value=sorted((r.name, r.ok, r.error_type or "") for r in results))
+
+    model = FakeModelClient([reply(code("..."))])
+    agent = Agents.codeact(
+        model,
+        tools=[slow, hang],
+        codeact=CodeActOptions(executor=FakeExecutor(step)),
+        options=AgentOptions(max_tool_concurrency=2),
+    )
+    result = await agent.run("go")
+    assert orjson.loads(result.output_text) == [["hang", False, "timeout"]] + [["slow", True, ""]] * 4
+    assert most == 2
+    [timed_out] = [r for r in result.tool_results if not r.ok]
+    assert timed_out.output.startswith('TOOL_ERROR: {"errorType":"timeout"')
+
+
 async def test_tool_results_are_recorded_in_call_order_whatever_order_they_finish_in() -> None:
     gate = anyio.Event()
 
@@ -232,7 +280,9 @@ async def test_the_prompt_sends_no_tools_and_puts_the_guide_in_the_system_prompt
 
 
 async def test_a_code_executed_event_carries_the_step() -> None:
-    result = CodeResult(ok=False, stdout="so far", stderr="warn", error="boom", duration=0.5)
+    result = CodeResult(
+        ok=False, stdout="so far", stderr="warn", error="boom", error_type=CodeErrorType.TIMEOUT, duration=0.5
+    )
     agent, _ = agent_with(FakeExecutor(result), [reply(code("x")), reply(final("done"))])
     events: list[CodeExecuted] = []
     agent.on(CodeExecuted, events.append)
@@ -246,6 +296,42 @@ async def test_a_code_executed_event_carries_the_step() -> None:
         "boom",
         0.5,
     )
+    assert event.error_type == "timeout"
+    assert event.to_dict()["error_type"] == "timeout"
+
+
+async def test_the_model_sees_a_long_value_cut_while_the_answer_and_the_event_keep_all_of_it() -> None:
+    value = "x" * 50
+    agent, _ = agent_with(
+        FakeExecutor(CodeResult(ok=True, value=value)), [reply(code("v"))], max_result_chars=8
+    )
+    events: list[CodeExecuted] = []
+    agent.on(CodeExecuted, events.append)
+    result = await agent.run("go")
+    assert result.output_text == value
+    assert events[0].result == value
+    assert system_texts(result.new_items) == [
+        'CODE_RESULT: {"result":"xxxxxxxx [... result truncated: 42 more characters not shown; keep big '
+        'values in variables and return only the part you need to see ...]"}'
+    ]
+    assert CodeActOptions().max_result_chars == 16_000
+
+
+async def test_the_prompt_says_what_a_process_sandbox_allows() -> None:
+    for sandbox, sentences in (
+        (ProcessSandbox(), ("The code has no network access.", "Only the Python standard library")),
+        (
+            ProcessSandbox(network=True, site_packages=True, persistent=False),
+            ("The code has network access.", "Installed packages can be imported.", "fresh interpreter"),
+        ),
+    ):
+        model = FakeModelClient([reply(final("x"))])
+        agent = Agents.codeact(model, tools=[double], codeact=CodeActOptions(executor=sandbox))
+        await agent.run("go")
+        system = model.prompts[0].system_prompt
+        assert system is not None
+        assert all(sentence in system for sentence in sentences), system
+        assert sandbox.pids == ()  # describing it did not start it
 
 
 def test_agents_codeact_and_the_runtime_name_build_the_runtime() -> None:
@@ -266,6 +352,10 @@ def test_options_are_checked_when_built() -> None:
         CodeActOptions(executor=42)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         CodeActOptions(limits=30)  # type: ignore[arg-type]
+    for bad in (0, True, 2.5):
+        with pytest.raises(ValueError, match=r"max_result_chars must be an int >= 1 or None"):
+            CodeActOptions(max_result_chars=bad)  # type: ignore[arg-type]
+    assert CodeActOptions(max_result_chars=None).max_result_chars is None
     with pytest.raises(TypeError, match="options must be a CodeActOptions"):
         CodeActRuntime(True)  # type: ignore[arg-type]
 

@@ -275,6 +275,24 @@ async def test_max_tool_calls_counts_the_calls_made_from_code() -> None:
     assert_codeact_memory_valid(result.new_items)
 
 
+async def test_with_react_off_a_step_that_used_up_the_tool_calls_still_answers_with_its_value() -> None:
+    source = (
+        "got = []\n"
+        "for item in ('apple', 'pear'):\n"
+        "    try:\n"
+        "        got.append(get_price(item=item))\n"
+        "    except ToolError:\n"
+        "        got.append(None)\n"
+        "got"
+    )
+    options = AgentOptions(max_tool_calls=1)
+    async with codeact_agent([says(code(source))], options=options) as (agent, server):
+        result = await agent.run("Prices?")
+    assert len(server.requests) == 1
+    assert (result.stop_reason, result.output_text) == (StopReason.FINAL_ANSWER, "[0.5,null]")
+    assert [(r.ok, r.error_type) for r in result.tool_results] == [(True, None), (False, "cancelled")]
+
+
 async def test_max_steps_with_a_final_answer_call_reminds_the_model_and_never_runs_its_code() -> None:
     def last_call(body: Any) -> Reply:
         last = body["messages"][-1]

@@ -16,6 +16,7 @@ from agentflow.runtimes.codeact_protocol import (
     code_error_text,
     code_result_text,
     parse_answer,
+    result_preview,
     step_text,
 )
 from agentflow.sandbox import CodeErrorType, CodeResult, code_api_text
@@ -157,6 +158,21 @@ def test_step_text_picks_result_or_error() -> None:
     assert step_text(CodeResult(ok=False, error_type=CodeErrorType.KILLED)) == (
         'CODE_ERROR: {"error":"the code step failed (killed)"}'
     )
+
+
+def test_a_long_value_is_cut_for_the_model_with_a_marker_saying_how_much_is_missing() -> None:
+    text = step_text(CodeResult(ok=True, value="a" * 30, stdout="printed"), max_result_chars=10)
+    assert text == (
+        'CODE_RESULT: {"result":"aaaaaaaaaa [... result truncated: 20 more characters not shown; keep big '
+        'values in variables and return only the part you need to see ...]","stdout":"printed"}'
+    )
+    # A value that is not a string is cut as its JSON text; a value that fits is left as it is.
+    assert result_preview({"k": list(range(10))}, 12) == (
+        '{"k":[0,1,2, [... result truncated: 15 more characters not shown; keep big values in variables and '
+        "return only the part you need to see ...]"
+    )
+    assert result_preview({"k": [1]}, 11) == {"k": [1]}
+    assert step_text(CodeResult(ok=True, value="a" * 30)) == 'CODE_RESULT: {"result":"' + "a" * 30 + '"}'
 
 
 def test_a_value_json_cannot_hold_is_shown_not_dropped() -> None:

@@ -9,7 +9,7 @@ from deep_research_support import ScriptedPlanner, collect, lookup, message_text
 
 from agentflow.agent.agent import Agent, Agents
 from agentflow.agent.memory import InMemoryMemory
-from agentflow.agent.options import AgentOptions
+from agentflow.agent.options import AgentOptions, ModelSettings
 from agentflow.agent.prompt import AgentModelResult, AgentPrompt
 from agentflow.events import PlanCreated, PlanUpdated, RunCancelled, RunFailed, RunStarted, StepStarted
 from agentflow.model.response import TokenUsage
@@ -193,6 +193,13 @@ async def test_the_model_planner_over_the_agent_s_own_chat_model() -> None:
     assert result.output_text == "## Summary\nRayleigh scattering."
     assert result.usage.total_tokens == 60 + 92
     assert len(chat.requests) == 2
+
+
+async def test_planner_model_plans_with_the_model_name_the_agent_s_settings_set() -> None:
+    chat = FakeChatModel([chat_reply('["Look up sky"]'), chat_reply("Rayleigh scattering.")])
+    agent = Agents.deep_research(chat, planner="model", settings=ModelSettings(model="gpt-4.1-mini"))
+    await agent.run("Why is the sky blue?")
+    assert [r.parameters.model for r in chat.requests] == ["gpt-4.1-mini", "gpt-4.1-mini"]
 
 
 async def test_each_run_of_a_session_plans_once_after_its_own_input() -> None:

@@ -1,0 +1,78 @@
+"""``ProtocolClient``: what ``ChatModelClient`` and ``ResponsesModelClient`` share, written once.
+
+Both adapters do the same four things: map an ``AgentPrompt`` to their protocol's request (a pure function,
+so a bad prompt fails before anything is sent), send it through the wrapped model, whole or streamed, project
+the response onto ``AgentModelResult``, and close the model. A subclass names its request mapping, its
+projection, and how its model sends and streams; nothing here knows a protocol.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Generic, Protocol, Self, TypeVar
+
+from ..model.stream import ModelStream
+from .prompt import AgentModelResult, AgentPrompt, relay_stream
+
+__all__ = ["ProtocolClient"]
+
+
+class _Closeable(Protocol):
+    async def aclose(self) -> None: ...
+
+
+M = TypeVar("M", bound=_Closeable)
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
+
+
+class ProtocolClient(Generic[M, Req, Resp]):
+    """A ``ModelClient`` over one wire protocol: ``create``, ``create_stream``, ``aclose``/``async with``.
+
+    Subclasses implement ``_request`` (prompt → request), ``_project`` (response → ``AgentModelResult``),
+    ``_send`` (one blocking call) and ``_open`` (one streaming call ending with ``ModelCompleted``).
+    """
+
+    __slots__ = ("_model",)
+
+    def __init__(self, model: M) -> None:
+        self._model = model
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._model!r})"
+
+    def _request(self, prompt: AgentPrompt) -> Req:
+        raise NotImplementedError
+
+    def _project(self, response: Resp) -> AgentModelResult:
+        raise NotImplementedError
+
+    async def _send(self, request: Req) -> Resp:
+        raise NotImplementedError
+
+    def _open(self, request: Req) -> ModelStream[Resp]:
+        raise NotImplementedError
+
+    async def create(self, prompt: AgentPrompt) -> AgentModelResult:
+        """One blocking model call."""
+        return self._project(await self._send(self._request(prompt)))
+
+    def create_stream(self, prompt: AgentPrompt) -> ModelStream[AgentModelResult]:
+        """One streaming call: model events as they arrive, then ``ModelCompleted(AgentModelResult)``.
+
+        The prompt is checked now; nothing is sent until the stream is entered or iterated.
+        """
+        request = self._request(prompt)
+        return relay_stream(lambda: self._open(request), self._project)
+
+    async def aclose(self) -> None:
+        """Close the wrapped model (and its connections)."""
+        await self._model.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
