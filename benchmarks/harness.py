@@ -53,8 +53,10 @@ class Config:
     import_runs: int = 15  # fresh interpreters per import variant
     code_round_trips: int = 200  # tool calls from one code step
     executor_starts: int = 5
-    agent_runs: int = 100  # concurrent agent runs
-    agent_rounds: int = 5
+    agent_runs: int = 100  # sequential tool-loop runs per round (agent_loop)
+    agent_rounds: int = 7
+    agent_many: int = 500  # tool-loop runs at once in one event loop (agent_many)
+    agent_many_rounds: int = 3  # fresh subprocesses per contender; the median is reported
     quick: bool = False
 
     @classmethod
@@ -70,24 +72,32 @@ class Config:
             executor_starts=1,
             agent_runs=3,
             agent_rounds=1,
+            agent_many=5,
+            agent_many_rounds=1,
             quick=True,
         )
 
 
 @dataclass(frozen=True)
 class Target:
-    """``figure`` must be at most ``limit`` (times ``relative_to``'s figure when set, else absolute)."""
+    """``figure`` must be at most ``limit`` (times ``relative_to``'s figure when set, else absolute).
+
+    ``relative_to`` may name several figures: the target is then relative to the best (smallest) of those
+    measured, e.g. "half of the best peer's".
+    """
 
     figure: str
     limit: float
-    relative_to: str | None = None
+    relative_to: str | tuple[str, ...] | None = None
     strict: bool = False  # "<" rather than "≤"
 
     def describe(self, unit: str) -> str:
-        """The target as text, e.g. ``"≤ 1.5× floor"`` or ``"< 100 ms"``."""
+        """The target as text, e.g. ``"≤ 1.5× floor"``, ``"≤ 0.5× best of a, b"`` or ``"< 100 ms"``."""
         sign = "<" if self.strict else "≤"
         if self.relative_to is None:
             return f"{sign} {self.limit:g} {unit}"
+        if isinstance(self.relative_to, tuple):
+            return f"{sign} {self.limit:g}× best of {', '.join(self.relative_to)}"
         return f"{sign} {self.limit:g}× {self.relative_to}"
 
 
@@ -132,12 +142,22 @@ class Measurement:
             return None
         return a.value / b.value
 
+    def best(self, names: tuple[str, ...]) -> str | None:
+        """The name of the smallest of the figures ``names`` that were measured."""
+        measured = [f for f in self.figures if f.name in names]
+        return min(measured, key=lambda f: f.value).name if measured else None
+
     def met(self, target: Target) -> bool | None:
         """Whether ``target`` holds (``None`` when its figures are missing)."""
         fig = self.figure(target.figure)
         if fig is None or self.skipped or self.failed:
             return None
-        value = fig.value if target.relative_to is None else self.ratio(target.figure, target.relative_to)
+        to = target.relative_to
+        if isinstance(to, tuple):
+            to = self.best(to)
+            if to is None:
+                return None
+        value = fig.value if to is None else self.ratio(target.figure, to)
         if value is None:
             return None
         return value < target.limit if target.strict else value <= target.limit

@@ -21,7 +21,7 @@ implementation for both, on the memory each of them names.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -227,7 +227,14 @@ class AgentRun:
             assert self._task_group is not None
             # The block's own exception is not handed to the task group (it would come back wrapped in an
             # ExceptionGroup); it propagates unchanged once the run has ended.
-            await self._task_group.__aexit__(None, None, None)
+            try:
+                await self._task_group.__aexit__(None, None, None)
+            except BaseExceptionGroup as group:
+                # ``_drive`` keeps Exceptions; what escapes is a BaseException such as SystemExit raised in a
+                # tool (the run has published RunFailed already): re-raise it as itself, not in a group.
+                if len(group.exceptions) == 1:
+                    raise group.exceptions[0] from None
+                raise
         finally:
             self._release()
 
@@ -248,8 +255,11 @@ class AgentRun:
 
     # -- events ----------------------------------------------------------------------------------------------
 
-    def __aiter__(self) -> AgentRun:
-        return self
+    def __aiter__(self) -> AsyncIterator[Event]:
+        # ``async for`` reads the subscription itself: one call less per event on the hot path.
+        if self._subscription is not None:
+            return self._subscription
+        return self  # whose __anext__ explains what is missing
 
     async def __anext__(self) -> Event:
         if self._subscription is None:

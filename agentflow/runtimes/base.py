@@ -152,7 +152,7 @@ class AgentRuntime:
         await self._publish_terminal(ctx, RunCancelled(partial=ctx.result))
 
     async def _settle(self, ctx: RunContext, reason: str) -> None:
-        # Shielded (a cancel is what brought us here) and capped; from now on publishing never waits for a
+        # Shielded (a cancel may be what brought us here) and capped; from now on publishing never waits for a
         # subscriber, so a consumer that stopped reading cannot hold the ending up.
         ctx.bus.begin_ending()
         with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
@@ -264,6 +264,7 @@ class AgentRuntime:
         completed: AgentModelResult | None = None
         reported: TokenUsage | None = None
         saw_text = saw_reasoning = False
+        publish = ctx.bus.publish  # once per delta: no wrapper in between
         try:
             async with ctx.model.create_stream(prompt) as stream:
                 async for event in stream:
@@ -281,7 +282,7 @@ class AgentRuntime:
                         saw_reasoning = True
                     elif isinstance(event, UsageReported):
                         reported = event.usage  # cumulative: the latest report is the call's usage so far
-                    await ctx.publish(event)
+                    await publish(event)
         finally:
             if reported is not None:
                 # Cut short (cancelled, failed) after the server reported usage: those tokens were spent.

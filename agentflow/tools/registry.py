@@ -33,6 +33,8 @@ class ToolRegistry:
     __slots__ = ("_specs", "_tools")
 
     def __init__(self, tools: Iterable[Tool[..., Any] | Callable[..., Any]] = ()) -> None:
+        if not isinstance(tools, Iterable) or isinstance(tools, str | bytes):
+            raise TypeError(f"tools must be a list of tools or functions, got {type(tools).__name__}")
         self._tools: dict[str, Tool[..., Any]] = {}
         for item in tools:
             t = item if isinstance(item, Tool) else tool(item)

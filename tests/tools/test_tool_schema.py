@@ -451,6 +451,8 @@ def test_registry_rejects_duplicates_and_normalises_names() -> None:
     assert registry.resolve("missing") is None
     with pytest.raises(ValueError, match="two tools are named 'lookup'"):
         ToolRegistry([lookup, tool(lookup)])
+    with pytest.raises(TypeError, match="tools must be a list of tools or functions, got function"):
+        ToolRegistry(lookup)  # type: ignore[arg-type]  # a single tool, not in a list
 
 
 def test_an_exact_registered_name_wins_over_normalisation() -> None:

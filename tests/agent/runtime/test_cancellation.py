@@ -8,6 +8,8 @@ for each call in flight), and other runs in the same loop are untouched.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 import anyio
@@ -32,7 +34,7 @@ from agentflow.events import (
 )
 from agentflow.model.events import Event, ModelCompleted, TextDelta, UsageReported
 from agentflow.model.response import TokenUsage
-from agentflow.result import StopReason
+from agentflow.result import AgentResult, StopReason
 from agentflow.testing.fake import FakeModelClient, reply
 from agentflow.tools import tool
 
@@ -98,6 +100,30 @@ class Scenario:
     async def watch(self) -> None:
         await self._watch()
 
+    @contextlib.asynccontextmanager
+    async def bystander(self) -> AsyncIterator[None]:
+        """Another run in the same event loop, in flight across the cancel: it must end normally."""
+        gate, called = anyio.Event(), anyio.Event()
+
+        async def other_model(_prompt: AgentPrompt) -> AgentModelResult:
+            called.set()
+            await gate.wait()
+            return reply("other answer", usage=(1, 1))
+
+        other = Agent(FakeModelClient([other_model]))
+        results: list[AgentResult] = []
+
+        async def run_other() -> None:
+            results.append(await other.run("other"))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run_other)
+            await called.wait()
+            yield
+            gate.set()
+        [result] = results
+        assert (result.output_text, result.stop_reason) == ("other answer", StopReason.FINAL_ANSWER)
+
     def is_trigger(self, event: Event) -> bool:
         """Whether the consumer has seen an event after which the run soon reaches its cut point."""
         if self.where == "tool":
@@ -141,7 +167,7 @@ async def test_run_cancel_from_the_consumer(where: Where) -> None:
     before = task_count()
     seen: list[Event] = []
 
-    async with anyio.create_task_group() as tg:
+    async with s.bystander(), anyio.create_task_group() as tg:
         tg.start_soon(s.watch)
         async with s.agent.stream("go") as run:
             async for event in run:
@@ -168,7 +194,7 @@ async def test_run_cancel_from_another_task(where: Where) -> None:
     s = Scenario(where)
     before = task_count()
 
-    async with anyio.create_task_group() as tg:
+    async with s.bystander(), anyio.create_task_group() as tg:
         tg.start_soon(s.watch)
         async with s.agent.stream("go") as run:
             tg.start_soon(_cut_then_cancel, s, run)
@@ -184,7 +210,7 @@ async def test_breaking_out_of_the_iteration_and_leaving_the_block(where: Where)
     s = Scenario(where)
     before = task_count()
 
-    async with anyio.create_task_group() as tg:
+    async with s.bystander(), anyio.create_task_group() as tg:
         tg.start_soon(s.watch)
         async with s.agent.stream("go") as run:
             async for event in run:
@@ -209,7 +235,7 @@ async def test_an_exception_in_the_block_cancels_the_run_and_propagates_unwrappe
                     await s.cut_point.wait()
                     raise KeyError("consumer bug")
 
-    async with anyio.create_task_group() as tg:
+    async with s.bystander(), anyio.create_task_group() as tg:
         tg.start_soon(s.watch)
         with pytest.raises(KeyError, match="consumer bug"):
             await consume()
@@ -227,7 +253,7 @@ async def test_cancelling_the_awaiting_task_with_a_cancel_scope(where: Where) ->
         await s.agent.run("go")
         finished.append("returned")  # never reached: the cancellation propagates
 
-    async with anyio.create_task_group() as tg:
+    async with s.bystander(), anyio.create_task_group() as tg:
         tg.start_soon(s.watch)
         tg.start_soon(runner)
         await s.cut_point.wait()
@@ -243,7 +269,7 @@ async def test_cancelling_the_awaiting_asyncio_task(where: Where) -> None:
     s = Scenario(where)
     before = task_count()
 
-    async with anyio.create_task_group() as tg:
+    async with s.bystander(), anyio.create_task_group() as tg:
         tg.start_soon(s.watch)
         task = asyncio.create_task(s.agent.run("go"))
         await s.cut_point.wait()
@@ -261,43 +287,13 @@ async def test_deadline_cancels_with_stop_reason_deadline(where: Where) -> None:
     s.agent.options = AgentOptions(stream=True, tool_timeout=None, timeout=0.2)
     before = task_count()
 
-    with anyio.fail_after(10):  # a guard against a hang; the run ends through its own deadline
-        result = await s.agent.run("go")
+    async with s.bystander():
+        with anyio.fail_after(10):  # a guard against a hang; the run ends through its own deadline
+            result = await s.agent.run("go")
 
     assert result.stop_reason is StopReason.DEADLINE
     s.check(StopReason.DEADLINE)
     assert task_count() == before
-
-
-async def test_cancelling_one_run_leaves_another_run_in_the_same_loop_untouched() -> None:
-    s = Scenario("tool")
-    other_gate = anyio.Event()
-    other_called = anyio.Event()
-
-    async def other_model(_prompt: AgentPrompt) -> AgentModelResult:
-        other_called.set()
-        await other_gate.wait()
-        return reply("other answer", usage=(1, 1))
-
-    other = Agent(FakeModelClient([other_model]))
-    other_result: list[Any] = []
-
-    async def run_other() -> None:
-        other_result.append(await other.run("other"))
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(s.watch)
-        tg.start_soon(run_other)
-        await other_called.wait()
-        async with s.agent.stream("go") as run:
-            await s.cut_point.wait()
-            await run.cancel()
-            await run.wait()
-        other_gate.set()
-
-    s.check()
-    [result] = other_result
-    assert (result.output_text, result.stop_reason) == ("other answer", StopReason.FINAL_ANSWER)
 
 
 async def test_cancel_before_the_run_starts_still_ends_with_one_run_cancelled() -> None:

@@ -493,3 +493,30 @@ async def test_concurrent_runs_that_overlap_in_their_tools_stay_isolated() -> No
         assert [e.seq for e in events] == list(range(1, len(events) + 1))
         assert [type(e).__name__ for e in events if isinstance(e, RunFinished)] == ["RunFinished"]
         assert [e.message for e in events if isinstance(e, ToolProgress)] == [f"progress q{i}"]
+
+
+async def test_run_and_stream_are_one_loop_with_the_same_events_and_result() -> None:
+    def make_agent() -> Agent:
+        script = [reply(tool_calls=[("c1", "add", {"a": 1, "b": 2})], usage=(3, 1)), reply("3", usage=(2, 1))]
+        # The same model path both ways (stream() would otherwise stream the model calls).
+        return Agent(FakeModelClient(script), tools=[add], options=AgentOptions(stream=False))
+
+    awaited = make_agent()
+    recorder = Recorder(awaited)
+    ran = await awaited.run("go", run_id="run_same")
+    async with make_agent().stream("go", run_id="run_same") as run:
+        streamed = [event async for event in run]
+
+    def shape(events: list[Any]) -> list[tuple[str, int, int]]:
+        return [(type(e).__name__, e.seq, e.step) for e in events]
+
+    assert shape(recorder.events) == shape(streamed)
+    got = run.result
+    assert (got.output_text, got.stop_reason, got.steps, got.usage) == (
+        ran.output_text,
+        ran.stop_reason,
+        ran.steps,
+        ran.usage,
+    )
+    assert got.new_items == ran.new_items
+    assert [r.output for r in got.tool_results] == [r.output for r in ran.tool_results]

@@ -14,6 +14,7 @@ from agentflow.model.errors import RateLimitError, StreamCutOffError
 from agentflow.model.events import TextDelta
 from agentflow.result import StopReason
 from agentflow.testing.fake import FakeModelClient, reply
+from agentflow.tools import tool
 
 
 async def test_finished_run_has_one_run_finished_as_its_last_event() -> None:
@@ -45,6 +46,30 @@ async def test_a_model_error_ends_the_run_with_run_failed_and_is_raised() -> Non
     assert terminal.partial.stop_reason is StopReason.ERROR
     assert terminal.partial.usage.total_tokens == 8
     assert [r.output for r in terminal.partial.tool_results] == ["3"]
+    assert recorder.events[-1] is terminal
+    assert_memory_valid(memory.items)
+
+
+class Abort(BaseException):
+    """Not an Exception: like SystemExit, it must escape the run, not become a tool error."""
+
+
+async def test_a_base_exception_from_a_tool_ends_the_run_with_run_failed_and_escapes_as_itself() -> None:
+    @tool
+    async def abort() -> str:
+        """Raises a BaseException."""
+        raise Abort("stop the process")
+
+    memory = InMemoryMemory()
+    agent = Agent(FakeModelClient([reply(tool_calls=[("abort", {})])]), tools=[abort], memory=memory)
+    recorder = Recorder(agent)
+
+    with pytest.raises(Abort, match="stop the process"):  # not wrapped in a BaseExceptionGroup
+        await agent.run("go")
+
+    [terminal] = recorder.terminals()
+    assert isinstance(terminal, RunFailed)
+    assert terminal.error_type == "Abort"
     assert recorder.events[-1] is terminal
     assert_memory_valid(memory.items)
 
