@@ -10,6 +10,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# The demo needs only the runtime dependencies; tests, benchmarks and docs add their extras.
+$(VENV)/.installed-base: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
@@ -24,7 +29,7 @@ typecheck: $(STAMP)
 test: lint typecheck
 	$(BIN)/pytest -q
 
-demo: $(STAMP)
+demo: $(VENV)/.installed-base
 	$(BIN)/python -m agentflow.demo
 
 $(VENV)/.installed-bench: $(STAMP)

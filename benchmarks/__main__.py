@@ -3,9 +3,9 @@
     python -m benchmarks [--quick] [--json FILE] [--only KEY,KEY…]
 
 ``--quick`` uses tiny sizes (a smoke test: the figures mean nothing); ``--json`` also writes every sample
-to FILE; ``--only`` runs a subset (keys: chat_call, chat_stream, responses_stream, agent_runs,
-import_time, codeact). The exit status is 0 whatever the figures (missed targets are listed last), 1 when
-a measurement failed.
+to FILE; ``--only`` runs a subset (keys: chat_call, chat_stream, responses_stream, agent_loop, agent_many,
+agent_stream, import_time, codeact). The exit status is 0 whatever the figures (missed targets are listed
+last), 1 when a measurement failed.
 """
 
 from __future__ import annotations
@@ -21,33 +21,35 @@ from typing import Any
 
 import orjson
 
-from . import agent_runs, chat_call, chat_stream, codeact, import_time, responses_stream
+from . import agent_loop, agent_many, agent_stream, chat_call, chat_stream, codeact, import_time, responses_stream
 from .harness import Config, Measurement, server_process
 from .report import environment, render, to_json
 
 __all__ = ["KEYS", "main", "run"]
 
 SERVER_KEYS = ("chat_call", "chat_stream", "responses_stream")
-KEYS = (*SERVER_KEYS, "agent_runs", "import_time", "codeact")
+AGENT_KEYS = ("agent_loop", "agent_many", "agent_stream")
+KEYS = (*SERVER_KEYS, *AGENT_KEYS, "import_time", "codeact")
 
 
 def _progress(text: str) -> None:
     print(f"… {text}", file=sys.stderr, flush=True)
 
 
-def _guarded(key: str, measure: Callable[[], Measurement]) -> Measurement:
-    """Run one measurement; a failure is reported in its place (traceback on stderr), not fatal."""
+def _guarded(key: str, measure: Callable[[], Measurement | list[Measurement]]) -> list[Measurement]:
+    """Run one measurement (some give several tables); a failure is reported in its place, not fatal."""
     _progress(key)
     try:
-        return measure()
+        measured = measure()
     except Exception as exc:
         traceback.print_exc()
-        return Measurement(key=key, title=key, unit="", failed=f"{type(exc).__name__}: {exc}")
+        return [Measurement(key=key, title=key, unit="", failed=f"{type(exc).__name__}: {exc}")]
+    return measured if isinstance(measured, list) else [measured]
 
 
 def run(config: Config, keys: Sequence[str] = KEYS) -> list[Measurement]:
     """Run the selected measurements, in table order; each server runs in its own process."""
-    results: dict[str, Measurement] = {}
+    results: dict[str, list[Measurement]] = {}
     if "import_time" in keys:
         results["import_time"] = _guarded("import_time", lambda: import_time.measure(config))
     if any(key in keys for key in SERVER_KEYS):
@@ -60,14 +62,22 @@ def run(config: Config, keys: Sequence[str] = KEYS) -> list[Measurement]:
             for key, measure in served.items():
                 if key in keys:
                     results[key] = _guarded(key, partial(asyncio.run, measure(base_url, config)))
-    if "agent_runs" in keys:
-        with server_process(module="benchmarks.agent_server") as base_url:
-            results["agent_runs"] = _guarded(
-                "agent_runs", lambda: asyncio.run(agent_runs.measure(base_url, config))
-            )
+    if any(key in keys for key in AGENT_KEYS):
+        deltas = str(config.stream_deltas)
+        with server_process("--bench-deltas", deltas, module="benchmarks.agent_server") as base_url:
+            if "agent_loop" in keys:
+                results["agent_loop"] = _guarded(
+                    "agent_loop", lambda: asyncio.run(agent_loop.measure(base_url, config))
+                )
+            if "agent_many" in keys:
+                results["agent_many"] = _guarded("agent_many", lambda: agent_many.measure(base_url, config))
+            if "agent_stream" in keys:
+                results["agent_stream"] = _guarded(
+                    "agent_stream", lambda: asyncio.run(agent_stream.measure(base_url, config))
+                )
     if "codeact" in keys:
         results["codeact"] = _guarded("codeact", lambda: asyncio.run(codeact.measure(config)))
-    return [results[key] for key in KEYS if key in results]
+    return [m for key in KEYS for m in results.get(key, [])]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

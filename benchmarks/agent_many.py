@@ -1,7 +1,7 @@
 """Measurement (b): many tool-loop runs at once in one event loop — wall time and peak RSS.
 
 Each contender runs in its **own fresh subprocess** (``python -m benchmarks.agent_many NAME URL RUNS``), so
-its peak resident set size (``ru_maxrss``) is its own: the interpreter, its framework's imports and the
+its peak resident set size (``VmHWM`` on Linux, else ``ru_maxrss``) is its own: the interpreter, its framework's imports and the
 ``agent_many`` runs (500 by default) in flight at once. The child opens its client, makes one warm-up run,
 then starts every run at once in one task group and waits for all; it prints the batch's wall time, its
 client CPU and the process's peak RSS as one JSON line. Contenders alternate round by round (fresh processes
@@ -39,8 +39,17 @@ _ROOT = Path(__file__).resolve().parents[1]
 
 
 def _peak_rss_bytes() -> int:
+    """This process's peak RSS. On Linux ``VmHWM``: ``ru_maxrss`` survives ``exec``, so a child started by
+    a big parent would report the parent's peak (the benchmark process has every framework loaded)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024  # kB
+    except OSError:
+        pass
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak if sys.platform == "darwin" else peak * 1024  # kilobytes on Linux
+    return peak if sys.platform == "darwin" else peak * 1024
 
 
 async def batch(name: str, base_url: str, runs: int) -> dict[str, Any]:
@@ -127,7 +136,7 @@ def measure(base_url: str, config: Config) -> list[Measurement]:
         f"each contender in its own fresh subprocess, median of {config.agent_many_rounds} rounds; "
         "one warm-up run first, then all runs started at once (`asyncio.TaskGroup`)"
     )
-    rss.notes.append("ru_maxrss of the contender's process: interpreter, imports and the runs in flight")
+    rss.notes.append("peak RSS (VmHWM) of the contender's process: interpreter, imports and the runs in flight")
     return [wall, rss]
 
 

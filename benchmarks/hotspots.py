@@ -1,7 +1,7 @@
 """``python -m benchmarks.hotspots KEY``: where agentflow spends its client CPU in one measurement.
 
-Runs the agentflow contender of ``KEY`` (chat_call, chat_stream, responses_stream, agent_runs) against its
-server, as ``python -m benchmarks`` does, under ``cProfile`` with a CPU clock (``time.process_time``), and
+Runs the agentflow contender of ``KEY`` (chat_call, chat_stream, responses_stream, agent_loop, agent_stream)
+against its server, as ``python -m benchmarks`` does, under ``cProfile`` with a CPU clock (``time.process_time``), and
 prints the functions with the most CPU of their own, agentflow's first. cProfile slows everything down
 several times, so read the shares, not the absolute figures; the benchmark itself is the measure.
 
@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from . import agent_runs, chat_call, chat_stream, responses_stream
+from . import agent_loop, agent_stream, chat_call, chat_stream, responses_stream
 from .harness import Config, server_process
 
 __all__ = ["main"]
@@ -27,10 +27,11 @@ MODULES = {
     "chat_call": chat_call,
     "chat_stream": chat_stream,
     "responses_stream": responses_stream,
-    "agent_runs": agent_runs,
+    "agent_loop": agent_loop,
+    "agent_stream": agent_stream,
 }
 # Operations per profile: about a second of work each, before cProfile's slow-down.
-TIMES = {"chat_call": 2000, "chat_stream": 10, "responses_stream": 10, "agent_runs": 20}
+TIMES = {"chat_call": 2000, "chat_stream": 10, "responses_stream": 10, "agent_loop": 1000, "agent_stream": 10}
 
 
 async def _profile(key: str, base_url: str, config: Config, contender: str) -> cProfile.Profile:
@@ -58,8 +59,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--all", action="store_true", help="all functions, not only agentflow's")
     args = parser.parse_args(argv)
     config = Config()
-    if args.key == "agent_runs":
-        server = server_process(module="benchmarks.agent_server")
+    if args.key.startswith("agent_"):
+        server = server_process("--bench-deltas", str(config.stream_deltas), module="benchmarks.agent_server")
     else:
         server = server_process("--bench-deltas", str(config.stream_deltas))
     with server as base_url:

@@ -13,7 +13,17 @@ from pathlib import Path
 import orjson
 
 REPO = Path(__file__).resolve().parents[2]
-KEYS = ["import_time", "chat_call", "chat_stream", "responses_stream", "agent_runs", "codeact"]
+KEYS = [
+    "import_time",
+    "chat_call",
+    "chat_stream",
+    "responses_stream",
+    "agent_loop",
+    "agent_many",
+    "agent_many_rss",
+    "agent_stream",
+    "codeact",
+]
 GUARD_SECONDS = 120  # only a guard against a hung run; the quick run takes a few seconds
 
 
@@ -37,7 +47,7 @@ def test_quick_run_measures_everything_and_writes_json(tmp_path: Path) -> None:
     assert document["environment"]["cores"] >= 1
     measurements = {m["key"]: m for m in document["measurements"]}
     assert sorted(measurements) == sorted(KEYS)
-    for key in ("chat_call", "chat_stream", "responses_stream", "agent_runs"):
+    for key in ("chat_call", "chat_stream", "responses_stream", "agent_loop", "agent_many", "agent_stream"):
         figures = measurements[key]["figures"]
         assert {"floor", "agentflow"} <= set(figures), key
         assert figures["floor"]["x_floor"] == 1.0
