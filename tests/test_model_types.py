@@ -21,11 +21,19 @@ def test_tool_choice_function_needs_a_name() -> None:
         af.ToolChoice("auto", "f")
 
 
-def test_request_accepts_a_plain_list_but_not_a_string() -> None:
+def test_request_accepts_a_plain_list_but_not_a_string_or_a_lone_message() -> None:
     request = af.ChatRequest.coerce([af.UserMessage("hi")])
     assert request.messages == (af.UserMessage("hi"),)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="not a string"):
         af.ChatRequest.coerce("hi")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"not a UserMessage \(wrap a single message in a list"):
+        af.ChatRequest.coerce(af.UserMessage("hi"))  # type: ignore[arg-type]
+
+
+def test_stop_accepts_one_string_as_one_sequence() -> None:
+    assert af.ChatParameters(stop="END").stop == ("END",)
+    assert af.ChatParameters(stop=["a", "b"]).stop == ("a", "b")
+    assert af.ChatParameters().stop is None
 
 
 def test_parameters_merge_keeps_unset_fields_and_merges_custom() -> None:

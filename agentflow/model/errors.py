@@ -106,7 +106,13 @@ class ProtocolError(ModelError):
 
 
 class StreamCutOffError(ProtocolError):
-    """The stream ended before its terminal marker; ``partial`` holds what was aggregated so far."""
+    """The stream ended before its terminal marker; ``partial`` holds what was aggregated so far.
+
+    Retryable, like a dropped connection: a stream cut before any event was emitted is tried again (a
+    stream is never retried once something was emitted).
+    """
+
+    retryable_by_default = True
 
     def __init__(self, message: str, *, partial: Any = None, **kwargs: Any) -> None:
         super().__init__(message, **kwargs)
@@ -138,6 +144,8 @@ def _error_object(payload: Any) -> Mapping[str, Any]:
         inner = payload.get("error")
         if isinstance(inner, Mapping):
             return inner
+        if isinstance(inner, str) and inner:
+            return {"message": inner}  # ``{"error": "…"}``, as some compatible servers and proxies send
         return payload
     return {}
 

@@ -21,6 +21,13 @@ def _opt_tuple(value: Sequence[Any] | None) -> tuple[Any, ...] | None:
     return None if value is None else tuple(value)
 
 
+def _stop(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    # One stop sequence may be given as a plain string (as the OpenAI API allows), never split into letters.
+    if isinstance(value, str):
+        return (value,)
+    return _opt_tuple(value)
+
+
 def _to_messages(value: Iterable[Message]) -> tuple[Message, ...]:
     return tuple(value)
 
@@ -40,7 +47,7 @@ class ChatParameters:
     max_tokens: int | None = None
     max_completion_tokens: int | None = None
     top_p: float | None = None
-    stop: tuple[str, ...] | None = attrs.field(default=None, converter=_opt_tuple)
+    stop: tuple[str, ...] | None = attrs.field(default=None, converter=_stop)
     tools: tuple[ToolSpec, ...] | None = attrs.field(default=None, converter=_opt_tuple)
     tool_choice: ToolChoice | None = None
     parallel_tool_calls: bool | None = None
@@ -85,4 +92,9 @@ class ChatRequest:
             return value
         if isinstance(value, str | bytes):
             raise TypeError("expected a ChatRequest or a sequence of messages, not a string")
+        if not isinstance(value, Iterable):
+            raise TypeError(
+                f"expected a ChatRequest or a sequence of messages, not a {type(value).__name__} "
+                "(wrap a single message in a list: [message])"
+            )
         return cls(value)

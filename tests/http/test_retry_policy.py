@@ -43,11 +43,12 @@ def test_insufficient_quota_is_not_retried() -> None:
     assert not POLICY.should_retry(error_from_status(429, body), attempt=1)
 
 
-def test_network_failures_and_timeouts_are_retried_protocol_errors_are_not() -> None:
+def test_network_failures_timeouts_and_cut_off_streams_are_retried_protocol_errors_are_not() -> None:
     assert POLICY.should_retry(ModelConnectionError("refused"), attempt=1)
     assert POLICY.should_retry(ModelTimeoutError("slow"), attempt=1)
+    # The client retries a cut-off stream only while nothing was emitted (tests/providers/chat).
+    assert POLICY.should_retry(StreamCutOffError("cut"), attempt=1)
     assert not POLICY.should_retry(ProtocolError("bad json"), attempt=1)
-    assert not POLICY.should_retry(StreamCutOffError("cut"), attempt=1)
     assert not POLICY.should_retry(ValueError("not a model error"), attempt=1)
 
 

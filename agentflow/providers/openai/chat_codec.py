@@ -188,7 +188,7 @@ def _encode_parameters(params: ChatParameters, body: dict[str, Any]) -> None:
         value = getattr(params, attribute)
         if value is not None:
             body[field] = value
-    if params.stop is not None:
+    if params.stop:  # seed 003: only sent when non-empty
         body["stop"] = list(params.stop)
     if params.response_format is not None:
         body["response_format"] = dict(params.response_format)
@@ -212,6 +212,8 @@ def decode_finish_reason(value: Any) -> FinishReason | None:
     """
     if value is None or value == "":
         return None
+    if not isinstance(value, str):
+        return FinishReason.OTHER
     return _FINISH_REASONS.get(value, FinishReason.OTHER)
 
 

@@ -23,7 +23,7 @@ from ...model.response import ChatResponse
 from ...model.stream import ModelStream
 from .chat_codec import decode_chat_response, encode_chat_request
 from .chat_stream import ChatStreamDecoder
-from .client import DEFAULT_BASE_URL, OpenAIHttpClient
+from .client import DEFAULT_BASE_URL, OpenAIHttpClient, redact_url
 
 __all__ = ["OpenAIChatModel"]
 
@@ -79,26 +79,24 @@ class OpenAIChatModel:
     ) -> None:
         params = _parameters(defaults, "OpenAIChatModel keyword(s)")
         self._defaults = attrs.evolve(params, model=model, custom=dict(custom_parameters or {}))
-        limits = timeout or Timeout()
-        if connect_timeout is not None:
-            limits = attrs.evolve(limits, connect=connect_timeout)
-        if read_timeout is not None:
-            limits = attrs.evolve(limits, read=read_timeout)
         self._client = OpenAIHttpClient(
             base_url=base_url,
             api_key=api_key,
-            headers=dict(custom_headers or {}),
+            headers=custom_headers,
             transport=transport,
-            timeout=limits,
-            retry=retry or RetryPolicy(),
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            retry=retry,
             sleep=sleep,
             on_retry=on_retry,
         )
 
     def __repr__(self) -> str:
-        client = repr(self._client).partition("(")[2].rstrip(")")
-        base, _, key = client.partition(", ")
-        return f"OpenAIChatModel({base}, model={self._defaults.model!r}, {key})"
+        client = self._client
+        key = "<set>" if client.has_api_key else "None"
+        base = redact_url(client.base_url)
+        return f"OpenAIChatModel(base_url={base!r}, model={self._defaults.model!r}, api_key={key})"
 
     @property
     def defaults(self) -> ChatParameters:
@@ -123,7 +121,8 @@ class OpenAIChatModel:
         ``overrides`` are ``ChatParameters`` fields for this call only, e.g. ``temperature=0``.
         """
         body = encode_chat_request(self._request(request, overrides), stream=False)
-        return decode_chat_response(await self._client.post_json(_ENDPOINT, body))
+        # Decoded inside the retry loop: a 200 body that carries a retryable error is retried.
+        return await self._client.post_json(_ENDPOINT, body, decode=decode_chat_response)
 
     def stream(self, request: RequestLike, /, **overrides: Any) -> ModelStream[ChatResponse]:
         """Stream the response: ``TextDelta``/``ReasoningDelta``/``RefusalDelta`` as they arrive, tool-call

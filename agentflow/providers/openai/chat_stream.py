@@ -128,37 +128,43 @@ class ChatStreamDecoder:
             raise error_from_payload(
                 chunk, body=data, default_message="the server reported an error mid-stream"
             )
-        self._last = chunk
-        if self._metadata is None:
-            self._metadata = decode_metadata(chunk)
-        out: list[ModelEvent] = []
-        choices = chunk.get("choices")
-        if choices:
-            choice = choices[0]
-            if choice.get("index", 0):
-                choice = next((c for c in choices if not c.get("index", 0)), None)
-            if choice is not None:
-                delta = choice.get("delta")
-                if delta:
-                    content = delta.get("content")
-                    if content:
-                        self._text.append(content)
-                        out.append(TextDelta(content))
-                    # Most deltas hold nothing but content: skip the other lookups for them.
-                    if content is None or len(delta) > 1:
-                        self._other_deltas(delta, out)
-                if choice.get("finish_reason"):
-                    self._finish_reason = decode_finish_reason(choice["finish_reason"])
-                    self._finished = True
-                    self._ready_all(out)
-        # Usage comes on a final ``choices: []`` chunk (OpenAI) or on the finish chunk (DeepSeek): read it
-        # before (and regardless of) the empty-choices case.
-        usage = chunk.get("usage")
-        if usage:
-            decoded = decode_usage(usage)
-            if decoded != self._usage:
-                self._usage = decoded
-                out.append(UsageReported(decoded))
+        try:
+            self._last = chunk
+            if self._metadata is None:
+                self._metadata = decode_metadata(chunk)
+            out: list[ModelEvent] = []
+            choices = chunk.get("choices")
+            if choices:
+                choice = choices[0]
+                if choice.get("index", 0):
+                    choice = next((c for c in choices if not c.get("index", 0)), None)
+                if choice is not None:
+                    delta = choice.get("delta")
+                    if delta:
+                        content = delta.get("content")
+                        if content:
+                            if type(content) is not str:
+                                raise ProtocolError("choices[0].delta.content is not a string", body=data)
+                            self._text.append(content)
+                            out.append(TextDelta(content))
+                        # Most deltas hold nothing but content: skip the other lookups for them.
+                        if content is None or len(delta) > 1:
+                            self._other_deltas(delta, out)
+                    if choice.get("finish_reason"):
+                        self._finish_reason = decode_finish_reason(choice["finish_reason"])
+                        self._finished = True
+                        self._ready_all(out)
+            # Usage comes on a final ``choices: []`` chunk (OpenAI) or on the finish chunk (DeepSeek): read it
+            # before (and regardless of) the empty-choices case.
+            usage = chunk.get("usage")
+            if usage:
+                decoded = decode_usage(usage)
+                if decoded != self._usage:
+                    self._usage = decoded
+                    out.append(UsageReported(decoded))
+        except (AttributeError, TypeError) as exc:
+            # A field of the wrong JSON type (``choices: "x"``, a delta that is a string…).
+            raise ProtocolError(f"malformed stream chunk ({exc})", body=data) from exc
         return out
 
     def _other_deltas(self, delta: dict[str, Any], out: list[ModelEvent]) -> None:
@@ -168,6 +174,8 @@ class ChatStreamDecoder:
             out.append(ReasoningDelta(reasoning))
         refusal = delta.get("refusal")
         if refusal:
+            if type(refusal) is not str:
+                raise ProtocolError("choices[0].delta.refusal is not a string")
             self._refusal.append(refusal)
             out.append(RefusalDelta(refusal))
         tool_calls = delta.get("tool_calls")
@@ -187,12 +195,16 @@ class ChatStreamDecoder:
             self._current = buffer
             call_id = fragment.get("id")
             if call_id and not buffer.id:
+                if type(call_id) is not str:
+                    raise ProtocolError(f"the id of tool call {index} is not a string")
                 buffer.id = call_id
             function = fragment.get("function")
             arguments = None
             if function:
                 name = function.get("name")
                 if name and not buffer.name:
+                    if type(name) is not str:
+                        raise ProtocolError(f"the name of tool call {index} is not a string")
                     buffer.name = name
                 arguments = function.get("arguments")
                 if arguments is not None and type(arguments) is not str:

@@ -20,10 +20,11 @@ import logging
 import math
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, overload
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
+import attrs
 import orjson
 
 from ...http.retry import RetryPolicy
@@ -39,7 +40,7 @@ from ...model.errors import (
 )
 from ...model.events import ModelEvent, ModelRetry
 
-__all__ = ["DEFAULT_BASE_URL", "OpenAIHttpClient", "StreamDecoder", "normalize_base_url"]
+__all__ = ["DEFAULT_BASE_URL", "OpenAIHttpClient", "StreamDecoder", "normalize_base_url", "redact_url"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _USER_AGENT = "agentflow/0.1"
@@ -48,6 +49,8 @@ _DRAIN_SECONDS = 0.5
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 
 log = logging.getLogger("agentflow.http")
+
+T = TypeVar("T")
 
 
 class StreamDecoder(Protocol):
@@ -90,6 +93,16 @@ def normalize_base_url(base_url: str) -> tuple[str, str]:
     return urlunsplit((parts.scheme, parts.netloc, path, "", "")), parts.query
 
 
+def redact_url(url: str) -> str:
+    """A URL as errors and logs show it: no user info, no query (either may carry a credential).
+
+    >>> redact_url("https://user:pw@gw.example/v1/chat/completions?key=secret")
+    'https://gw.example/v1/chat/completions'
+    """
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
+
+
 def _join(base: str, query: str, path: str) -> str:
     url = f"{base}/{path.lstrip('/')}"
     return f"{url}?{query}" if query else url
@@ -99,8 +112,11 @@ class OpenAIHttpClient:
     """HTTP client for OpenAI-compatible servers: JSON POSTs and SSE streams, with retries and timeouts.
 
     ``transport`` defaults to an ``AiohttpTransport`` owned (and closed) by this client; a transport you
-    pass is yours to close. ``sleep`` replaces ``anyio.sleep`` for the back-off (tests record delays with
-    it); ``on_retry`` is told about every retry of a non-streaming call (streams yield ``ModelRetry``).
+    pass is yours to close. ``headers`` are sent after the standard ones (so they may replace them).
+    ``timeout`` defaults to ``Timeout()``; ``connect_timeout`` / ``read_timeout`` (seconds) override its two
+    limits. ``retry`` defaults to ``RetryPolicy()``. ``sleep`` replaces ``anyio.sleep`` for the back-off
+    (tests record delays with it); ``on_retry`` is told about every retry of a non-streaming call (streams
+    yield ``ModelRetry``). Both models build their client from their own keywords of the same names.
 
     >>> OpenAIHttpClient(base_url="http://127.0.0.1:8000", api_key="sk-secret")
     OpenAIHttpClient(base_url='http://127.0.0.1:8000/v1', api_key=<set>)
@@ -125,31 +141,44 @@ class OpenAIHttpClient:
         *,
         base_url: str = DEFAULT_BASE_URL,
         api_key: str | None = None,
-        headers: Mapping[str, str] = _EMPTY,
+        headers: Mapping[str, str] | None = None,
         transport: HttpTransport | None = None,
-        timeout: Timeout = Timeout(),  # noqa: B008 - immutable value object
-        retry: RetryPolicy = RetryPolicy(),  # noqa: B008 - immutable value object
+        timeout: Timeout | None = None,
+        connect_timeout: float | None = None,
+        read_timeout: float | None = None,
+        retry: RetryPolicy | None = None,
         sleep: Callable[[float], Awaitable[None]] | None = None,
         on_retry: Callable[[ModelRetry], None] | None = None,
     ) -> None:
         self._base, self._query = normalize_base_url(base_url)
+        extra = _EMPTY if headers is None else headers
+        limits = Timeout() if timeout is None else timeout
+        if connect_timeout is not None:
+            limits = attrs.evolve(limits, connect=connect_timeout)
+        if read_timeout is not None:
+            limits = attrs.evolve(limits, read=read_timeout)
         common: dict[str, str] = {"Content-Type": "application/json", "User-Agent": _USER_AGENT}
         self._has_key = bool(api_key)
         if api_key:
             common["Authorization"] = f"Bearer {api_key}"
         # Custom headers come last, so a gateway may replace any default (e.g. its own auth header).
-        self._json_headers = {**common, "Accept": "application/json", **headers}
-        self._stream_headers = {**common, "Accept": "text/event-stream", **headers}
+        self._json_headers = {**common, "Accept": "application/json", **extra}
+        self._stream_headers = {**common, "Accept": "text/event-stream", **extra}
         self._owns_transport = transport is None
         self._transport: HttpTransport = AiohttpTransport() if transport is None else transport
-        self._timeout = timeout
-        self._retry = retry
+        self._timeout = limits
+        self._retry = RetryPolicy() if retry is None else retry
         self._sleep: Callable[[float], Awaitable[None]] = anyio.sleep if sleep is None else sleep
         self._on_retry = on_retry
 
     def __repr__(self) -> str:
         key = "<set>" if self._has_key else "None"
-        return f"OpenAIHttpClient(base_url={self._base!r}, api_key={key})"
+        return f"OpenAIHttpClient(base_url={redact_url(self._base)!r}, api_key={key})"
+
+    @property
+    def has_api_key(self) -> bool:
+        """Whether an API key is sent (the key itself is never exposed)."""
+        return self._has_key
 
     @property
     def base_url(self) -> str:
@@ -177,13 +206,37 @@ class OpenAIHttpClient:
 
     # --- non-streaming -----------------------------------------------------------------------
 
+    @overload
     async def post_json(
         self, path: str, body: Mapping[str, Any], *, on_retry: Callable[[ModelRetry], None] | None = None
+    ) -> Any: ...
+
+    @overload
+    async def post_json(
+        self,
+        path: str,
+        body: Mapping[str, Any],
+        *,
+        decode: Callable[[Any], T],
+        on_retry: Callable[[ModelRetry], None] | None = None,
+    ) -> T: ...
+
+    async def post_json(
+        self,
+        path: str,
+        body: Mapping[str, Any],
+        *,
+        decode: Callable[[Any], Any] | None = None,
+        on_retry: Callable[[ModelRetry], None] | None = None,
     ) -> Any:
         """POST ``body`` as JSON and return the decoded JSON answer, retrying per the policy.
 
+        ``decode`` (optional) turns the JSON answer into the caller's result inside the retry loop: a
+        retryable ``ModelError`` it raises (a 200 body that reports a ``server_error``…) is retried like
+        an HTTP failure, and its result is returned.
+
         Raises the typed ``ModelError`` for the status (``error_from_status``), ``ModelConnectionError``,
-        ``ModelTimeoutError``, or ``ProtocolError`` when a 2xx body is not JSON.
+        ``ModelTimeoutError``, ``ProtocolError`` when a 2xx body is not JSON, or what ``decode`` raises.
         """
         url = self.url(path)
         data = orjson.dumps(body)
@@ -191,7 +244,8 @@ class OpenAIHttpClient:
         attempt = 1
         while True:
             try:
-                return await self._post_once(url, data, deadline)
+                payload = await self._post_once(url, data, deadline)
+                return payload if decode is None else decode(payload)
             except ModelError as error:
                 retry = self._plan_retry(error, attempt, deadline, url)
                 if retry is None:
@@ -215,7 +269,7 @@ class OpenAIHttpClient:
             return orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
             raise ProtocolError(
-                f"the response from {url} is not valid JSON ({exc})",
+                f"the response from {redact_url(url)} is not valid JSON ({exc})",
                 status=status,
                 body=raw.decode("utf-8", "replace"),
             ) from exc
@@ -294,7 +348,9 @@ class OpenAIHttpClient:
             if isinstance(payload, dict) and payload.get("error") is not None:
                 raise error_from_payload(payload, body=text, headers=response.headers)
             raise ProtocolError(
-                f"expected an event stream from {url} but got {content_type!r}", status=status, body=text
+                f"expected an event stream from {redact_url(url)} but got {content_type!r}",
+                status=status,
+                body=text,
             )
 
     async def _drain(self, response: HttpResponse, deadline: float | None, url: str) -> None:
@@ -322,39 +378,33 @@ class OpenAIHttpClient:
 
     def _total_timeout(self, url: str) -> ModelTimeoutError:
         total = self._timeout.total
-        return ModelTimeoutError(f"the call to {url} exceeded its total timeout of {total} s")
+        return ModelTimeoutError(f"the call to {redact_url(url)} exceeded its total timeout of {total} s")
+
+    async def _within(self, call: Callable[[], Awaitable[T]], deadline: float | None, url: str) -> T:
+        """``await call()`` under the total deadline (the transport enforces connect and read itself)."""
+        if deadline is None:
+            return await call()
+        try:
+            with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
+                return await call()
+        except TimeoutError:
+            raise self._total_timeout(url) from None
 
     async def _send(
         self, url: str, data: bytes, headers: Mapping[str, str], deadline: float | None, *, stream: bool
     ) -> HttpResponse:
-        # The transport enforces the connect and read limits; only the total deadline is ours.
-        send = self._transport.send
-        timeout = self._timeout
-        if deadline is None:
-            return await send("POST", url, headers=headers, body=data, timeout=timeout, stream=stream)
-        try:
-            with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
-                return await send("POST", url, headers=headers, body=data, timeout=timeout, stream=stream)
-        except TimeoutError:
-            raise self._total_timeout(url) from None
+        def send() -> Awaitable[HttpResponse]:
+            return self._transport.send(
+                "POST", url, headers=headers, body=data, timeout=self._timeout, stream=stream
+            )
+
+        return await self._within(send, deadline, url)
 
     async def _read_body(self, response: HttpResponse, deadline: float | None, url: str) -> bytes:
-        if deadline is None:
-            return await response.read()
-        try:
-            with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
-                return await response.read()
-        except TimeoutError:
-            raise self._total_timeout(url) from None
+        return await self._within(response.read, deadline, url)
 
     async def _read_chunk(self, response: HttpResponse, deadline: float | None, url: str) -> bytes:
-        if deadline is None:
-            return await response.next_chunk()
-        try:
-            with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
-                return await response.next_chunk()
-        except TimeoutError:
-            raise self._total_timeout(url) from None
+        return await self._within(response.next_chunk, deadline, url)
 
     def _plan_retry(
         self, error: ModelError, attempt: int, deadline: float | None, url: str
@@ -370,7 +420,7 @@ class OpenAIHttpClient:
             return None
         log.info(
             "retrying POST %s in %.2f s (attempt %d of %d) after: %s",
-            url,
+            redact_url(url),
             delay,
             attempt + 1,
             policy.max_attempts,

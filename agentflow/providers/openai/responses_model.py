@@ -12,8 +12,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import MappingProxyType, TracebackType
 from typing import Any
 
-import attrs
-
 from ...http.retry import RetryPolicy
 from ...http.timeouts import Timeout
 from ...http.transport import HttpTransport
@@ -22,7 +20,7 @@ from ...model.protocol import RequestLike
 from ...model.request import ChatParameters, ChatRequest
 from ...model.response import ChatResponse
 from ...model.stream import ModelStream
-from .client import DEFAULT_BASE_URL, OpenAIHttpClient
+from .client import DEFAULT_BASE_URL, OpenAIHttpClient, redact_url
 from .responses_codec import (
     IncompletePolicy,
     check_response,
@@ -73,7 +71,7 @@ class OpenAIResponsesModel:
                     ...
     """
 
-    __slots__ = ("_client", "_defaults", "_has_key", "_on_incomplete")
+    __slots__ = ("_client", "_defaults", "_on_incomplete")
 
     def __init__(
         self,
@@ -102,26 +100,22 @@ class OpenAIResponsesModel:
             defaults["extra_body"] = {**custom_parameters, **(defaults.get("extra_body") or {})}
         self._defaults: dict[str, Any] = defaults
         self._on_incomplete: IncompletePolicy = on_incomplete
-        self._has_key = bool(api_key)
-        limits = timeout or Timeout()
-        if connect_timeout is not None:
-            limits = attrs.evolve(limits, connect=connect_timeout)
-        if read_timeout is not None:
-            limits = attrs.evolve(limits, read=read_timeout)
         self._client = OpenAIHttpClient(
             base_url=base_url,
             api_key=api_key,
-            headers=dict(custom_headers or {}),
+            headers=custom_headers,
             transport=transport,
-            timeout=limits,
-            retry=retry or RetryPolicy(),
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            retry=retry,
             sleep=sleep,
             on_retry=on_retry,
         )
 
     def __repr__(self) -> str:
-        key = "<set>" if self._has_key else "None"
-        base, model = self._client.base_url, self._defaults.get("model")
+        key = "<set>" if self._client.has_api_key else "None"
+        base, model = redact_url(self._client.base_url), self._defaults.get("model")
         return f"OpenAIResponsesModel(base_url={base!r}, model={model!r}, api_key={key})"
 
     @property
@@ -153,8 +147,13 @@ class OpenAIResponsesModel:
         ``IncompleteResponseError`` for an ``incomplete`` response (unless ``on_incomplete="return"``).
         """
         body = encode_request(self.build_request(request, **overrides), stream=False)
-        response = decode_response(await self._client.post_json(_PATH, body))
-        return check_response(response, on_incomplete=self._on_incomplete)
+        on_incomplete = self._on_incomplete
+
+        def decode(payload: Any) -> ResponsesResponse:
+            # Inside the retry loop: a 200 body with status "failed" and a retryable code is retried.
+            return check_response(decode_response(payload), on_incomplete=on_incomplete)
+
+        return await self._client.post_json(_PATH, body, decode=decode)
 
     def create_stream(
         self, request: ResponsesRequestLike, /, **overrides: Any
@@ -188,10 +187,15 @@ class OpenAIResponsesModel:
         ``IncompleteResponseError`` is a ``ChatResponse`` here.
         """
         body = encode_request(self._chat_request(request, overrides), stream=False)
-        response = decode_response(await self._client.post_json(_PATH, body))
-        chat = response.to_chat_response()
-        check_response(response, on_incomplete=self._on_incomplete, partial=chat)
-        return chat
+        on_incomplete = self._on_incomplete
+
+        def decode(payload: Any) -> ChatResponse:
+            response = decode_response(payload)
+            chat = response.to_chat_response()
+            check_response(response, on_incomplete=on_incomplete, partial=chat)
+            return chat
+
+        return await self._client.post_json(_PATH, body, decode=decode)
 
     def stream(self, request: RequestLike, /, **overrides: Any) -> ModelStream[ChatResponse]:
         """``ChatModel.stream``: model events ending with ``ModelCompleted(ChatResponse)``."""

@@ -19,6 +19,9 @@ import attrs
 import orjson
 from aiohttp import web
 
+from agentflow import ChatModel, ModelError, UserMessage
+from agentflow.model.events import ModelEvent
+
 Reply = Callable[[web.Request, "LocalServer"], Awaitable[web.StreamResponse]]
 
 WIRE = Path(__file__).resolve().parents[2] / "wire"
@@ -175,6 +178,18 @@ def wire_files(pattern: str) -> list[str]:
     names = sorted(p.name for p in WIRE.glob(pattern))
     assert names, f"no recordings match {pattern} in {WIRE}"
     return names
+
+
+async def collect(model: ChatModel) -> tuple[list[ModelEvent], ModelError | None]:
+    """Stream ``[UserMessage("hi")]``: every event received, and the ``ModelError`` that ended it (if any)."""
+    events: list[ModelEvent] = []
+    try:
+        async with model.stream([UserMessage("hi")]) as stream:
+            async for event in stream:
+                events.append(event)
+    except ModelError as error:
+        return events, error
+    return events, None
 
 
 class SleepRecorder:

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 import warnings
 
 import orjson
 import pytest
-from chat_local_server import LocalServer, SleepRecorder, free_port, json_reply, sse_body, sse_reply
+from chat_local_server import (
+    LocalServer,
+    SleepRecorder,
+    free_port,
+    json_reply,
+    raw_reply,
+    sse_body,
+    sse_reply,
+)
 
 from agentflow import ChatModel, ModelCompleted, ModelError, ModelRetry, TextDelta, UserMessage
 from agentflow.http.retry import RetryPolicy
@@ -36,7 +45,10 @@ def test_api_key_not_in_reprs() -> None:
     assert "api_key=None" in repr(OpenAIChatModel(model="m"))
 
 
-async def test_api_key_never_in_errors_or_events(server: LocalServer, sleeps: SleepRecorder) -> None:
+async def test_api_key_never_in_errors_events_or_logs(
+    server: LocalServer, sleeps: SleepRecorder, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
     server.add(
         json_reply({"error": {"message": "nope"}}, status=401),
         json_reply({"error": {"message": "busy"}}, status=503),
@@ -73,7 +85,9 @@ async def test_api_key_never_in_errors_or_events(server: LocalServer, sleeps: Sl
         with pytest.raises(ModelError) as down:
             await refused.chat(HI)
     texts += [str(down.value), repr(down.value), str(down.value.__cause__), repr(down.value.__cause__)]
-    assert texts
+    logged = [record.getMessage() for record in caplog.records]
+    assert any(line.startswith("retrying POST") for line in logged)
+    texts += logged
     for text in texts:
         assert KEY not in text
 
@@ -172,3 +186,21 @@ def test_a_model_survives_two_event_loops() -> None:
         assert asyncio.run(one_call()) == "ok"
         asyncio.run(model.aclose())
         gc.collect()
+
+
+async def test_credentials_in_the_base_url_never_reach_errors_or_logs(
+    server: LocalServer, sleeps: SleepRecorder, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="agentflow")
+    server.add(json_reply({"error": {"message": "busy"}}, status=503), raw_reply("{not json"))
+    base = server.base_url.replace("http://", "http://gateway-user:url-password@") + "/v1?key=url-secret"
+    async with OpenAIChatModel(base_url=base, model="m", sleep=sleeps) as model:
+        with pytest.raises(ModelError) as caught:
+            await model.chat(HI)
+    assert "not valid JSON" in caught.value.message
+    assert server.requests[0].path == "/v1/chat/completions"
+    texts = [str(caught.value), repr(caught.value), repr(model), *(r.getMessage() for r in caplog.records)]
+    assert len(texts) == 4  # one retry was logged
+    for text in texts:
+        assert "url-password" not in text
+        assert "url-secret" not in text

@@ -121,10 +121,12 @@ def test_arguments_sent_as_an_object_become_json_text_and_legacy_function_call()
         ("function_call", FinishReason.TOOL_EXECUTION),
         ("content_filter", FinishReason.CONTENT_FILTER),
         ("eos_token", FinishReason.OTHER),
+        (["stop"], FinishReason.OTHER),
+        ("", None),
         (None, None),
     ],
 )
-def test_finish_reason_mapping(wire: str | None, expected: FinishReason | None) -> None:
+def test_finish_reason_mapping(wire: Any, expected: FinishReason | None) -> None:
     assert decode_finish_reason(wire) is expected
     assert decode_chat_response(completion({"content": "x"}, wire)).finish_reason is expected
 
@@ -154,6 +156,8 @@ def test_malformed_responses_raise_protocol_error(payload: Any, message: str) ->
 def test_error_object_in_a_2xx_body_is_a_typed_error() -> None:
     with pytest.raises(RateLimitError, match="slow down"):
         decode_chat_response({"error": {"message": "slow down", "code": 429}})
+    with pytest.raises(ModelError, match=r"^upstream unavailable$"):
+        decode_chat_response({"error": "upstream unavailable"})  # the plain-string shape of some proxies
 
 
 # --- streaming ------------------------------------------------------------------------------------
@@ -323,6 +327,29 @@ def test_malformed_chunks_raise_protocol_error() -> None:
         ChatStreamDecoder().feed(SseEvent('{"choices": [}'))
     with pytest.raises(ProtocolError, match="not a JSON object"):
         ChatStreamDecoder().feed(SseEvent("[1, 2]"))
+
+
+@pytest.mark.parametrize(
+    "chunk",
+    [
+        '{"choices": [1]}',
+        '{"choices": "x"}',
+        '{"choices": [{"index": 1, "delta": {}}, 3]}',
+        '{"choices": [{"delta": "text"}]}',
+        '{"choices": [{"delta": {"content": 5}}]}',
+        '{"choices": [{"delta": {"content": ["a"]}}]}',
+        '{"choices": [{"delta": {"refusal": 3}}]}',
+        '{"choices": [{"delta": {"tool_calls": "x"}}]}',
+        '{"choices": [{"delta": {"tool_calls": [1]}}]}',
+        '{"choices": [{"delta": {"tool_calls": [{"index": 0, "function": "f"}]}}]}',
+        '{"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"name": 3}}]}}]}',
+        '{"choices": [{"delta": {"tool_calls": [{"index": 0, "id": 5, "function": {"name": "f"}}]}}]}',
+        '{"choices": [], "usage": 5}',
+    ],
+)
+def test_chunks_with_fields_of_the_wrong_type_raise_protocol_error(chunk: str) -> None:
+    with pytest.raises(ProtocolError):
+        ChatStreamDecoder().feed(SseEvent(chunk))
 
 
 def test_other_named_events_are_ignored() -> None:

@@ -3,6 +3,9 @@ read timeout, Retry-After, truncated and malformed bodies, and the retry-only-be
 
 from __future__ import annotations
 
+import socket
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 import aiohttp
@@ -10,6 +13,7 @@ import pytest
 from chat_local_server import (
     LocalServer,
     SleepRecorder,
+    collect,
     free_port,
     json_reply,
     raw_reply,
@@ -36,7 +40,6 @@ from agentflow import (
 )
 from agentflow.http.retry import RetryPolicy
 from agentflow.http.timeouts import Timeout
-from agentflow.model.events import ModelEvent
 from agentflow.providers.openai.chat_model import OpenAIChatModel
 
 OK = {"id": "c", "choices": [{"index": 0, "message": {"content": "ok"}, "finish_reason": "stop"}]}
@@ -52,17 +55,6 @@ def model_for(server: LocalServer, sleeps: SleepRecorder, **options: Any) -> Ope
     return OpenAIChatModel(
         base_url=server.base_url, model="m", api_key="sk-secret-key", sleep=sleeps, **options
     )
-
-
-async def collect(model: OpenAIChatModel) -> tuple[list[ModelEvent], ModelError | None]:
-    events: list[ModelEvent] = []
-    try:
-        async with model.stream(HI) as stream:
-            async for event in stream:
-                events.append(event)
-    except ModelError as error:
-        return events, error
-    return events, None
 
 
 ERROR_CLASSES = [
@@ -195,6 +187,39 @@ async def test_stream_retried_only_before_first_event(server: LocalServer, sleep
     assert [type(e) for e in events] == [ModelRetry, TextDelta]
     assert isinstance(error, ModelConnectionError)
     assert len(server.requests) == 2
+
+
+@pytest.fixture
+def unaccepting_port() -> Iterator[int]:
+    """A port whose listener never accepts and whose accept queue is full: a connect there hangs."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port: int = listener.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port)):  # fills the queue of length 0 (+1)
+            yield port
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="relies on Linux dropping SYNs to a full accept queue")
+async def test_connect_timeout_when_the_server_never_accepts(
+    unaccepting_port: int, sleeps: SleepRecorder
+) -> None:
+    model = OpenAIChatModel(
+        base_url=f"http://127.0.0.1:{unaccepting_port}",
+        model="m",
+        sleep=sleeps,
+        retry=RetryPolicy(max_retries=1, jitter=0),
+        connect_timeout=0.05,
+    )
+    async with model:
+        with pytest.raises(ModelTimeoutError, match=r"connecting to .* timed out after 0\.05 s") as caught:
+            await model.chat(HI)
+        events, streamed = await collect(model)
+    assert isinstance(caught.value.__cause__, aiohttp.ConnectionTimeoutError)
+    assert caught.value.retryable
+    assert [type(e) for e in events] == [ModelRetry]
+    assert isinstance(streamed, ModelTimeoutError)
+    assert sleeps.delays == [0.5, 0.5]  # one retry for each call, through the injected sleep
 
 
 async def test_stall_before_headers_past_the_read_timeout(server: LocalServer, sleeps: SleepRecorder) -> None:

@@ -257,6 +257,13 @@ async def test_standard_parameter_mapping(
     assert set(body) == {"model", "messages", field}
 
 
+async def test_stop_is_sent_only_when_non_empty_and_a_string_is_one_sequence(server: LocalServer) -> None:
+    assert (await body_of(server, stop="END"))["stop"] == ["END"]
+    assert "stop" not in await body_of(server, stop=[])
+    # An empty override clears the model's default stop sequences.
+    assert "stop" not in (await sent(server, overrides={"stop": ()}, stop=["X"])).json()
+
+
 async def test_model_defaults_request_parameters_and_call_overrides_layer(server: LocalServer) -> None:
     request = ChatRequest([UserMessage("hi")], ChatParameters(temperature=0.5, top_p=0.8))
     recorded = await sent(
