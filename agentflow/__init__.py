@@ -61,11 +61,14 @@ from .model.tools import ToolChoice, ToolSpec
 
 # --- providers ----------------------------------------------------------------------------
 from .providers.openai.chat_model import OpenAIChatModel
-from .result import AgentResult, StopReason, ToolResult
 
 # --- agent layer: imported on first use (PEP 562), so `import agentflow` stays light ------
 # name -> module that defines it. Everything here is also importable from its module directly.
 _LAZY: dict[str, str] = {
+    # run results
+    "AgentResult": "agentflow.result",
+    "StopReason": "agentflow.result",
+    "ToolResult": "agentflow.result",
     # Responses provider
     "OpenAIResponsesModel": "agentflow.providers.openai.responses_model",
     "ResponsesRequest": "agentflow.providers.openai.responses_types",
@@ -197,6 +200,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
     from .plan import Plan, PlanStep, StepStatus
     from .providers.openai.responses_model import OpenAIResponsesModel
     from .providers.openai.responses_types import ResponsesRequest, ResponsesResponse
+    from .result import AgentResult, StopReason, ToolResult
     from .runtimes import (
         AgentRunError,
         AgentRuntime,

@@ -21,7 +21,16 @@ from typing import Any
 
 import orjson
 
-from . import agent_loop, agent_many, agent_stream, chat_call, chat_stream, codeact, import_time, responses_stream
+from . import (
+    agent_loop,
+    agent_many,
+    agent_stream,
+    chat_call,
+    chat_stream,
+    codeact,
+    import_time,
+    responses_stream,
+)
 from .harness import Config, Measurement, server_process
 from .report import environment, render, to_json
 

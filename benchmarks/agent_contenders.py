@@ -84,7 +84,7 @@ class Runs:
 
 
 def open_runs(name: str, base_url: str) -> AbstractAsyncContextManager[Runs]:
-    """Open contender ``name`` against ``base_url`` (an ``agent_server``); ``PeerMissing`` if not installed."""
+    """Open contender ``name`` against ``base_url`` (an ``agent_server``); ``PeerMissing`` if missing."""
     openers: dict[str, Callable[[str], AbstractAsyncContextManager[Runs]]] = {
         FLOOR: _floor,
         AGENTFLOW: _agentflow,

@@ -20,7 +20,9 @@ __all__ = ["contenders", "measure"]
 
 
 @asynccontextmanager
-async def contenders(base_url: str, config: Config, missing: list[str] | None = None) -> AsyncIterator[Contenders]:
+async def contenders(
+    base_url: str, config: Config, missing: list[str] | None = None
+) -> AsyncIterator[Contenders]:
     """Every installed contender's tool run, clients open; the reasons for missing peers go to ``missing``."""
     async with AsyncExitStack() as stack:
         found: Contenders = []
@@ -48,7 +50,9 @@ async def measure(base_url: str, config: Config) -> Measurement:
     missing: list[str] = []
     async with contenders(base_url, config, missing) as found:
         warmup = max(3, runs // 10)
-        result.figures = await compare(found, times=runs, rounds=config.agent_rounds, scale=1e3, warmup=warmup)
+        result.figures = await compare(
+            found, times=runs, rounds=config.agent_rounds, scale=1e3, warmup=warmup
+        )
     sync = result.figure(AGENTFLOW_SYNC)
     if sync is not None:
         sync.note = "the tool as a plain `def`: agentflow runs it in a worker thread"

@@ -1,11 +1,11 @@
 """Measurement (b): many tool-loop runs at once in one event loop — wall time and peak RSS.
 
 Each contender runs in its **own fresh subprocess** (``python -m benchmarks.agent_many NAME URL RUNS``), so
-its peak resident set size (``VmHWM`` on Linux, else ``ru_maxrss``) is its own: the interpreter, its framework's imports and the
-``agent_many`` runs (500 by default) in flight at once. The child opens its client, makes one warm-up run,
-then starts every run at once in one task group and waits for all; it prints the batch's wall time, its
-client CPU and the process's peak RSS as one JSON line. Contenders alternate round by round (fresh processes
-each time); the figures are the median round.
+its peak resident set size (``VmHWM`` on Linux, else ``ru_maxrss``) is its own: the interpreter, its
+framework's imports and the ``agent_many`` runs (500 by default) in flight at once. The child opens its
+client, makes one warm-up run, then starts every run at once in one task group and waits for all; it prints
+the batch's wall time, its client CPU and the process's peak RSS as one JSON line. Contenders alternate
+round by round (fresh processes each time); the figures are the median round.
 
 Targets (issue 4): agentflow's wall time at most 1.5× the floor's, its peak RSS at most half of the best
 peer's. The server is one process for everyone: when it is the slower side, wall times converge.
@@ -136,7 +136,9 @@ def measure(base_url: str, config: Config) -> list[Measurement]:
         f"each contender in its own fresh subprocess, median of {config.agent_many_rounds} rounds; "
         "one warm-up run first, then all runs started at once (`asyncio.TaskGroup`)"
     )
-    rss.notes.append("peak RSS (VmHWM) of the contender's process: interpreter, imports and the runs in flight")
+    rss.notes.append(
+        "peak RSS (VmHWM) of the contender's process: interpreter, imports and the runs in flight"
+    )
     return [wall, rss]
 
 

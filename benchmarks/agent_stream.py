@@ -20,7 +20,9 @@ from .harness import Config, Contenders, Measurement, Target, compare
 __all__ = ["contenders", "measure"]
 
 
-def _checked(name: str, stream_run: Callable[[], Awaitable[int]], deltas: int) -> Callable[[], Awaitable[None]]:
+def _checked(
+    name: str, stream_run: Callable[[], Awaitable[int]], deltas: int
+) -> Callable[[], Awaitable[None]]:
     async def consume() -> None:
         seen = await stream_run()
         # The floor counts every JSON data line (the deltas plus the role, finish and usage chunks).
@@ -30,8 +32,10 @@ def _checked(name: str, stream_run: Callable[[], Awaitable[int]], deltas: int) -
 
 
 @asynccontextmanager
-async def contenders(base_url: str, config: Config, missing: list[str] | None = None) -> AsyncIterator[Contenders]:
-    """Every installed contender's streamed run, clients open; the reasons for missing peers go to ``missing``."""
+async def contenders(
+    base_url: str, config: Config, missing: list[str] | None = None
+) -> AsyncIterator[Contenders]:
+    """Every installed contender's streamed run, clients open; why a peer is missing goes to ``missing``."""
     async with AsyncExitStack() as stack:
         found: Contenders = []
         for name in CONTENDERS:

@@ -1,9 +1,10 @@
 """``python -m benchmarks.hotspots KEY``: where agentflow spends its client CPU in one measurement.
 
 Runs the agentflow contender of ``KEY`` (chat_call, chat_stream, responses_stream, agent_loop, agent_stream)
-against its server, as ``python -m benchmarks`` does, under ``cProfile`` with a CPU clock (``time.process_time``), and
-prints the functions with the most CPU of their own, agentflow's first. cProfile slows everything down
-several times, so read the shares, not the absolute figures; the benchmark itself is the measure.
+against its server, as ``python -m benchmarks`` does, under ``cProfile`` with a CPU clock
+(``time.process_time``), and prints the functions with the most CPU of their own, agentflow's first.
+cProfile slows everything down several times, so read the shares, not the absolute figures; the benchmark
+itself is the measure.
 
     python -m benchmarks.hotspots chat_call [--top 30] [--sort tottime|cumulative] [--all]
 """

@@ -18,7 +18,7 @@ The mapping functions are pure; only the client awaits.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import Any
 
 from ..model.messages import Message, SystemMessage
@@ -28,7 +28,7 @@ from ..model.response import ChatResponse
 from ..model.stream import ModelStream
 from ..model.tools import ToolChoice
 from .client_base import ProtocolClient
-from .items import assistant_item, to_chat_messages, with_call_ids
+from .items import ChatMessageCache, assistant_item, to_chat_messages, with_call_ids
 from .prompt import AgentModelResult, AgentPrompt, ToolChoiceLike
 
 __all__ = ["ChatModelClient", "chat_result", "to_chat_request"]
@@ -89,7 +89,11 @@ def to_chat_request(prompt: AgentPrompt) -> ChatRequest:
         messages.append(SystemMessage(prompt.system_prompt))
     if prompt.instructions and prompt.instructions.strip():
         messages.append(SystemMessage(prompt.instructions))
-    messages.extend(to_chat_messages(prompt.items))
+    cache = prompt.cache
+    converted: ChatMessageCache | None = None
+    if cache is not None:
+        converted = cache.setdefault("chat_messages", {})
+    messages.extend(to_chat_messages(prompt.items, cache=converted))
     tool_choice, raw_tool_choice = _chat_tool_choice(prompt.tool_choice)
     custom = dict(prompt.extra_body)
     if raw_tool_choice is not None:
@@ -160,8 +164,8 @@ class ChatModelClient(ProtocolClient[ChatModel, ChatRequest, ChatResponse]):
     def _project(self, response: ChatResponse) -> AgentModelResult:
         return chat_result(response)
 
-    async def _send(self, request: ChatRequest) -> ChatResponse:
-        return await self._model.chat(request)
+    def _send(self, request: ChatRequest) -> Awaitable[ChatResponse]:
+        return self._model.chat(request)
 
     def _open(self, request: ChatRequest) -> ModelStream[ChatResponse]:
         return self._model.stream(request)

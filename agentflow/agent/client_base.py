@@ -8,6 +8,7 @@ projection, and how its model sends and streams; nothing here knows a protocol.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from types import TracebackType
 from typing import Generic, Protocol, Self, TypeVar
 
@@ -47,7 +48,8 @@ class ProtocolClient(Generic[M, Req, Resp]):
     def _project(self, response: Resp) -> AgentModelResult:
         raise NotImplementedError
 
-    async def _send(self, request: Req) -> Resp:
+    def _send(self, request: Req) -> Awaitable[Resp]:
+        # The model's own coroutine, returned (not awaited here): no extra coroutine per call.
         raise NotImplementedError
 
     def _open(self, request: Req) -> ModelStream[Resp]:

@@ -41,6 +41,7 @@ from ..model.messages import (
 )
 
 __all__ = [
+    "ChatMessageCache",
     "Item",
     "assistant_item",
     "developer_item",
@@ -63,6 +64,11 @@ Item: TypeAlias = Mapping[str, Any] | Message
 """One conversation item: a Responses-shaped dict or a ``Message``."""
 
 _MESSAGE_TYPES = (SystemMessage, DeveloperMessage, UserMessage, AiMessage, ToolResultMessage)
+
+MAPPINGS = (dict, Mapping)
+"""What ``isinstance`` checks for a mapping item or part. ``dict`` comes first: items are nearly always plain
+dicts, and a check against the ``Mapping`` ABC alone costs several times more (conversion runs every step)."""
+_SEQUENCES = (list, tuple, Sequence)
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
 _IMAGE_PARTS = frozenset({"input_image", "image_url"})
 
@@ -242,12 +248,12 @@ def _arguments_text(value: Any) -> str:
 def _chat_tool_calls(raw: Any, index: int) -> list[ToolCall]:
     if raw is None:
         return []
-    if not isinstance(raw, Sequence) or isinstance(raw, str):
+    if not isinstance(raw, _SEQUENCES) or isinstance(raw, str):
         raise ValueError(f"{_where(index)}: 'tool_calls' must be a list, got {type(raw).__name__}")
     calls: list[ToolCall] = []
     for entry in raw:
-        function = entry.get("function") if isinstance(entry, Mapping) else None
-        if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+        function = entry.get("function") if isinstance(entry, MAPPINGS) else None
+        if not isinstance(function, MAPPINGS) or not isinstance(function.get("name"), str):
             raise ValueError(
                 f"{_where(index)}: each tool call needs a 'function' with a 'name', got {entry!r}"
             )
@@ -288,21 +294,22 @@ class _Content:
             self.text, self.has_text = content, True
             self.parts.append(TextPart(content))
             return
-        if not isinstance(content, Sequence):
+        if not isinstance(content, _SEQUENCES):
             raise ValueError(f"{_where(index)}: 'content' must be a string or a list of parts")
         for part in content:
-            kind = part.get("type") if isinstance(part, Mapping) else None
-            if isinstance(part, Mapping) and kind in _TEXT_PARTS:
+            is_map = isinstance(part, MAPPINGS)
+            kind = part.get("type") if is_map else None
+            if is_map and kind in _TEXT_PARTS:
                 text = part.get("text")
                 if not isinstance(text, str):
                     raise ValueError(f"{_where(index)}: a {kind} part needs a string 'text'")
                 texts.append(text)
                 self.parts.append(TextPart(text))
                 self.has_text = True
-            elif isinstance(part, Mapping) and kind in _IMAGE_PARTS:
+            elif is_map and kind in _IMAGE_PARTS:
                 self.parts.append(_image_part(part, index))
                 self.has_image = True
-            elif isinstance(part, Mapping) and kind == "refusal":
+            elif is_map and kind == "refusal":
                 self.refusal = str(part.get("refusal") or "")
             else:
                 raise ValueError(
@@ -342,7 +349,7 @@ def _message_from_map(item: Mapping[str, Any], index: int) -> Message:
 def _output_text(output: Any, index: int) -> str:
     if isinstance(output, str):
         return output
-    if isinstance(output, Sequence):
+    if isinstance(output, _SEQUENCES):
         body = _Content(output, index)
         if body.has_image:
             raise ValueError(f"{_where(index)}: image tool outputs have no Chat Completions form")
@@ -357,7 +364,12 @@ def _call_id(item: Mapping[str, Any], index: int) -> str:
     return call_id
 
 
-def to_chat_messages(items: Iterable[Any]) -> list[Message]:
+ChatMessageCache: TypeAlias = dict[int, tuple[Any, Message]]
+"""Chat messages already converted from dict items, by ``id(item)`` (each with its item: an id is only unique
+while its object lives, so the cache keeps the item alive and checks it is the same)."""
+
+
+def to_chat_messages(items: Iterable[Any], *, cache: ChatMessageCache | None = None) -> list[Message]:
     """Convert conversation items to Chat Completions messages, in order.
 
     ``Message`` values pass through. ``message`` dicts (string content, or ``input_text``/``output_text``/
@@ -368,6 +380,10 @@ def to_chat_messages(items: Iterable[Any]) -> list[Message]:
     a new assistant message. ``reasoning`` items are skipped: Chat Completions cannot send them back.
     Anything else raises ``TypeError`` / ``ValueError``.
 
+    With a ``cache`` (one per run), a ``message`` or ``function_call_output`` dict converted once is not
+    converted again: a run's later steps convert only their new items. Items must not be mutated once in
+    memory (see ``InMemoryMemory``), which is what makes this safe.
+
     >>> to_chat_messages([function_call_item("c1", "f", "{}"), function_call_item("c2", "g", "{}")])
     [AiMessage(text=None, tool_calls=(ToolCall(id='c1', name='f', arguments='{}'), \
 ToolCall(id='c2', name='g', arguments='{}')), reasoning=None, refusal=None)]
@@ -377,17 +393,19 @@ ToolCall(id='c2', name='g', arguments='{}')), reasoning=None, refusal=None)]
         if isinstance(item, _MESSAGE_TYPES):
             out.append(item)
             continue
-        if not isinstance(item, Mapping):
+        if cache is not None:
+            known = cache.get(id(item))
+            if known is not None and known[0] is item:
+                out.append(known[1])
+                continue
+        if not isinstance(item, MAPPINGS):
             raise TypeError(
                 f"{_where(index)}: cannot use a {type(item).__name__} as a conversation item; "
                 "pass a Message or an item dict (see agentflow.agent.items)"
             )
         kind = _kind(item)
-        if kind == "message":
-            out.append(_message_from_map(item, index))
-        elif kind == "function_call_output":
-            out.append(ToolResultMessage(_call_id(item, index), _output_text(item.get("output"), index)))
-        elif kind == "function_call":
+        if kind == "function_call":
+            # Never cached: it joins the assistant message before it, whatever that is.
             name = item.get("name")
             if not isinstance(name, str) or not name:
                 raise ValueError(f"{_where(index)}: a function_call item needs a non-empty 'name'")
@@ -399,10 +417,19 @@ ToolCall(id='c2', name='g', arguments='{}')), reasoning=None, refusal=None)]
                 )
             else:
                 out.append(AiMessage(tool_calls=(call,)))
-        elif kind == "reasoning":
             continue
+        if kind == "reasoning":
+            continue
+        message: Message
+        if kind == "message":
+            message = _message_from_map(item, index)
+        elif kind == "function_call_output":
+            message = ToolResultMessage(_call_id(item, index), _output_text(item.get("output"), index))
         else:
             raise ValueError(f"{_where(index)}: a {kind or 'typeless'} item has no Chat Completions form")
+        out.append(message)
+        if cache is not None:
+            cache[id(item)] = (item, message)
     return out
 
 

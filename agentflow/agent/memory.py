@@ -8,19 +8,19 @@ serialises the runs that share one).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
 from ..model.messages import AiMessage, DeveloperMessage, SystemMessage, ToolResultMessage, UserMessage
-from .items import is_model_output_item, is_system_item, tool_call_ids, tool_output_call_id
+from .items import MAPPINGS, is_model_output_item, is_system_item, tool_call_ids, tool_output_call_id
 
 __all__ = ["InMemoryMemory", "Memory", "WindowedMemory"]
 
-_MESSAGE_TYPES = (SystemMessage, DeveloperMessage, UserMessage, AiMessage, ToolResultMessage)
+_ITEM_TYPES = (*MAPPINGS, SystemMessage, DeveloperMessage, UserMessage, AiMessage, ToolResultMessage)
 
 
 def _checked(item: Any) -> Any:
-    if isinstance(item, (Mapping, *_MESSAGE_TYPES)):
+    if isinstance(item, _ITEM_TYPES):
         return item
     raise TypeError(
         f"memory items are item dicts or Message values, got {type(item).__name__} "

@@ -27,6 +27,8 @@ such as ``{"type": "function", "name": "f"}``."""
 
 
 def _to_tuple(value: Iterable[Any]) -> tuple[Any, ...]:
+    if isinstance(value, tuple):
+        return value  # the usual case (memory snapshots, registry specs): nothing to convert or check
     if isinstance(value, str | bytes | Mapping):
         raise TypeError(f"expected a sequence, got {type(value).__name__}")
     return tuple(value)
@@ -67,6 +69,11 @@ class AgentPrompt:
     user: str | None = None
     extra_body: Mapping[str, Any] = attrs.field(factory=dict, converter=_to_mapping)
     stream: bool = False
+    cache: dict[str, Any] | None = attrs.field(default=None, eq=False, repr=False)
+    """Scratch space a client may use to reuse its work across the calls of one run: the runtime passes the
+    same dict with every prompt of a run. ``ChatModelClient`` keeps each memory item's Chat message there, so
+    a step converts only the items that are new. Clients key their entries by their own name; ``None``
+    (a prompt built by hand) reuses nothing."""
 
     def __attrs_post_init__(self) -> None:
         for tool in self.tools:

@@ -17,7 +17,7 @@ The mapping functions are pure; only the client awaits.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from ..model.messages import ToolCall
@@ -155,8 +155,8 @@ class ResponsesModelClient(ProtocolClient[ResponsesModel, ResponsesRequest, Resp
     def _project(self, response: ResponsesResponse) -> AgentModelResult:
         return responses_result(response)
 
-    async def _send(self, request: ResponsesRequest) -> ResponsesResponse:
-        return await self._model.create(request)
+    def _send(self, request: ResponsesRequest) -> Awaitable[ResponsesResponse]:
+        return self._model.create(request)
 
     def _open(self, request: ResponsesRequest) -> ModelStream[ResponsesResponse]:
         return self._model.create_stream(request)

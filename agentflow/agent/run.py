@@ -12,7 +12,7 @@ consumer through a bounded subscription on the run's ``EventBus``, subscribed be
 is missed; a slow consumer slows the run (backpressure). Leaving the block before the run has ended — by
 ``break``, an exception, or the task being cancelled — cancels the run and waits until it has closed cleanly:
 model stream and tools stopped, memory completed, ``RunCancelled`` published. ``agent.run()`` is this same
-handle consumed to the end without a subscription.
+handle without a subscription, driven in the calling task (nothing runs beside it, so it needs no task).
 
 ``RunStarter`` is what ``Agent`` and ``Session`` share: ``stream``, ``run`` and ``run_sync``, one
 implementation for both, on the memory each of them names.
@@ -89,8 +89,8 @@ class RunStarter:
         cancels the run cleanly and re-raises the cancellation.
         """
         agent, memory, lock = self._run_on()
-        async with agent._new_run(input, memory=memory, lock=lock, subscribe=False, run_id=run_id) as run:
-            return await run.wait()
+        run = agent._new_run(input, memory=memory, lock=lock, subscribe=False, run_id=run_id)
+        return await run._run_here()
 
     def run_sync(self, input: AgentInput) -> AgentResult:
         """``run`` for scripts and notebooks without a running event loop (see ``agentflow.run_sync``)."""
@@ -137,6 +137,7 @@ class AgentRun:
     __slots__ = (
         "_buffer",
         "_done",
+        "_ended",
         "_entered",
         "_lock",
         "_policy",
@@ -169,11 +170,13 @@ class AgentRun:
         self._lock = lock
         self._subscription: Subscription[Event] | None = None
         self._task_group: TaskGroup | None = None
-        self._done = anyio.Event()
+        # Set when the run has ended; the Event exists only for a run driven in its own task (``async with``).
+        self._ended = False
+        self._done: anyio.Event | None = None
         self._entered = False
 
     def __repr__(self) -> str:
-        state = "ended" if self._done.is_set() else ("running" if self._entered else "not started")
+        state = "ended" if self._ended else ("running" if self._entered else "not started")
         return f"AgentRun({self.run_id!r}, {state})"
 
     @property
@@ -189,7 +192,7 @@ class AgentRun:
     @property
     def done(self) -> bool:
         """Whether the run has ended."""
-        return self._done.is_set()
+        return self._ended
 
     # -- lifecycle -------------------------------------------------------------------------------------------
 
@@ -205,6 +208,7 @@ class AgentRun:
                 self._subscription = self.ctx.bus.subscribe(
                     self._types, buffer=self._buffer, policy=self._policy
                 )
+            self._done = anyio.Event()
             task_group = anyio.create_task_group()
             await task_group.__aenter__()
         except BaseException:
@@ -218,7 +222,7 @@ class AgentRun:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         try:
-            if not self._done.is_set():
+            if not self._ended:
                 # Leaving early (break, exception, cancellation) cancels the run; it still closes cleanly.
                 self.ctx.cancel_scope.cancel()
             if self._subscription is not None:
@@ -238,6 +242,24 @@ class AgentRun:
         finally:
             self._release()
 
+    async def _run_here(self) -> AgentResult:
+        """Run to the end in the calling task and return ``result`` (what ``agent.run()`` does).
+
+        With no subscriber nothing has to run beside the run, so it needs no task of its own: cancelling the
+        calling task cancels the run (``RunCancelled``, then the cancellation propagates), as it would
+        cancel the task of a run started with ``async with``.
+        """
+        if self._entered:
+            raise RuntimeError("this AgentRun was already started; call agent.run() again for a new run")
+        self._entered = True
+        if self._lock is not None:
+            await self._lock.acquire()
+        try:
+            await self._drive()
+        finally:
+            self._release()
+        return self.result
+
     def _release(self) -> None:
         if self._lock is not None:
             self._lock.release()
@@ -251,7 +273,9 @@ class AgentRun:
             if self.ctx.error is None:
                 self.ctx.error = exc
         finally:
-            self._done.set()
+            self._ended = True
+            if self._done is not None:
+                self._done.set()
 
     # -- events ----------------------------------------------------------------------------------------------
 
@@ -279,7 +303,8 @@ class AgentRun:
         if self._subscription is not None:
             async for _ in self._subscription:
                 pass
-        await self._done.wait()
+        if self._done is not None:
+            await self._done.wait()
         return self.result
 
     async def cancel(self) -> None:
@@ -290,7 +315,7 @@ class AgentRun:
     @property
     def result(self) -> AgentResult:
         """The run's result; raises the run's exception if it failed, ``RuntimeError`` if it has not ended."""
-        if not self._done.is_set():
+        if not self._ended:
             raise RuntimeError("the run has not ended yet; iterate it to the end or 'await run.wait()'")
         if self.ctx.error is not None:
             raise self.ctx.error

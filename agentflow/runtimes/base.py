@@ -60,10 +60,12 @@ from ..model.tools import ToolChoice
 from ..result import AgentResult, StopReason, ToolResult
 from ..tools.outcome import cancelled_result, exception_message
 from .calls import complete_tool_calls, patch_memory_items
-from .context import RunContext
+from .context import NO_USAGE, RunContext
 from .errors import AgentRunError, MaxStepsExceeded
 
 __all__ = ["AgentRuntime"]
+
+_NO_DEADLINE = contextlib.nullcontext()  # reusable: entering it does nothing
 
 _CLEANUP_SECONDS = 10.0
 """How long each shielded part of a run's ending (settling memory; the terminal event) may take.
@@ -108,11 +110,13 @@ class AgentRuntime:
         """
         result: AgentResult | None = None
         timeout = ctx.options.timeout
-        deadline = anyio.current_time() + timeout if timeout is not None else float("inf")
-        deadline_scope = anyio.CancelScope(deadline=deadline)
+        # The clock starts now; without a time limit there is no scope at all (a cancel scope is not free).
+        deadline_scope = None
+        if timeout is not None:
+            deadline_scope = anyio.CancelScope(deadline=anyio.current_time() + timeout)
         try:
             await ctx.publish(RunStarted(input=ctx.input_text, runtime=self.name))
-            with deadline_scope, ctx.cancel_scope:
+            with deadline_scope or _NO_DEADLINE, ctx.cancel_scope:
                 await self.start(ctx)
                 result = await self.run_loop(ctx)
         except anyio.get_cancelled_exc_class():
@@ -134,7 +138,8 @@ class AgentRuntime:
             raise
         if result is None:
             # One of the run's own scopes caught a cancellation: the caller's, or the wall-clock deadline.
-            reason = StopReason.DEADLINE if deadline_scope.cancelled_caught else StopReason.CANCELLED
+            deadline_reached = deadline_scope is not None and deadline_scope.cancelled_caught
+            reason = StopReason.DEADLINE if deadline_reached else StopReason.CANCELLED
             await self._end_cancelled(ctx, reason)
             assert ctx.result is not None
             return ctx.result
@@ -191,7 +196,7 @@ class AgentRuntime:
         # A step that never waits (a fast model, no tools) must still notice a cancel requested meanwhile.
         await anyio.lowlevel.checkpoint_if_cancelled()
         ctx.bus.step = ctx.step
-        ctx.step_usage = TokenUsage()
+        ctx.step_usage = NO_USAGE
         await ctx.publish(StepStarted())
         calls_before = len(ctx.tool_calls)
         prompt = self.build_prompt(ctx, final=final)
@@ -240,6 +245,7 @@ class AgentRuntime:
             user=s.user,
             extra_body=s.extra_body,
             stream=ctx.stream_model,
+            cache=ctx.prompt_cache,
         )
 
     async def call_model(self, ctx: RunContext, prompt: AgentPrompt) -> AgentModelResult:
@@ -342,11 +348,9 @@ class AgentRuntime:
         for call in calls:
             await ctx.publish(ToolCallRequested(call=call))
         results = list(await self.run_tool_calls(ctx, allowed)) if allowed else []
-        results.extend(
-            await self._refused_results(
-                ctx, refused, f"not run: the run reached its limit of {limit} tool calls"
-            )
-        )
+        if refused:
+            reason = f"not run: the run reached its limit of {limit} tool calls"
+            results.extend(await self._refused_results(ctx, refused, reason))
         ctx.record_results(calls, results)
         return StopReason.MAX_TOOL_CALLS if refused else None
 

@@ -8,12 +8,12 @@ before anything is stored. Pure functions: no I/O, no awaits; the input items ar
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
 
-from ..agent.items import assistant_item
+from ..agent.items import MAPPINGS, assistant_item
 from ..model.messages import AiMessage, ToolCall
 
 __all__ = ["MemoryItemsMismatchError", "complete_tool_calls", "fallback_call_id", "patch_memory_items"]
@@ -67,7 +67,7 @@ def _slots(items: Sequence[Any]) -> list[tuple[int, int | None]]:
     for i, item in enumerate(items):
         if isinstance(item, AiMessage):
             slots.extend((i, k) for k in range(len(item.tool_calls)))
-        elif isinstance(item, Mapping):
+        elif isinstance(item, MAPPINGS):
             kind = item.get("type", "message" if "role" in item else None)
             if kind == "message" and item.get("role") == "assistant":
                 calls = item.get("tool_calls") or ()
@@ -84,18 +84,18 @@ def _slot_call(item: Any, position: int | None) -> tuple[str, str]:
     if position is None:
         return str(item.get("call_id") or ""), str(item.get("name") or "")
     entry = item["tool_calls"][position]
-    function = entry.get("function") if isinstance(entry, Mapping) else None
-    name = function.get("name") if isinstance(function, Mapping) else None
-    return str(entry.get("id") or "") if isinstance(entry, Mapping) else "", str(name or "")
+    if not isinstance(entry, MAPPINGS):
+        return "", ""
+    function = entry.get("function")
+    name = function.get("name") if isinstance(function, MAPPINGS) else None
+    return str(entry.get("id") or ""), str(name or "")
 
 
-def _match(
-    items: Sequence[Any], slots: list[tuple[int, int | None]], raw: Sequence[ToolCall]
-) -> list[int] | None:
-    """For each slot, the index of its call in ``raw``; ``None`` when they cannot be paired."""
-    if len(slots) != len(raw):
+def _match(slot_ids: Sequence[str], raw: Sequence[ToolCall]) -> list[int] | None:
+    """For each slot (given by its call id), the index of its call in ``raw``; ``None`` when they cannot be
+    paired."""
+    if len(slot_ids) != len(raw):
         return None
-    slot_ids = [_slot_call(items[i], position)[0] for i, position in slots]
     # Pair by position when every slot id is blank or agrees with its call's id (the usual case) …
     if all(not sid or sid == call.id for sid, call in zip(slot_ids, raw, strict=True)):
         return list(range(len(raw)))
@@ -141,18 +141,21 @@ def patch_memory_items(
         if not completed:
             return tuple(items)
         return (*items, assistant_item(output_text or None, completed))
-    pairing = _match(items, slots, raw)
+    # Each slot's (id, name) as the items hold it, read once: to pair the slots with the calls, then to skip
+    # the items that already agree (the usual case).
+    held = [_slot_call(items[i], position) for i, position in slots]
+    pairing = _match([call_id for call_id, _ in held], raw)
     if pairing is None:
         raise MemoryItemsMismatchError(
             f"the model client's memory items hold {len(slots)} tool call(s) that do not match its "
             f"{len(raw)} tool call(s); a ModelClient's memory items must hold exactly the calls it reports"
         )
     out = list(items)
-    for (index, position), call_index in zip(slots, pairing, strict=True):
+    for (index, position), holds, call_index in zip(slots, held, pairing, strict=True):
         call = completed[call_index]
-        item = out[index]
-        if _slot_call(item, position) == (call.id, call.name):
+        if holds == (call.id, call.name):
             continue
+        item = out[index]
         if isinstance(item, AiMessage):
             calls = list(item.tool_calls)
             calls[position or 0] = call

@@ -111,8 +111,10 @@ class ToolExecutor:
 
         try:
             async with anyio.create_task_group() as group:
-                for index, call in enumerate(calls):
+                # The first call runs in this task while the others run beside it: one task fewer per batch.
+                for index, call in enumerate(calls[1:], 1):
                     group.start_soon(run_into, index, call, name=f"tool {call.name} ({call.id})")
+                await run_into(0, calls[0])
         except BaseExceptionGroup as failure:
             # Tool failures are results, so what escapes is a real error (a BaseException from a tool,
             # a failing emit); re-raise it as itself when it is alone.
@@ -197,9 +199,14 @@ class ToolExecutor:
         return f"unknown tool {name!r}; available tools: {shown or '(none)'}"
 
 
-async def _invoke(found: Tool[..., Any], kwargs: dict[str, Any]) -> Any:
+def _invoke(found: Tool[..., Any], kwargs: dict[str, Any]) -> Awaitable[Any]:
+    """The call as an awaitable: an async tool's own coroutine (nothing in between), else ``_call_sync``."""
     if found.is_async:
-        return await found.fn(**kwargs)
+        return found.fn(**kwargs)  # type: ignore[no-any-return]
+    return _call_sync(found, kwargs)
+
+
+async def _call_sync(found: Tool[..., Any], kwargs: dict[str, Any]) -> Any:
     if found.inline:
         value = found.fn(**kwargs)
     else:
