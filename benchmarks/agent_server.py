@@ -16,7 +16,6 @@ the server, and a streamed run is one long stream.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 import anyio
 
 from agentflow.testing import Reply, Responder, ScriptedServer
+from agentflow.testing.server import serve_until_signal
 
 from .agent_script import CALLS, DELTA, FINAL_TEXT, TOOL_NAME
 
@@ -60,14 +60,6 @@ def agent_responder(stream_deltas: int = 10_000) -> Responder:
     return respond
 
 
-async def _serve(server: ScriptedServer) -> None:
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        async with server:
-            print(server.base_url, flush=True)
-            async for _ in signals:
-                break
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Serve until SIGTERM/SIGINT."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.agent_server")
@@ -78,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         responder = agent_responder(args.bench_deltas)
     except ValueError as exc:
         parser.error(str(exc))
-    anyio.run(_serve, ScriptedServer(responder, port=args.port))
+    anyio.run(serve_until_signal, ScriptedServer(responder, port=args.port))
     return 0
 
 

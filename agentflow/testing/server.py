@@ -27,7 +27,7 @@ import anyio
 from .script import Fault, Reply, Responder, ScriptError, Turn, load_script
 from .scripted_server import ScriptedServer
 
-__all__ = ["BENCH_DELTA", "bench_responder", "main"]
+__all__ = ["BENCH_DELTA", "bench_responder", "main", "serve_until_signal"]
 
 BENCH_DELTA = " word"
 """The text of each delta of the benchmark stream."""
@@ -51,7 +51,8 @@ def bench_responder(stream_deltas: int = 10_000) -> Responder:
     return respond
 
 
-async def _serve(server: ScriptedServer) -> None:
+async def serve_until_signal(server: ScriptedServer) -> None:
+    """Start ``server``, print its base URL as the first stdout line, and serve until SIGTERM or SIGINT."""
     # The signal receiver is installed before the URL is printed, so a prompt SIGTERM is never lost.
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with server:
@@ -90,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ValueError as exc:
             parser.error(str(exc))
     server = ScriptedServer(turns, default=default, host=args.host, port=args.port)
-    anyio.run(_serve, server)
+    anyio.run(serve_until_signal, server)
     return 0
 
 
