@@ -203,6 +203,10 @@ def _encode_parameters(params: ChatParameters, body: dict[str, Any]) -> None:
 
 # --- response ------------------------------------------------------------------------------------
 
+# JSON objects: orjson always yields a dict, so test it before the (slower) ABC, which still lets a caller
+# pass any Mapping.
+_OBJECT = (dict, Mapping)
+
 
 def decode_finish_reason(value: Any) -> FinishReason | None:
     """Seed 003 §3.5: stop, length, tool_calls/function_call, content_filter; other → OTHER; null → None.
@@ -223,7 +227,7 @@ def _int(value: Any) -> int:
 
 def _details(usage: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     value = usage.get(key)
-    return value if isinstance(value, Mapping) else {}
+    return value if isinstance(value, _OBJECT) else {}
 
 
 def decode_usage(usage: Mapping[str, Any]) -> TokenUsage:
@@ -265,7 +269,7 @@ def _text(content: Any, where: str) -> str | None:
     if isinstance(content, list):
         # Some compatible servers answer with content parts; keep their text.
         return "".join(
-            str(p.get("text") or "") for p in content if isinstance(p, Mapping) and p.get("type") == "text"
+            str(p.get("text") or "") for p in content if isinstance(p, _OBJECT) and p.get("type") == "text"
         )
     raise ProtocolError(f"{where} is neither a string nor null: {type(content).__name__}")
 
@@ -285,8 +289,8 @@ def _tool_calls(message: Mapping[str, Any]) -> list[ToolCall]:
     if raw_calls is not None and not isinstance(raw_calls, list):
         raise ProtocolError("choices[0].message.tool_calls is not a list")
     for i, raw in enumerate(raw_calls or ()):
-        function = raw.get("function") if isinstance(raw, Mapping) else None
-        if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+        function = raw.get("function") if isinstance(raw, _OBJECT) else None
+        if not isinstance(function, _OBJECT) or not isinstance(function.get("name"), str):
             raise ProtocolError(f"choices[0].message.tool_calls[{i}] has no function name")
         call_id = raw.get("id")
         calls.append(
@@ -297,7 +301,7 @@ def _tool_calls(message: Mapping[str, Any]) -> list[ToolCall]:
             )
         )
     legacy = message.get("function_call")
-    if not calls and isinstance(legacy, Mapping) and isinstance(legacy.get("name"), str):
+    if not calls and isinstance(legacy, _OBJECT) and isinstance(legacy.get("name"), str):
         calls.append(ToolCall("function_call", legacy["name"], _arguments(legacy.get("arguments"))))
     return calls
 
@@ -313,7 +317,7 @@ def decode_chat_response(payload: Any) -> ChatResponse:
     >>> r.message.text, r.finish_reason, r.usage.total_tokens
     ('CAS.', <FinishReason.STOP: 'stop'>, 30)
     """
-    if not isinstance(payload, Mapping):
+    if not isinstance(payload, _OBJECT):
         raise ProtocolError(f"expected a JSON object, got {type(payload).__name__}")
     if payload.get("error") is not None:
         raise error_from_payload(payload, body=orjson.dumps(payload).decode())
@@ -321,8 +325,8 @@ def decode_chat_response(payload: Any) -> ChatResponse:
     if not isinstance(choices, list) or not choices:
         raise ProtocolError("the response has no choices", body=orjson.dumps(payload).decode())
     choice = choices[0]
-    message = choice.get("message") if isinstance(choice, Mapping) else None
-    if not isinstance(message, Mapping):
+    message = choice.get("message") if isinstance(choice, _OBJECT) else None
+    if not isinstance(message, _OBJECT):
         raise ProtocolError("the response has no choices[0].message", body=orjson.dumps(payload).decode())
     calls = _tool_calls(message)
     text = _text(message.get("content"), "choices[0].message.content")
@@ -340,7 +344,7 @@ def decode_chat_response(payload: Any) -> ChatResponse:
             reasoning=reasoning if isinstance(reasoning, str) and reasoning else None,
             refusal=refusal if isinstance(refusal, str) else None,
         ),
-        usage=decode_usage(usage) if isinstance(usage, Mapping) else None,
+        usage=decode_usage(usage) if isinstance(usage, _OBJECT) else None,
         finish_reason=decode_finish_reason(choice.get("finish_reason")),
         metadata=decode_metadata(payload),
         raw=payload,

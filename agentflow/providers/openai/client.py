@@ -390,15 +390,16 @@ class OpenAIHttpClient:
         except TimeoutError:
             raise self._total_timeout(url) from None
 
-    async def _send(
+    def _send(
         self, url: str, data: bytes, headers: Mapping[str, str], deadline: float | None, *, stream: bool
-    ) -> HttpResponse:
+    ) -> Awaitable[HttpResponse]:
         def send() -> Awaitable[HttpResponse]:
             return self._transport.send(
                 "POST", url, headers=headers, body=data, timeout=self._timeout, stream=stream
             )
 
-        return await self._within(send, deadline, url)
+        # Without a total deadline the transport's own awaitable, with no coroutine in between.
+        return send() if deadline is None else self._within(send, deadline, url)
 
     async def _read_body(self, response: HttpResponse, deadline: float | None, url: str) -> bytes:
         return await self._within(response.read, deadline, url)
