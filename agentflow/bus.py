@@ -283,30 +283,34 @@ _Sink = Subscription[Any] | _Callback
 
 
 class _EventClass:
-    """What the bus needs per event class, computed once: a fast stamped-copy function and flags."""
+    """What the bus needs per event class, computed once: fast stamping functions and flags."""
 
-    __slots__ = ("restamp", "terminal")
+    __slots__ = ("restamp", "stamp", "terminal")
 
     def __init__(self, cls: type[Event]) -> None:
         self.terminal = issubclass(cls, TERMINAL_TYPES)
-        self.restamp = _restamper(cls)
+        self.restamp, self.stamp = _stampers(cls)
 
 
-def _restamper(cls: type[Event]) -> Callable[[Event, str, int, int], Any]:
-    """``attrs.evolve(event, run_id=…, step=…, seq=…)``, about 3× faster for slotted event classes.
+Stamper = Callable[[Event, str, int, int], Any]
 
-    It copies the slots of the (valid, immutable) event into a new instance and sets the three stamps
-    before anyone else can see it, so no validator or converter needs to run again.
+
+def _stampers(cls: type[Event]) -> tuple[Stamper, Stamper]:
+    """``(restamp, stamp)``: a stamped copy (``attrs.evolve(event, run_id=…, step=…, seq=…)``, about 3×
+    faster for slotted event classes) and the same stamps set in place on an event nobody else holds.
+
+    Both write the slots directly: the event is valid and immutable, and the stamps are set before anyone
+    else can see the result, so no validator or converter needs to run again.
     """
     own = [f.name for f in attrs.fields(cls) if f.name not in ("run_id", "step", "seq")]
     slots: list[Any] = [getattr(cls, name, None) for name in own]
     stamps: list[Any] = [getattr(cls, name, None) for name in ("run_id", "step", "seq")]
     if not all(isinstance(d, MemberDescriptorType) for d in (*slots, *stamps)):
-        # Not a slotted class (a user's event type, say): fall back to the general, slower way.
+        # Not a slotted class (a user's event type, say): the general, slower way, and always a copy.
         def evolve(event: Event, run_id: str, step: int, seq: int) -> Any:
             return attrs.evolve(event, run_id=run_id, step=step, seq=seq)
 
-        return evolve
+        return evolve, evolve
     copy = tuple((operator.attrgetter(name), slot.__set__) for name, slot in zip(own, slots, strict=True))
     set_run_id, set_step, set_seq = (d.__set__ for d in stamps)
     new = object.__new__
@@ -320,7 +324,13 @@ def _restamper(cls: type[Event]) -> Callable[[Event, str, int, int], Any]:
         set_seq(stamped, seq)
         return stamped
 
-    return restamp
+    def stamp(event: Event, run_id: str, step: int, seq: int) -> Any:
+        set_run_id(event, run_id)
+        set_step(event, step)
+        set_seq(event, seq)
+        return event
+
+    return restamp, stamp
 
 
 _event_classes: dict[type[Event], _EventClass] = {}
@@ -469,21 +479,26 @@ class EventBus:
 
     # -- publishing ----------------------------------------------------------------------------------
 
-    async def publish(self, event: E) -> E:
+    async def publish(self, event: E, *, owned: bool = False) -> E:
         """Stamp ``event`` (``run_id``, ``step`` unless it has one, next ``seq``) and deliver it.
 
-        Returns the stamped event. Waits while a backpressure subscriber's buffer is full (never once the
-        run is ending). Raises ``BusClosedError`` after the terminal event.
+        Returns the stamped event: a copy, so the event passed in can be published again or kept; with
+        ``owned=True`` (the caller created ``event`` for this call and hands it over) it is stamped in
+        place, which is cheaper — a runtime publishing its own events does that. Waits while a
+        backpressure subscriber's buffer is full (never once the run is ending). Raises ``BusClosedError``
+        after the terminal event.
         """
         if self._state or self._lock.locked():
             # Ending or closed, or another publish is suspended mid-delivery: the careful path.
-            return await self._publish_in_order(event)
+            return await self._publish_in_order(event, owned)
         cls = type(event)
         info = _event_classes.get(cls) or _event_classes.setdefault(cls, _EventClass(cls))
         if info.terminal:
-            return await self._publish_in_order(event)
+            return await self._publish_in_order(event, owned)
         self._seq += 1
-        stamped: E = info.restamp(event, self.run_id, event.step or self.step, self._seq)
+        stamped: E = (info.stamp if owned else info.restamp)(
+            event, self.run_id, event.step or self.step, self._seq
+        )
         if self._sinks:
             route = self._route(cls)
             for i, sink in enumerate(route):
@@ -502,11 +517,23 @@ class EventBus:
                     break
         return stamped
 
-    async def _publish_in_order(self, event: E) -> E:
+    @property
+    def ending_may_wait(self) -> bool:
+        """Whether publishing the run's last events could suspend: only for a callback (which may be async)
+        or behind a publish suspended mid-delivery — subscriptions never hold the ending up."""
+        return self._lock.locked() or any(isinstance(sink, _Callback) for sink in self._sinks)
+
+    async def _publish_in_order(self, event: E, owned: bool) -> E:
         if self._state == _CLOSED:
             raise self._closed_error(event)
-        # Queue behind a publish suspended mid-delivery, so every subscriber sees seq order.
-        async with self._lock:
+        lock = self._lock
+        if lock.locked():
+            # Queue behind a publish suspended mid-delivery, so every subscriber sees seq order.
+            await lock.acquire()
+        else:
+            # Free: take it without a checkpoint, so the ending's events land even in a cancelled task.
+            lock.acquire_nowait()
+        try:
             if self._state == _CLOSED:
                 raise self._closed_error(event)
             cls = type(event)
@@ -514,7 +541,8 @@ class EventBus:
             if info.terminal:
                 self.begin_ending()
             self._seq += 1
-            stamped: E = info.restamp(event, self.run_id, event.step or self.step, self._seq)
+            stamp = info.stamp if owned else info.restamp
+            stamped: E = stamp(event, self.run_id, event.step or self.step, self._seq)
             try:
                 ending = self._state == _ENDING
                 for sink in self._route(cls):
@@ -527,6 +555,8 @@ class EventBus:
                 if info.terminal:
                     self._close()
             return stamped
+        finally:
+            lock.release()
 
     def _closed_error(self, event: Event) -> BusClosedError:
         return BusClosedError(

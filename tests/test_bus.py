@@ -50,6 +50,28 @@ async def test_publish_stamps_run_id_step_and_a_seq_from_one() -> None:
     }
 
 
+async def test_an_owned_event_is_stamped_in_place_and_delivered_as_itself() -> None:
+    bus = EventBus("run-1")
+    seen: list[Event] = []
+    bus.on(None, seen.append)
+    mine = StepStarted()
+    stamped = await bus.publish(mine, owned=True)
+    terminal = await bus.publish(finished(), owned=True)
+    assert stamped is mine
+    assert seen == [mine, terminal]
+    assert (mine.run_id, mine.step, mine.seq) == ("run-1", 0, 1)
+    assert terminal.seq == 2
+    assert bus.closed
+
+
+def test_the_ending_may_wait_only_for_a_callback() -> None:
+    bus = EventBus("r")
+    bus.subscribe()
+    assert not bus.ending_may_wait  # subscriptions never hold the ending up
+    bus.on(None, lambda event: None)
+    assert bus.ending_may_wait  # a callback may be async
+
+
 async def test_an_event_that_carries_its_own_step_keeps_it() -> None:
     bus = EventBus("r")
     bus.step = 5

@@ -115,7 +115,7 @@ class AgentRuntime:
         if timeout is not None:
             deadline_scope = anyio.CancelScope(deadline=anyio.current_time() + timeout)
         try:
-            await ctx.publish(RunStarted(input=ctx.input_text, runtime=self.name))
+            await ctx.emit(RunStarted(input=ctx.input_text, runtime=self.name))
             with deadline_scope or _NO_DEADLINE, ctx.cancel_scope:
                 await self.start(ctx)
                 result = await self.run_loop(ctx)
@@ -166,9 +166,11 @@ class AgentRuntime:
     async def _publish_terminal(self, ctx: RunContext, event: TerminalEvent) -> None:
         # Shielded and capped apart from the settling, so a run always gets its terminal event (the bus
         # closes even if an async callback is cut short). If someone closed the bus early nobody can
-        # receive the event any more; the outcome is on ctx.
-        with anyio.move_on_after(_CLEANUP_SECONDS, shield=True), contextlib.suppress(BusClosedError):
-            await ctx.publish(event)
+        # receive the event any more; the outcome is on ctx. Without a callback the publish cannot
+        # suspend (subscriptions never hold the ending up), so it needs no scope.
+        shielded = anyio.move_on_after(_CLEANUP_SECONDS, shield=True) if ctx.bus.ending_may_wait else None
+        with shielded or _NO_DEADLINE, contextlib.suppress(BusClosedError):
+            await ctx.emit(event)
 
     async def run_loop(self, ctx: RunContext) -> AgentResult:
         """Run steps until one returns a stop reason, or handle ``max_steps`` exhaustion."""
@@ -197,12 +199,12 @@ class AgentRuntime:
         await anyio.lowlevel.checkpoint_if_cancelled()
         ctx.bus.step = ctx.step
         ctx.step_usage = NO_USAGE
-        await ctx.publish(StepStarted())
+        await ctx.emit(StepStarted())
         calls_before = len(ctx.tool_calls)
         prompt = self.build_prompt(ctx, final=final)
         result = await self.call_model(ctx, prompt)
         stop = await self.handle_model_result(ctx, result, final=final)
-        await ctx.publish(StepFinished(tool_calls=len(ctx.tool_calls) - calls_before, usage=ctx.step_usage))
+        await ctx.emit(StepFinished(tool_calls=len(ctx.tool_calls) - calls_before, usage=ctx.step_usage))
         ctx.step += 1
         return stop
 
@@ -257,7 +259,7 @@ class AgentRuntime:
         far as the server reported it. Leaving early (cancel, deadline) closes the stream and with it the
         HTTP response.
         """
-        await ctx.publish(
+        await ctx.emit(
             ModelRequest(
                 model=prompt.model, items=len(prompt.items), tools=tuple(t.name for t in prompt.tools)
             )
@@ -301,10 +303,10 @@ class AgentRuntime:
         self, ctx: RunContext, result: AgentModelResult, *, text: bool, reasoning: bool
     ) -> None:
         if reasoning and result.reasoning_text:
-            await ctx.publish(ReasoningDelta(result.reasoning_text))
+            await ctx.emit(ReasoningDelta(result.reasoning_text))
         if text and result.output_text:
-            await ctx.publish(TextDelta(result.output_text))
-        await ctx.publish(ModelCompleted(result))
+            await ctx.emit(TextDelta(result.output_text))
+        await ctx.emit(ModelCompleted(result))
 
     async def handle_model_result(
         self, ctx: RunContext, result: AgentModelResult, *, final: bool = False
@@ -346,7 +348,7 @@ class AgentRuntime:
         ctx.finished = {}
         ctx.tool_calls.extend(calls)
         for call in calls:
-            await ctx.publish(ToolCallRequested(call=call))
+            await ctx.emit(ToolCallRequested(call=call))
         results = list(await self.run_tool_calls(ctx, allowed)) if allowed else []
         if refused:
             reason = f"not run: the run reached its limit of {limit} tool calls"
@@ -375,7 +377,7 @@ class AgentRuntime:
         ctx.finished = {}
         ctx.tool_calls.extend(calls)
         for call in calls:
-            await ctx.publish(ToolCallRequested(call=call))
+            await ctx.emit(ToolCallRequested(call=call))
         ctx.record_results(calls, await self._refused_results(ctx, calls, reason))
 
     async def _refused_results(
@@ -384,7 +386,7 @@ class AgentRuntime:
         results = [cancelled_result(call, reason) for call in calls]
         for call, result in zip(calls, results, strict=True):
             ctx.finished[call.id] = result
-            await ctx.publish(ToolFailed(call=call, result=result))
+            await ctx.emit(ToolFailed(call=call, result=result))
         return results
 
     async def settle_pending(self, ctx: RunContext, reason: str) -> None:
@@ -401,4 +403,4 @@ class AgentRuntime:
         ctx.record_results(calls, results)
         for call, result in zip(calls, results, strict=True):
             if call in synthetic:
-                await ctx.publish(ToolFailed(call=call, result=result))
+                await ctx.emit(ToolFailed(call=call, result=result))

@@ -326,7 +326,7 @@ class CodeActRuntime(AgentRuntime):
         ctx.remember([system_item(step_text(result, self.options.max_result_chars))])
         state.step = None  # memory is complete: a cancel from here on has nothing to settle
         for call, refused in unanswered:
-            await ctx.publish(ToolFailed(call=call, result=refused))
+            await ctx.emit(ToolFailed(call=call, result=refused))
         await self._publish_executed(ctx, code, result)
         return result
 
@@ -347,12 +347,12 @@ class CodeActRuntime(AgentRuntime):
             )
             step.calls.append(call)
             ctx.tool_calls.append(call)
-            await ctx.publish(ToolCallRequested(call=call))
+            await ctx.emit(ToolCallRequested(call=call))
             if limit is not None and len(ctx.tool_calls) > limit:
                 state.limit_reached = True
                 refused = cancelled_result(call, f"not run: the run reached its limit of {limit} tool calls")
                 step.results[call.id] = refused
-                await ctx.publish(ToolFailed(call=call, result=refused))
+                await ctx.emit(ToolFailed(call=call, result=refused))
                 return refused
             [result] = await ctx.executor.run_calls(
                 (call,), run_id=ctx.run_id, step=ctx.step, on_result=arrived
@@ -377,7 +377,7 @@ class CodeActRuntime(AgentRuntime):
         return unanswered
 
     async def _publish_executed(self, ctx: RunContext, code: str, result: CodeResult) -> None:
-        await ctx.publish(
+        await ctx.emit(
             CodeExecuted(
                 code=code,
                 ok=result.ok,
@@ -421,5 +421,5 @@ class CodeActRuntime(AgentRuntime):
         error = reason.replace("this tool call", "this code step")
         ctx.remember([system_item(code_error_text(error))])
         for call, refused in unanswered:
-            await ctx.publish(ToolFailed(call=call, result=refused))
+            await ctx.emit(ToolFailed(call=call, result=refused))
         await self._publish_executed(ctx, step.code, CodeResult(ok=False, error=error))

@@ -94,6 +94,13 @@ class RunContext:
         """
         return self.bus.publish(event)
 
+    def emit(self, event: Event) -> Awaitable[Event]:
+        """``publish`` for an event created for this call (``await ctx.emit(StepStarted())``): the bus
+        stamps it in place instead of copying it (``EventBus.publish(owned=True)``). Runtimes and the tool
+        executor publish their own events this way; an event you keep or publish twice goes to ``publish``.
+        """
+        return self.bus.publish(event, owned=True)
+
     @property
     def executor(self) -> ToolExecutor:
         """The run's tool executor (built on first use), publishing its events on the run's bus."""
@@ -102,7 +109,7 @@ class RunContext:
                 self.tools,
                 max_concurrency=self.options.max_tool_concurrency,
                 default_timeout=self.options.tool_timeout,
-                emit=self.bus.publish,
+                emit=self.emit,
             )
         return self._executor
 

@@ -115,7 +115,7 @@ class DeepResearchRuntime(ReActRuntime):
         ctx.runtime_state = plan
         if plan.steps:
             ctx.remember((system_item(plan.to_text()),))
-        await ctx.publish(PlanCreated(plan=plan))
+        await ctx.emit(PlanCreated(plan=plan))
 
     async def run_step(self, ctx: RunContext, *, final: bool = False) -> StopReason | None:
         """One step of the base loop; then, every ``replan_every`` steps while the run goes on, a re-plan."""
@@ -143,7 +143,7 @@ class DeepResearchRuntime(ReActRuntime):
         ctx.runtime_state = plan
         if plan.steps and (plan.steps != current.steps or plan.goal != current.goal):
             ctx.remember((system_item(plan.to_text(UPDATED_PLAN_HEADER)),))
-        await ctx.publish(PlanUpdated(plan=plan))
+        await ctx.emit(PlanUpdated(plan=plan))
         return plan
 
     def planning_context(self, ctx: RunContext, current: Plan | None) -> PlanContext:

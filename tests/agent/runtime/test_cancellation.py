@@ -296,6 +296,33 @@ async def test_deadline_cancels_with_stop_reason_deadline(where: Where) -> None:
     assert task_count() == before
 
 
+async def test_a_cancel_from_an_outer_scope_still_ends_every_subscription_with_run_cancelled() -> None:
+    # No callback on the run, so its ending publishes without a shield: the terminal event must still land
+    # although every scope around the run's task is cancelled.
+    started = anyio.Event()
+
+    @tool
+    async def hang() -> str:
+        """Never returns."""
+        started.set()
+        await anyio.sleep_forever()
+        return "never"
+
+    agent = Agent(FakeModelClient([reply(tool_calls=[("hang", {})])]), tools=[hang])
+    run = agent.stream("go")
+    other = run.bus.subscribe()
+    with anyio.CancelScope() as outer:
+        async with run:
+            await started.wait()
+            outer.cancel()
+            await anyio.sleep_forever()
+    with anyio.fail_after(10):  # a lost terminal event would leave the subscription open
+        events = [event async for event in other]
+    assert isinstance(events[-1], RunCancelled)
+    assert next(e for e in events if isinstance(e, ToolFailed)).result.error_type == "cancelled"
+    assert run.result.stop_reason is StopReason.CANCELLED
+
+
 async def test_cancel_before_the_run_starts_still_ends_with_one_run_cancelled() -> None:
     model = FakeModelClient([reply("never")])
     agent = Agent(model)
