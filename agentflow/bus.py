@@ -387,8 +387,9 @@ class EventBus:
         self._state = _OPEN
         self._sinks: list[_Sink] = []
         self._routes: dict[type[Event], tuple[_Sink, ...]] = {}
-        # Held only while a publish is suspended mid-delivery, so concurrent publishers stay in seq order.
-        self._lock = anyio.Lock(fast_acquire=True)
+        # Held only while a publish is suspended mid-delivery, so concurrent publishers stay in seq order;
+        # created the first time one is (most runs never need it).
+        self._lock: anyio.Lock | None = None
         self.failed_callbacks = 0
         """How many callback invocations raised (every one is logged)."""
         self.callback_failures: collections.deque[CallbackFailure] = collections.deque(
@@ -488,7 +489,7 @@ class EventBus:
         backpressure subscriber's buffer is full (never once the run is ending). Raises ``BusClosedError``
         after the terminal event.
         """
-        if self._state or self._lock.locked():
+        if self._state or (self._lock is not None and self._lock.locked()):
             # Ending or closed, or another publish is suspended mid-delivery: the careful path.
             return await self._publish_in_order(event, owned)
         cls = type(event)
@@ -505,7 +506,8 @@ class EventBus:
                 pending = sink._offer(stamped)
                 if pending is not None:
                     # Slow path: hold the lock while suspended so no concurrent publish overtakes this one.
-                    self._lock.acquire_nowait()
+                    lock = self._new_lock()
+                    lock.acquire_nowait()
                     try:
                         await pending
                         for rest in route[i + 1 :]:
@@ -513,7 +515,7 @@ class EventBus:
                             if pending is not None:
                                 await pending
                     finally:
-                        self._lock.release()
+                        lock.release()
                     break
         return stamped
 
@@ -521,18 +523,22 @@ class EventBus:
     def ending_may_wait(self) -> bool:
         """Whether publishing the run's last events could suspend: only for a callback (which may be async)
         or behind a publish suspended mid-delivery — subscriptions never hold the ending up."""
-        return self._lock.locked() or any(isinstance(sink, _Callback) for sink in self._sinks)
+        locked = self._lock is not None and self._lock.locked()
+        return locked or any(isinstance(sink, _Callback) for sink in self._sinks)
+
+    def _new_lock(self) -> anyio.Lock:
+        if self._lock is None:
+            self._lock = anyio.Lock(fast_acquire=True)
+        return self._lock
 
     async def _publish_in_order(self, event: E, owned: bool) -> E:
         if self._state == _CLOSED:
             raise self._closed_error(event)
-        lock = self._lock
-        if lock.locked():
+        held = None
+        if self._lock is not None and self._lock.locked():
             # Queue behind a publish suspended mid-delivery, so every subscriber sees seq order.
-            await lock.acquire()
-        else:
-            # Free: take it without a checkpoint, so the ending's events land even in a cancelled task.
-            lock.acquire_nowait()
+            held = self._lock
+            await held.acquire()
         try:
             if self._state == _CLOSED:
                 raise self._closed_error(event)
@@ -548,6 +554,11 @@ class EventBus:
                 for sink in self._route(cls):
                     pending = sink._offer_ending(stamped) if ending else sink._offer(stamped)
                     if pending is not None:
+                        if held is None:
+                            # Taken only now, without a checkpoint: until something has to wait, nothing
+                            # here yields, so the ending's events land even in a cancelled task.
+                            held = self._new_lock()
+                            held.acquire_nowait()
                         await pending  # an async callback, or (before the ending) a full subscriber
             finally:
                 # However the delivery ends (even cut short waiting on an async callback), the terminal
@@ -556,7 +567,8 @@ class EventBus:
                     self._close()
             return stamped
         finally:
-            lock.release()
+            if held is not None:
+                held.release()
 
     def _closed_error(self, event: Event) -> BusClosedError:
         return BusClosedError(
