@@ -160,6 +160,9 @@ class AgentRuntime:
         # Shielded (a cancel may be what brought us here) and capped; from now on publishing never waits for a
         # subscriber, so a consumer that stopped reading cannot hold the ending up.
         ctx.bus.begin_ending()
+        if ctx.unhandled is not None:
+            result, ctx.unhandled = ctx.unhandled, None
+            self.keep_turn(ctx, result)
         with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
             await self.settle_pending(ctx, reason)
 
@@ -203,6 +206,7 @@ class AgentRuntime:
         calls_before = len(ctx.tool_calls)
         prompt = self.build_prompt(ctx, final=final)
         result = await self.call_model(ctx, prompt)
+        ctx.unhandled = None  # handled from here on
         stop = await self.handle_model_result(ctx, result, final=final)
         await ctx.emit(StepFinished(tool_calls=len(ctx.tool_calls) - calls_before, usage=ctx.step_usage))
         ctx.step += 1
@@ -267,6 +271,7 @@ class AgentRuntime:
         if not prompt.stream:
             result = await ctx.model.create(prompt)
             ctx.add_usage(result.usage)
+            ctx.unhandled = result  # kept by the run's ending if a cancel lands while it is published
             await self._publish_whole(ctx, result, text=True, reasoning=True)
             return result
         completed: AgentModelResult | None = None
@@ -277,7 +282,7 @@ class AgentRuntime:
             async with ctx.model.create_stream(prompt) as stream:
                 async for event in stream:
                     if isinstance(event, ModelCompleted):
-                        completed = event.response
+                        completed = ctx.unhandled = event.response
                         reported = None
                         ctx.add_usage(completed.usage)
                         await self._publish_whole(
@@ -316,11 +321,7 @@ class AgentRuntime:
         Call ids and names are completed first, and the turn's memory items rewritten to match, so the
         assistant turn in memory and the tool outputs written later always pair up.
         """
-        raw = result.tool_calls
-        calls = complete_tool_calls(raw, ctx.step, ctx.tools.normalize_name)
-        ctx.remember(patch_memory_items(result.memory_items, raw, calls, result.output_text))
-        ctx.output_text = result.output_text
-        ctx.reasoning_text = result.reasoning_text
+        calls = self.store_turn(ctx, result)
         if not calls:
             return StopReason.FINAL_ANSWER
         if final:
@@ -332,6 +333,28 @@ class AgentRuntime:
             )
             return StopReason.MAX_TOKENS
         return await self.act(ctx, calls)
+
+    def store_turn(self, ctx: RunContext, result: AgentModelResult) -> tuple[ToolCall, ...]:
+        """Write a model turn to memory (call ids and names completed first) and to the run; its calls."""
+        raw = result.tool_calls
+        calls = complete_tool_calls(raw, ctx.step, ctx.tools.normalize_name)
+        ctx.remember(patch_memory_items(result.memory_items, raw, calls, result.output_text))
+        ctx.output_text = result.output_text
+        ctx.reasoning_text = result.reasoning_text
+        return calls
+
+    def keep_turn(self, ctx: RunContext, result: AgentModelResult) -> None:
+        """A model turn that completed but was cut short before it was handled (a cancel landed while its
+        events were published): store it, its calls pending, so the ending gives them results.
+
+        Called (by the run's ending) before ``settle_pending``; the partial result keeps the turn's text
+        and calls, and memory pairs every call with a result.
+        """
+        calls = self.store_turn(ctx, result)
+        if calls:
+            ctx.tool_calls.extend(calls)
+            ctx.pending = list(calls)
+            ctx.finished = {}
 
     async def act(self, ctx: RunContext, calls: tuple[ToolCall, ...]) -> StopReason | None:
         """Run a step's tool calls (within the run's tool-call limit) and write every result to memory.

@@ -19,7 +19,7 @@ import attrs
 from ..agent.items import function_call_output_item
 from ..agent.memory import Memory
 from ..agent.options import AgentOptions, ModelSettings
-from ..agent.prompt import ModelClient
+from ..agent.prompt import AgentModelResult, ModelClient
 from ..bus import EventBus
 from ..model.events import Event
 from ..model.messages import ToolCall
@@ -79,6 +79,9 @@ class RunContext:
     """The outcome once the run has ended (the partial result for a failed or cancelled run)."""
     error: BaseException | None = None
     """The exception a failed run raised."""
+    unhandled: AgentModelResult | None = attrs.field(default=None, repr=False)
+    """A model turn that completed but is not handled yet: if the run ends before it is, the ending stores
+    it (``AgentRuntime.keep_turn``), so a cancel that lands while its events are published loses nothing."""
     prompt_cache: dict[str, Any] = attrs.field(factory=dict, repr=False)
     """The ``AgentPrompt.cache`` of every model call of this run: what its model client reuses later."""
     runtime_state: object = attrs.field(default=None, repr=False)

@@ -424,3 +424,7 @@ async def test_a_cancel_at_any_point_of_a_step_keeps_memory_valid_and_ends_with_
     # call returned (blocking: its whole text is published after it returned).
     spent = recorder.of((UsageReported, ModelCompleted)) or (not stream and recorder.of(TextDelta))
     assert partial.usage == (TokenUsage(10, 5, 15) if spent else TokenUsage())
+    # A model turn that completed is kept too, also when the cancel landed while its events were published.
+    if recorder.of(ModelCompleted) or (not stream and recorder.of(TextDelta)):
+        assert partial.output_text == "Let me add."
+        assert [c.id for c in partial.tool_calls] == ["c1", "c2"]
