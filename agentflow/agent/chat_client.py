@@ -13,15 +13,19 @@ How a prompt lands on the Chat protocol (seed 000 §2, kept deliberately):
 - The result's memory item is one converted assistant item (text and tool calls); reasoning is not stored.
   Text, reasoning and tool-call events stream as they arrive.
 
-The mapping functions are pure; only the client awaits.
+The mapping functions are pure; only the client awaits. Between calls the client keeps the last prompt's
+parameters (reused while the next prompt carries the very same settings objects, as every prompt of an agent
+does) and, in the run's ``AgentPrompt.cache``, the Chat message of each reply's memory item, so the next step
+need not convert it back.
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Awaitable, Mapping
 from typing import Any
 
-from ..model.messages import Message, SystemMessage
+from ..model.messages import AiMessage, Message, SystemMessage
 from ..model.protocol import ChatModel
 from ..model.request import ChatParameters, ChatRequest
 from ..model.response import ChatResponse
@@ -29,7 +33,7 @@ from ..model.stream import ModelStream
 from ..model.tools import ToolChoice
 from .client_base import ProtocolClient
 from .items import ChatMessageCache, assistant_item, to_chat_messages, with_call_ids
-from .prompt import AgentModelResult, AgentPrompt, ToolChoiceLike
+from .prompt import AgentModelResult, AgentPrompt, ToolChoiceLike, relay_stream
 
 __all__ = ["ChatModelClient", "chat_result", "to_chat_request"]
 
@@ -73,6 +77,12 @@ def _reasoning_effort(reasoning: Mapping[str, Any] | None) -> str | None:
     return effort
 
 
+def _converted(prompt: AgentPrompt) -> ChatMessageCache | None:
+    """The run's Chat messages already converted from memory items (``None``: a prompt built by hand)."""
+    cache = prompt.cache
+    return None if cache is None else cache.setdefault("chat_messages", {})
+
+
 def to_chat_request(prompt: AgentPrompt) -> ChatRequest:
     """The Chat Completions request for ``prompt`` (see the module docstring for the mapping).
 
@@ -84,22 +94,26 @@ def to_chat_request(prompt: AgentPrompt) -> ChatRequest:
     """
     if not isinstance(prompt, AgentPrompt):
         raise TypeError(f"expected an AgentPrompt, got {type(prompt).__name__}")
+    return ChatRequest(_chat_messages(prompt), _chat_parameters(prompt))
+
+
+def _chat_messages(prompt: AgentPrompt) -> list[Message]:
     messages: list[Message] = []
     if prompt.system_prompt and prompt.system_prompt.strip():
         messages.append(SystemMessage(prompt.system_prompt))
     if prompt.instructions and prompt.instructions.strip():
         messages.append(SystemMessage(prompt.instructions))
-    cache = prompt.cache
-    converted: ChatMessageCache | None = None
-    if cache is not None:
-        converted = cache.setdefault("chat_messages", {})
-    messages.extend(to_chat_messages(prompt.items, cache=converted))
+    messages.extend(to_chat_messages(prompt.items, cache=_converted(prompt)))
+    return messages
+
+
+def _chat_parameters(prompt: AgentPrompt) -> ChatParameters:
     tool_choice, raw_tool_choice = _chat_tool_choice(prompt.tool_choice)
     custom = dict(prompt.extra_body)
     if raw_tool_choice is not None:
         custom["tool_choice"] = raw_tool_choice
     tools = prompt.tools or None
-    parameters = ChatParameters(
+    return ChatParameters(
         model=prompt.model,
         temperature=prompt.temperature,
         top_p=prompt.top_p,
@@ -111,7 +125,30 @@ def to_chat_request(prompt: AgentPrompt) -> ChatRequest:
         user=prompt.user,
         custom=custom,
     )
-    return ChatRequest(messages, parameters)
+
+
+def _settings_key(prompt: AgentPrompt) -> tuple[Any, ...] | None:
+    """Everything ``_chat_parameters`` reads from ``prompt``, when all of it is immutable: two prompts whose
+    keys hold the very same objects map to equal parameters. ``None`` when the prompt has ``extra_body`` or
+    a map ``tool_choice`` (mutable maps the parameters take a copy or a reference of, so they are read anew).
+    """
+    choice = prompt.tool_choice
+    known_choice = (
+        choice is None or isinstance(choice, ToolChoice) or (isinstance(choice, str) and choice in _MODES)
+    )
+    if prompt.extra_body or not known_choice:
+        return None
+    return (
+        prompt.model,
+        prompt.temperature,
+        prompt.top_p,
+        prompt.max_output_tokens,
+        prompt.tools,
+        choice,
+        prompt.parallel_tool_calls,
+        _reasoning_effort(prompt.reasoning),  # read anew: ``reasoning`` is a mutable map
+        prompt.user,
+    )
 
 
 def chat_result(response: ChatResponse) -> AgentModelResult:
@@ -140,26 +177,71 @@ def chat_result(response: ChatResponse) -> AgentModelResult:
     )
 
 
+def _remember_reply(prompt: AgentPrompt, result: AgentModelResult) -> AgentModelResult:
+    """``result``, its memory item's Chat message noted in the run's cache.
+
+    The next step's prompt carries that item back, and converting it would rebuild exactly this message
+    (``chat_result`` made the item from the same text, tool calls and refusal; reasoning is not stored).
+    """
+    converted = _converted(prompt)
+    if converted is not None and len(result.memory_items) == 1:
+        item = result.memory_items[0]
+        message = AiMessage(
+            text=result.output_text or None, tool_calls=result.tool_calls, refusal=result.refusal or None
+        )
+        converted[id(item)] = (item, message)
+    return result
+
+
 class ChatModelClient(ProtocolClient[ChatModel, ChatRequest, ChatResponse]):
     """Runs agent prompts over the Chat Completions protocol through a ``ChatModel``.
 
     ``aclose()`` (or leaving ``async with``) closes the wrapped model.
     """
 
-    __slots__ = ()
+    __slots__ = ("_last_parameters",)
 
     def __init__(self, chat_model: ChatModel) -> None:
         if not isinstance(chat_model, ChatModel):
             raise TypeError(f"ChatModelClient needs a ChatModel, got {type(chat_model).__name__}")
         super().__init__(chat_model)
+        # The parameters of the last prompt, by its settings key: an agent's prompts all carry the same
+        # settings objects, so every call reuses one ``ChatParameters`` (and a model can reuse its merge).
+        self._last_parameters: tuple[tuple[Any, ...], ChatParameters] | None = None
 
     @property
     def chat_model(self) -> ChatModel:
         """The wrapped model."""
         return self._model
 
+    async def create(self, prompt: AgentPrompt) -> AgentModelResult:
+        """One blocking model call."""
+        return _remember_reply(prompt, self._project(await self._send(self._request(prompt))))
+
+    def create_stream(self, prompt: AgentPrompt) -> ModelStream[AgentModelResult]:
+        """One streaming call: model events as they arrive, then ``ModelCompleted(AgentModelResult)``.
+
+        The prompt is checked now; nothing is sent until the stream is entered or iterated.
+        """
+        request = self._request(prompt)
+        return relay_stream(
+            lambda: self._open(request), lambda response: _remember_reply(prompt, self._project(response))
+        )
+
     def _request(self, prompt: AgentPrompt) -> ChatRequest:
-        return to_chat_request(prompt)
+        if not isinstance(prompt, AgentPrompt):
+            raise TypeError(f"expected an AgentPrompt, got {type(prompt).__name__}")
+        return ChatRequest(_chat_messages(prompt), self._parameters(prompt))
+
+    def _parameters(self, prompt: AgentPrompt) -> ChatParameters:
+        key = _settings_key(prompt)
+        last = self._last_parameters
+        if key is not None and last is not None and all(map(operator.is_, key, last[0])):
+            return last[1]
+        parameters = _chat_parameters(prompt)
+        if key is not None:
+            self._last_parameters = (key, parameters)
+        return parameters
 
     def _project(self, response: ChatResponse) -> AgentModelResult:
         return chat_result(response)

@@ -253,13 +253,11 @@ def _chat_tool_calls(raw: Any, index: int) -> list[ToolCall]:
     calls: list[ToolCall] = []
     for entry in raw:
         function = entry.get("function") if isinstance(entry, MAPPINGS) else None
-        if not isinstance(function, MAPPINGS) or not isinstance(function.get("name"), str):
+        if not isinstance(function, MAPPINGS) or not isinstance(name := function.get("name"), str):
             raise ValueError(
                 f"{_where(index)}: each tool call needs a 'function' with a 'name', got {entry!r}"
             )
-        calls.append(
-            ToolCall(str(entry.get("id") or ""), function["name"], _arguments_text(function.get("arguments")))
-        )
+        calls.append(ToolCall(str(entry.get("id") or ""), name, _arguments_text(function.get("arguments"))))
     return calls
 
 
@@ -277,7 +275,11 @@ def _image_part(part: Mapping[str, Any], index: int) -> ImagePart:
 
 
 class _Content:
-    """The parts of one message's content, read once."""
+    """The parts of one message's content, read once.
+
+    ``parts`` (text and image parts, in order) is filled only when there is an image: only a multimodal user
+    message needs it, and building a ``TextPart`` for every text would cost every other message.
+    """
 
     __slots__ = ("has_image", "has_text", "parts", "refusal", "text")
 
@@ -286,16 +288,16 @@ class _Content:
         self.refusal: str | None = None
         self.has_image = False
         self.has_text = False
-        texts: list[str] = []
         if content is None:
             self.text = ""
             return
         if isinstance(content, str):
             self.text, self.has_text = content, True
-            self.parts.append(TextPart(content))
             return
         if not isinstance(content, _SEQUENCES):
             raise ValueError(f"{_where(index)}: 'content' must be a string or a list of parts")
+        texts: list[str] = []
+        pieces: list[str | ImagePart] = []
         for part in content:
             is_map = isinstance(part, MAPPINGS)
             kind = part.get("type") if is_map else None
@@ -304,10 +306,10 @@ class _Content:
                 if not isinstance(text, str):
                     raise ValueError(f"{_where(index)}: a {kind} part needs a string 'text'")
                 texts.append(text)
-                self.parts.append(TextPart(text))
+                pieces.append(text)
                 self.has_text = True
             elif is_map and kind in _IMAGE_PARTS:
-                self.parts.append(_image_part(part, index))
+                pieces.append(_image_part(part, index))
                 self.has_image = True
             elif is_map and kind == "refusal":
                 self.refusal = str(part.get("refusal") or "")
@@ -317,6 +319,8 @@ class _Content:
                 )
         # The reference concatenates text parts with no separator; so do we.
         self.text = "".join(texts)
+        if self.has_image:
+            self.parts = [TextPart(piece) if isinstance(piece, str) else piece for piece in pieces]
 
 
 def _message_from_map(item: Mapping[str, Any], index: int) -> Message:
@@ -390,21 +394,28 @@ ToolCall(id='c2', name='g', arguments='{}')), reasoning=None, refusal=None)]
     """
     out: list[Message] = []
     for index, item in enumerate(items):
-        if isinstance(item, _MESSAGE_TYPES):
-            out.append(item)
-            continue
         if cache is not None:
+            # First: in a run's later steps, most items are ones converted before.
             known = cache.get(id(item))
             if known is not None and known[0] is item:
                 out.append(known[1])
                 continue
+        if isinstance(item, _MESSAGE_TYPES):
+            out.append(item)
+            continue
         if not isinstance(item, MAPPINGS):
             raise TypeError(
                 f"{_where(index)}: cannot use a {type(item).__name__} as a conversation item; "
                 "pass a Message or an item dict (see agentflow.agent.items)"
             )
         kind = _kind(item)
-        if kind == "function_call":
+        message: Message
+        # Most frequent kinds first: a tool loop's memory is mostly tool outputs and messages.
+        if kind == "function_call_output":
+            message = ToolResultMessage(_call_id(item, index), _output_text(item.get("output"), index))
+        elif kind == "message":
+            message = _message_from_map(item, index)
+        elif kind == "function_call":
             # Never cached: it joins the assistant message before it, whatever that is.
             name = item.get("name")
             if not isinstance(name, str) or not name:
@@ -418,13 +429,8 @@ ToolCall(id='c2', name='g', arguments='{}')), reasoning=None, refusal=None)]
             else:
                 out.append(AiMessage(tool_calls=(call,)))
             continue
-        if kind == "reasoning":
+        elif kind == "reasoning":
             continue
-        message: Message
-        if kind == "message":
-            message = _message_from_map(item, index)
-        elif kind == "function_call_output":
-            message = ToolResultMessage(_call_id(item, index), _output_text(item.get("output"), index))
         else:
             raise ValueError(f"{_where(index)}: a {kind or 'typeless'} item has no Chat Completions form")
         out.append(message)
@@ -542,6 +548,6 @@ def with_call_ids(calls: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
         call_id = call.id.strip() or f"call_{uuid.uuid4().hex[:24]}"
         name = call.name.strip()
         out.append(
-            call if (call_id, name) == (call.id, call.name) else ToolCall(call_id, name, call.arguments)
+            call if call_id == call.id and name == call.name else ToolCall(call_id, name, call.arguments)
         )
     return tuple(out)

@@ -71,9 +71,10 @@ class AgentPrompt:
     stream: bool = False
     cache: dict[str, Any] | None = attrs.field(default=None, eq=False, repr=False)
     """Scratch space a client may use to reuse its work across the calls of one run: the runtime passes the
-    same dict with every prompt of a run. ``ChatModelClient`` keeps each memory item's Chat message there, so
-    a step converts only the items that are new. Clients key their entries by their own name; ``None``
-    (a prompt built by hand) reuses nothing."""
+    same dict with every prompt of a run. ``ChatModelClient`` keeps each memory item's Chat message there (the
+    memory item of each reply it returns included, so do not mutate those), so a step converts only the items
+    that are new. Clients key their entries by their own name; ``None`` (a prompt built by hand) reuses
+    nothing."""
 
     def __attrs_post_init__(self) -> None:
         for tool in self.tools:

@@ -18,7 +18,8 @@ __all__ = ["ChatParameters", "ChatRequest"]
 
 
 def _opt_tuple(value: Sequence[Any] | None) -> tuple[Any, ...] | None:
-    return None if value is None else tuple(value)
+    # Already a tuple (or unset) is the usual case: every request of a run converts again.
+    return value if value is None or type(value) is tuple else tuple(value)
 
 
 def _stop(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
@@ -29,7 +30,7 @@ def _stop(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
 
 
 def _to_messages(value: Iterable[Message]) -> tuple[Message, ...]:
-    return tuple(value)
+    return value if type(value) is tuple else tuple(value)
 
 
 @attrs.frozen
@@ -60,17 +61,30 @@ class ChatParameters:
     def merged(self, override: ChatParameters) -> ChatParameters:
         """These parameters with every field that ``override`` sets taking its value.
 
-        ``custom`` maps are merged key by key, the override's keys winning.
+        ``custom`` maps are merged key by key, the override's keys winning. When ``override`` sets nothing,
+        the result is ``self`` itself.
         """
-        changes: dict[str, Any] = {}
-        for field in attrs.fields(ChatParameters):
-            value = getattr(override, field.name)
-            if field.name == "custom":
-                if value:
-                    changes["custom"] = {**self.custom, **value}
-            elif value is not None:
-                changes[field.name] = value
-        return attrs.evolve(self, **changes) if changes else self
+        # Runs for every model call (defaults < request < overrides), so it builds the result directly:
+        # ``attrs.evolve`` plus a loop over ``attrs.fields`` cost about twice as much.
+        values: list[Any] = []
+        changed = False
+        for name in _STANDARD_FIELDS:
+            value = getattr(override, name)
+            if value is None:
+                value = getattr(self, name)
+            else:
+                changed = True
+            values.append(value)
+        extra = override.custom
+        if not changed and not extra:
+            return self
+        values.append({**self.custom, **extra} if extra else self.custom)
+        return ChatParameters(*values)
+
+
+_STANDARD_FIELDS = tuple(field.name for field in attrs.fields(ChatParameters))[:-1]
+if attrs.fields(ChatParameters)[-1].name != "custom":  # ``merged`` passes every field positionally
+    raise TypeError("ChatParameters.custom must stay the last field")
 
 
 @attrs.frozen

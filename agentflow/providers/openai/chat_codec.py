@@ -206,6 +206,8 @@ def _encode_parameters(params: ChatParameters, body: dict[str, Any]) -> None:
 # JSON objects: orjson always yields a dict, so test it before the (slower) ABC, which still lets a caller
 # pass any Mapping.
 _OBJECT = (dict, Mapping)
+# What an absent ``*_tokens_details`` object reads as (only ever read, never written).
+_NO_DETAILS: Mapping[str, Any] = {}
 
 
 def decode_finish_reason(value: Any) -> FinishReason | None:
@@ -222,12 +224,16 @@ def decode_finish_reason(value: Any) -> FinishReason | None:
 
 
 def _int(value: Any) -> int:
+    if type(value) is int:  # the usual case, tested first (a bool is an int too, but not a count)
+        return value
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _details(usage: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     value = usage.get(key)
-    return value if isinstance(value, _OBJECT) else {}
+    if value is None:  # often absent: skip the slower ``Mapping`` check a non-dict goes through
+        return _NO_DETAILS
+    return value if isinstance(value, _OBJECT) else _NO_DETAILS
 
 
 def decode_usage(usage: Mapping[str, Any]) -> TokenUsage:
@@ -258,9 +264,17 @@ def decode_usage(usage: Mapping[str, Any]) -> TokenUsage:
     )
 
 
+_METADATA_KEYS = ("id", "model", "created")
+
+
 def decode_metadata(payload: Mapping[str, Any]) -> dict[str, Any]:
     """``id``, ``model`` and ``created`` of a completion (or chunk), those that are present."""
-    return {key: payload[key] for key in ("id", "model", "created") if payload.get(key) is not None}
+    metadata: dict[str, Any] = {}
+    for key in _METADATA_KEYS:
+        value = payload.get(key)
+        if value is not None:
+            metadata[key] = value
+    return metadata
 
 
 def _text(content: Any, where: str) -> str | None:
@@ -290,14 +304,15 @@ def _tool_calls(message: Mapping[str, Any]) -> list[ToolCall]:
         raise ProtocolError("choices[0].message.tool_calls is not a list")
     for i, raw in enumerate(raw_calls or ()):
         function = raw.get("function") if isinstance(raw, _OBJECT) else None
-        if not isinstance(function, _OBJECT) or not isinstance(function.get("name"), str):
+        if not isinstance(function, _OBJECT) or not isinstance(name := function.get("name"), str):
             raise ProtocolError(f"choices[0].message.tool_calls[{i}] has no function name")
         call_id = raw.get("id")
+        arguments = function.get("arguments")
         calls.append(
             ToolCall(
                 call_id if isinstance(call_id, str) and call_id else f"call_{i}",
-                function["name"],
-                _arguments(function.get("arguments")),
+                name,
+                arguments if isinstance(arguments, str) else _arguments(arguments),
             )
         )
     legacy = message.get("function_call")
@@ -328,7 +343,9 @@ def decode_chat_response(payload: Any) -> ChatResponse:
     message = choice.get("message") if isinstance(choice, _OBJECT) else None
     if not isinstance(message, _OBJECT):
         raise ProtocolError("the response has no choices[0].message", body=orjson.dumps(payload).decode())
-    calls = _tool_calls(message)
+    # A plain answer has neither key: skip the tool-call reader (the costliest part) for it.
+    has_calls = message.get("tool_calls") is not None or message.get("function_call") is not None
+    calls = _tool_calls(message) if has_calls else []
     text = _text(message.get("content"), "choices[0].message.content")
     if not text and calls:
         text = None
