@@ -58,7 +58,7 @@ class OpenAIChatModel:
     OpenAIChatModel(base_url='http://127.0.0.1:8000/v1', model='gpt-4o-mini', api_key=<set>)
     """
 
-    __slots__ = ("_client", "_defaults")
+    __slots__ = ("_client", "_defaults", "_last_merge")
 
     def __init__(
         self,
@@ -79,6 +79,7 @@ class OpenAIChatModel:
     ) -> None:
         params = _parameters(defaults, "OpenAIChatModel keyword(s)")
         self._defaults = attrs.evolve(params, model=model, custom=dict(custom_parameters or {}))
+        self._last_merge: tuple[ChatParameters, ChatParameters] | None = None
         self._client = OpenAIHttpClient(
             base_url=base_url,
             api_key=api_key,
@@ -110,7 +111,16 @@ class OpenAIChatModel:
 
     def _request(self, request: RequestLike, overrides: Mapping[str, Any]) -> ChatRequest:
         coerced = ChatRequest.coerce(request)
-        params = self._defaults.merged(coerced.parameters)
+        requested = coerced.parameters
+        last = self._last_merge
+        if last is not None and last[0] is requested and not requested.custom:
+            params = last[1]
+        else:
+            params = self._defaults.merged(requested)
+            if not requested.custom:
+                # Reused while the same parameters come again (an agent sends one object on every call).
+                # Only without ``custom``: merging copies that mutable map, and a copy must be taken anew.
+                self._last_merge = (requested, params)
         if overrides:
             params = params.merged(_parameters(overrides, "parameter override(s)"))
         return ChatRequest(coerced.messages, params)

@@ -1,0 +1,56 @@
+"""The caches of the Chat path give what building anew gives (``ChatModelClient``, ``OpenAIChatModel``)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from agentflow.agent.chat_client import _remember_reply, chat_result
+from agentflow.agent.items import to_chat_messages
+from agentflow.agent.prompt import AgentPrompt
+from agentflow.model.messages import AiMessage, ToolCall, UserMessage
+from agentflow.model.request import ChatParameters, ChatRequest
+from agentflow.model.response import ChatResponse
+from agentflow.providers.openai.chat_model import OpenAIChatModel
+
+CALLS = [(), (ToolCall("c1", "f", "{}"),), (ToolCall("", " g ", ""), ToolCall("c2", "h", '{"a":1}'))]
+
+
+@pytest.mark.parametrize(
+    ("text", "calls", "reasoning", "refusal"),
+    list(itertools.product([None, "", "hi", "  "], CALLS, [None, "think"], [None, "", "no"])),
+)
+def test_the_noted_message_of_a_reply_is_what_converting_its_memory_item_gives(
+    text: str | None, calls: tuple[ToolCall, ...], reasoning: str | None, refusal: str | None
+) -> None:
+    result = chat_result(
+        ChatResponse(AiMessage(text=text, tool_calls=calls, reasoning=reasoning, refusal=refusal))
+    )
+    cache: dict[str, object] = {}
+    _remember_reply(AgentPrompt(cache=cache), result)
+    noted = cache.get("chat_messages", {})
+    assert isinstance(noted, dict)
+    if not result.memory_items:
+        assert not noted
+        return
+    (item,) = result.memory_items
+    assert to_chat_messages([item]) == [noted[id(item)][1]]
+
+
+def test_the_merge_is_reused_only_for_the_same_parameters_without_custom() -> None:
+    model = OpenAIChatModel(base_url="http://127.0.0.1:9", model="m", temperature=0.5)
+    same = ChatParameters(top_p=0.9)
+    first = model._request(ChatRequest([UserMessage("a")], same), {})
+    again = model._request(ChatRequest([UserMessage("b")], same), {})
+    assert again.parameters is first.parameters
+    assert (again.parameters.model, again.parameters.temperature, again.parameters.top_p) == ("m", 0.5, 0.9)
+    other = model._request(ChatRequest([UserMessage("c")], ChatParameters(top_p=0.1)), {})
+    assert other.parameters.top_p == 0.1
+    custom = ChatParameters(custom={"k": 1})
+    one = model._request(ChatRequest([UserMessage("d")], custom), {})
+    two = model._request(ChatRequest([UserMessage("e")], custom), {})
+    assert one.parameters.custom == two.parameters.custom == {"k": 1}
+    assert one.parameters.custom is not two.parameters.custom  # a mutable map is copied anew each time
+    overridden = model._request(ChatRequest([UserMessage("f")], same), {"temperature": 0})
+    assert overridden.parameters.temperature == 0
