@@ -519,6 +519,18 @@ class EventBus:
                     break
         return stamped
 
+    def has_listeners(self) -> bool:
+        """Whether anyone subscribed or registered a callback — only then can a ``publish`` suspend.
+
+        >>> bus = EventBus("run-1")
+        >>> bus.has_listeners()
+        False
+        >>> unsubscribe = bus.on(None, print)
+        >>> bus.has_listeners()
+        True
+        """
+        return bool(self._sinks)
+
     @property
     def ending_may_wait(self) -> bool:
         """Whether publishing the run's last events could suspend: only for a callback (which may be async)

@@ -113,6 +113,7 @@ class RunContext:
                 max_concurrency=self.options.max_tool_concurrency,
                 default_timeout=self.options.tool_timeout,
                 emit=self.emit,
+                emit_may_wait=self.bus.has_listeners,
             )
         return self._executor
 

@@ -7,11 +7,14 @@ invalid arguments, a timeout or an exception becomes a failed ``ToolResult`` who
 ``TOOL_ERROR: {…}`` text for the model.
 
 Concurrency is structured: one anyio task group per batch, a ``CapacityLimiter`` shared by every call
-of this executor, a cancel scope per call for its timeout. Cancelling ``run_calls`` cancels every
-running tool and propagates; nothing is left running, with one exception Python imposes: a **sync** tool
-runs in a worker thread, and a thread cannot be stopped. When such a call times out or is cancelled, the
-executor stops waiting at once (the thread is abandoned and its result discarded) but the function runs
-on until it returns. ``inline=True`` sync tools run on the event loop and cannot be interrupted at all.
+of this executor, a cancel scope per call for its timeout — or, when every call of a concurrent batch has
+the same limit and nothing can make an event wait (``emit_may_wait``), one deadline on the batch's task
+group instead, which is cheaper and times out the same calls (see ``run_calls``). Cancelling
+``run_calls`` cancels every running tool and propagates; nothing is left running, with one exception
+Python imposes: a **sync** tool runs in a worker thread, and a thread cannot be stopped. When such a call
+times out or is cancelled, the executor stops waiting at once (the thread is abandoned and its result
+discarded) but the function runs on until it returns. ``inline=True`` sync tools run on the event loop
+and cannot be interrupted at all.
 
 Exceptions that are not ``Exception`` (``KeyboardInterrupt``, ``SystemExit``, custom ``BaseException``)
 are never turned into results: they propagate.
@@ -45,6 +48,23 @@ __all__ = ["ToolExecutor"]
 Emit = Callable[[Event], Awaitable[Any]]
 OnResult = Callable[[int, ToolResult], object]
 
+# How far a call of a concurrent batch got (``_Batch.stages``).
+_WAITING, _STARTED, _DONE = 0, 1, 2
+
+
+class _Batch:
+    """A concurrent batch's results in call order, and how far each call got: what a batch cut short by its
+    shared deadline needs to finish every call's events."""
+
+    __slots__ = ("results", "shared_deadline", "stages")
+
+    def __init__(self, size: int, shared_deadline: bool) -> None:
+        self.results: list[ToolResult | None] = [None] * size
+        self.stages = [_WAITING] * size
+        self.shared_deadline = shared_deadline
+        """Whether the batch's deadline is its calls' time limit (then they have no scope of their own)."""
+
+
 _MAX_NAMES_IN_ERROR = 30
 _NO_DEADLINE = contextlib.nullcontext()  # reusable: entering it does nothing
 
@@ -54,14 +74,15 @@ class ToolExecutor:
 
     ``max_concurrency`` caps the calls running at once across every batch of this executor;
     ``default_timeout`` (seconds, ``None``: no limit) applies to tools without their own ``timeout``.
-    ``emit`` is usually the run's ``EventBus.publish``.
+    ``emit`` is usually the run's ``EventBus.publish``; ``emit_may_wait()``, if given, tells whether ``emit``
+    could suspend right now (an ``EventBus`` with a subscriber or callback: ``EventBus.has_listeners``).
 
     Every call gets exactly one ``ToolStarted`` and then exactly one ``ToolSucceeded`` or ``ToolFailed``
     (unknown tools and invalid arguments included), unless the batch is cancelled first: then the calls
     still running get no completion event and no result; ``on_result`` tells which ones finished.
     """
 
-    __slots__ = ("_default_timeout", "_emit", "_limiter", "_registry")
+    __slots__ = ("_default_timeout", "_emit", "_emit_may_wait", "_limiter", "_registry")
 
     def __init__(
         self,
@@ -70,6 +91,7 @@ class ToolExecutor:
         max_concurrency: int = 8,
         default_timeout: float | None = 60.0,
         emit: Emit,
+        emit_may_wait: Callable[[], bool] | None = None,
     ) -> None:
         if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1:
             raise ValueError(f"max_concurrency must be an int >= 1, got {max_concurrency!r}")
@@ -79,6 +101,7 @@ class ToolExecutor:
         self._limiter = anyio.CapacityLimiter(max_concurrency)
         self._default_timeout = default_timeout
         self._emit = emit
+        self._emit_may_wait = emit_may_wait
 
     @property
     def registry(self) -> ToolRegistry:
@@ -98,39 +121,114 @@ class ToolExecutor:
 
         ``on_result(index, result)`` is called as each call completes, before its completion event: a
         runtime that gets cancelled mid-batch knows from it which calls finished.
+
+        A concurrent batch whose calls all have the same time limit, all get a concurrency slot at once and
+        whose events cannot make it wait (nobody listens) puts that limit on its task group, as one deadline,
+        instead of one cancel scope per call: each call's limit then counts from the batch's start, which is
+        when each of them starts. Calls cut by it time out as they would have on their own.
         """
+        found = [self._registry.resolve(call.name) for call in calls]
         if not parallel or len(calls) <= 1:
             results = []
             for index, call in enumerate(calls):
-                results.append(await self._run(call, run_id, step, index, on_result))
+                results.append(await self._run(call, found[index], run_id, step, index, on_result, None))
             return results
-        slots: list[ToolResult | None] = [None] * len(calls)
-
-        async def run_into(index: int, call: ToolCall) -> None:
-            slots[index] = await self._run(call, run_id, step, index, on_result)
-
+        shared = self._shared_limit(found)
+        batch = _Batch(len(calls), shared is not None)
+        started = time.perf_counter()
         try:
             async with anyio.create_task_group() as group:
+                if shared is not None:
+                    group.cancel_scope.deadline = anyio.current_time() + shared
                 # The first call runs in this task while the others run beside it: one task fewer per batch.
                 for index, call in enumerate(calls[1:], 1):
-                    group.start_soon(run_into, index, call, name=f"tool {call.name} ({call.id})")
-                await run_into(0, calls[0])
+                    group.start_soon(
+                        self._run,
+                        call,
+                        found[index],
+                        run_id,
+                        step,
+                        index,
+                        on_result,
+                        batch,
+                        name=f"tool {call.name} ({call.id})",
+                    )
+                await self._run(calls[0], found[0], run_id, step, 0, on_result, batch)
         except BaseExceptionGroup as failure:
             # Tool failures are results, so what escapes is a real error (a BaseException from a tool,
             # a failing emit); re-raise it as itself when it is alone.
             if len(failure.exceptions) == 1:
                 raise failure.exceptions[0] from None
             raise
-        return [r for r in slots if r is not None]
+        if group.cancel_scope.cancelled_caught:
+            # Only the shared deadline cancels the group's own scope (a cancel from outside propagates).
+            assert shared is not None
+            await self._time_out(calls, found, batch, shared, started, run_id, step, on_result)
+        return [r for r in batch.results if r is not None]
+
+    def _limit(self, found: Tool[..., Any]) -> float | None:
+        limit = found.timeout if found.timeout is not None else self._default_timeout
+        return None if limit == math.inf else limit
+
+    def _shared_limit(self, found: Sequence[Tool[..., Any] | None]) -> float | None:
+        """The time limit the batch can share as one deadline, or None (then each call gets its own scope)."""
+        if self._emit_may_wait is None or self._emit_may_wait():
+            # A publish that waits for a subscriber could be cut by the deadline halfway through delivery.
+            return None
+        if self._limiter.available_tokens < len(found):
+            return None  # some calls would wait for a slot: their limit must count from their own start
+        limits = {self._limit(tool) for tool in found if tool is not None}
+        if len(limits) != 1:
+            return None
+        return limits.pop()
+
+    async def _time_out(
+        self,
+        calls: Sequence[ToolCall],
+        found: Sequence[Tool[..., Any] | None],
+        batch: _Batch,
+        limit: float,
+        started: float,
+        run_id: str,
+        step: int,
+        on_result: OnResult | None,
+    ) -> None:
+        """The batch's deadline passed: the calls it cut get their timeout results and events, in order."""
+        duration = time.perf_counter() - started
+        for index, call in enumerate(calls):
+            stage = batch.stages[index]
+            if stage == _DONE:
+                continue
+            result = batch.results[index]
+            if result is None:
+                tool = found[index]
+                name = tool.name if tool is not None else call.name
+                message = f"tool {name!r} timed out after {limit:g} s"
+                result = failed_result(call, "timeout", message, tool=name, duration=duration)
+                batch.results[index] = result
+                if on_result is not None:
+                    on_result(index, result)
+            if stage == _WAITING:
+                await self._emit(ToolStarted(call=call, run_id=run_id, step=step))
+            event = ToolSucceeded if result.ok else ToolFailed
+            await self._emit(event(call=call, result=result, run_id=run_id, step=step))
 
     async def run_call(self, call: ToolCall, *, run_id: str, step: int) -> ToolResult:
         """Run one call (validation, limiter, timeout, events) and return its result."""
-        return await self._run(call, run_id, step, 0, None)
+        return await self._run(call, self._registry.resolve(call.name), run_id, step, 0, None, None)
 
     async def _run(
-        self, call: ToolCall, run_id: str, step: int, index: int, on_result: OnResult | None
+        self,
+        call: ToolCall,
+        found: Tool[..., Any] | None,
+        run_id: str,
+        step: int,
+        index: int,
+        on_result: OnResult | None,
+        batch: _Batch | None,
     ) -> ToolResult:
-        found = self._registry.resolve(call.name)
+        """One call, from validation to its completion event. In a concurrent ``batch`` it records its result
+        and progress there; the batch's shared deadline, if it has one, is then its only time limit."""
         if found is None:
             result = failed_result(call, "unknown_tool", self._unknown(call.name))
             await self._emit(ToolStarted(call=call, run_id=run_id, step=step))
@@ -150,17 +248,31 @@ class ToolExecutor:
                     await self._limiter.acquire_on_behalf_of(borrower)
                 try:
                     await self._emit(ToolStarted(call=call, run_id=run_id, step=step))
-                    result = await self._execute(found, call, kwargs, run_id, step)
+                    if batch is not None:
+                        batch.stages[index] = _STARTED
+                    timed = batch is None or not batch.shared_deadline
+                    result = await self._execute(found, call, kwargs, run_id, step, timed)
                 finally:
                     self._limiter.release_on_behalf_of(borrower)
+        if batch is not None:
+            batch.stages[index] = _STARTED
+            batch.results[index] = result
         if on_result is not None:
             on_result(index, result)
         event = ToolSucceeded if result.ok else ToolFailed
         await self._emit(event(call=call, result=result, run_id=run_id, step=step))
+        if batch is not None:
+            batch.stages[index] = _DONE
         return result
 
     async def _execute(
-        self, found: Tool[..., Any], call: ToolCall, kwargs: dict[str, Any], run_id: str, step: int
+        self,
+        found: Tool[..., Any],
+        call: ToolCall,
+        kwargs: dict[str, Any],
+        run_id: str,
+        step: int,
+        timed: bool,
     ) -> ToolResult:
         context = None
         if found.context_parameter is not None:
@@ -168,9 +280,7 @@ class ToolExecutor:
                 run_id=run_id, step=step, call_id=call.id, tool_name=found.name, emit=self._emit
             )
             kwargs[found.context_parameter] = context
-        limit = found.timeout if found.timeout is not None else self._default_timeout
-        if limit == math.inf:
-            limit = None
+        limit = self._limit(found) if timed else None
         started = time.perf_counter()
         try:
             with anyio.move_on_after(limit) if limit is not None else _NO_DEADLINE as scope:

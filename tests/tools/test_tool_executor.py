@@ -342,6 +342,133 @@ async def test_sequential_mode_runs_one_call_after_another() -> None:
     ]
 
 
+# -- one deadline per batch -------------------------------------------------------------------------------
+# When every call of a concurrent batch has the same time limit, all get a slot at once and nobody listens
+# to the events, the batch's task group carries that limit as one deadline instead of a scope per call.
+
+
+def _count_scopes(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Record the per-call timeout scopes the executor opens."""
+    opened: list[float] = []
+    real = anyio.move_on_after
+
+    def spy(delay: float | None, shield: bool = False) -> anyio.CancelScope:
+        opened.append(delay if delay is not None else -1.0)
+        return real(delay, shield=shield)
+
+    monkeypatch.setattr(anyio, "move_on_after", spy)
+    return opened
+
+
+async def test_a_shared_deadline_times_out_only_the_calls_still_running(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    never = anyio.Event()
+
+    @tool
+    async def hang() -> str:
+        await never.wait()
+        return "unreachable"
+
+    @tool
+    async def quick(n: int) -> int:
+        return n
+
+    opened = _count_scopes(monkeypatch)
+    recorder = Recorder()
+    ex = ToolExecutor([hang, quick], emit=recorder, default_timeout=0.05, emit_may_wait=lambda: False)
+    completed: list[int] = []
+    calls = [call("1", "hang"), call("2", "quick", '{"n": 2}'), call("3", "nope"), call("4", "hang")]
+    results = await ex.run_calls(calls, run_id="r", step=0, on_result=lambda i, _: completed.append(i))
+    assert opened == []  # no scope per call: the batch's deadline timed them out
+    assert [(r.call_id, r.error_type) for r in results] == [
+        ("1", "timeout"),
+        ("2", None),
+        ("3", "unknown_tool"),
+        ("4", "timeout"),
+    ]
+    assert results[0].output == (
+        'TOOL_ERROR: {"errorType":"timeout","error":"tool \'hang\' timed out after 0.05 s",'
+        '"tool":"hang","callId":"1"}'
+    )
+    assert results[0].duration >= 0.05
+    assert sorted(completed) == [0, 1, 2, 3]
+    assert completed[2:] == [0, 3]  # the cut calls complete last, in call order
+    for call_id in "1234":
+        assert [kind for kind, cid in recorder.kinds() if cid == call_id][:1] == ["ToolStarted"]
+        assert sum(cid == call_id for _, cid in recorder.kinds()) == 2  # started, then one completion
+    assert recorder.kinds()[-2:] == [("ToolFailed", "1"), ("ToolFailed", "4")]
+
+
+async def test_each_call_has_its_own_scope_when_anyone_listens_or_limits_differ(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    @tool(timeout=0.01)
+    async def hang() -> None:
+        await anyio.Event().wait()
+
+    @tool
+    async def quick() -> str:
+        return "ok"
+
+    opened = _count_scopes(monkeypatch)
+    listening = ToolExecutor([quick], emit=Recorder(), default_timeout=5, emit_may_wait=lambda: True)
+    await listening.run_calls([call("1", "quick"), call("2", "quick")], run_id="r", step=0)
+    assert opened == [5, 5]
+    opened.clear()
+    mixed = ToolExecutor([hang, quick], emit=Recorder(), default_timeout=5, emit_may_wait=lambda: False)
+    results = await mixed.run_calls([call("1", "hang"), call("2", "quick")], run_id="r", step=0)
+    assert sorted(opened) == [0.01, 5]
+    assert [r.error_type for r in results] == ["timeout", None]
+
+
+async def test_calls_waiting_for_a_slot_keep_their_own_time_limit() -> None:
+    @tool
+    async def nap() -> str:
+        await anyio.sleep(0.05)
+        return "rested"
+
+    # One slot, five calls: 0.25 s in all, each well inside its 0.2 s; one shared deadline would cut the last.
+    ex, _ = executor(nap, max_concurrency=1, default_timeout=0.2, emit_may_wait=lambda: False)
+    results = await ex.run_calls([call(str(i), "nap") for i in range(5)], run_id="r", step=0)
+    assert [r.output for r in results] == ["rested"] * 5
+
+
+async def test_a_completion_event_cut_by_the_shared_deadline_is_delivered_once_after_it() -> None:
+    # Nobody listens when the batch starts, so it shares one deadline; then a subscriber with no buffer
+    # arrives and does not read until the deadline has passed, which cuts the publish waiting for it.
+    bus = EventBus("r")
+    subscribed = anyio.Event()
+    subscription: list[Any] = []
+
+    @tool
+    async def quick() -> str:
+        subscription.append(bus.subscribe(buffer=0))
+        subscribed.set()
+        return "done"
+
+    @tool
+    async def hang() -> None:
+        await anyio.Event().wait()
+
+    ex = ToolExecutor([quick, hang], emit=bus.publish, default_timeout=0.05, emit_may_wait=bus.has_listeners)
+    seen: list[tuple[str, str]] = []
+
+    async def read() -> None:
+        await subscribed.wait()
+        await anyio.sleep(0.1)  # past the deadline
+        async for event in subscription[0]:
+            seen.append((type(event).__name__, event.call.id))  # type: ignore[attr-defined]
+            if len(seen) == 3:
+                break
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(read)
+        results = await ex.run_calls([call("1", "quick"), call("2", "hang")], run_id="r", step=0)
+    assert [r.error_type for r in results] == [None, "timeout"]
+    assert seen == [("ToolSucceeded", "1"), ("ToolStarted", "2"), ("ToolFailed", "2")]
+
+
 # -- sync tools ----------------------------------------------------------------------------------------
 
 
