@@ -32,6 +32,7 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
+from anyio.abc import TaskGroup
 
 from ..events import ToolFailed, ToolStarted, ToolSucceeded
 from ..model.events import Event
@@ -53,16 +54,43 @@ _WAITING, _STARTED, _DONE = 0, 1, 2
 
 
 class _Batch:
-    """A concurrent batch's results in call order, and how far each call got: what a batch cut short by its
-    shared deadline needs to finish every call's events."""
+    """One concurrent batch: its calls, the next one to start, each call's result (in call order) and how
+    far it got — what a batch cut short by its shared deadline needs to finish every call's events."""
 
-    __slots__ = ("results", "shared_deadline", "stages")
+    __slots__ = (
+        "calls",
+        "found",
+        "group",
+        "next",
+        "on_result",
+        "results",
+        "run_id",
+        "shared_deadline",
+        "stages",
+        "step",
+    )
 
-    def __init__(self, size: int, shared_deadline: bool) -> None:
-        self.results: list[ToolResult | None] = [None] * size
-        self.stages = [_WAITING] * size
+    def __init__(
+        self,
+        calls: Sequence[ToolCall],
+        found: Sequence[Tool[..., Any] | None],
+        run_id: str,
+        step: int,
+        on_result: OnResult | None,
+        group: TaskGroup,
+        shared_deadline: bool,
+    ) -> None:
+        self.calls = calls
+        self.found = found
+        self.run_id = run_id
+        self.step = step
+        self.on_result = on_result
+        self.group = group
         self.shared_deadline = shared_deadline
         """Whether the batch's deadline is its calls' time limit (then they have no scope of their own)."""
+        self.next = 0
+        self.results: list[ToolResult | None] = [None] * len(calls)
+        self.stages = [_WAITING] * len(calls)
 
 
 _MAX_NAMES_IN_ERROR = 30
@@ -134,26 +162,14 @@ class ToolExecutor:
                 results.append(await self._run(call, found[index], run_id, step, index, on_result, None))
             return results
         shared = self._shared_limit(found)
-        batch = _Batch(len(calls), shared is not None)
         started = time.perf_counter()
         try:
             async with anyio.create_task_group() as group:
+                batch = _Batch(calls, found, run_id, step, on_result, group, shared is not None)
                 if shared is not None:
                     group.cancel_scope.deadline = anyio.current_time() + shared
-                # The first call runs in this task while the others run beside it: one task fewer per batch.
-                for index, call in enumerate(calls[1:], 1):
-                    group.start_soon(
-                        self._run,
-                        call,
-                        found[index],
-                        run_id,
-                        step,
-                        index,
-                        on_result,
-                        batch,
-                        name=f"tool {call.name} ({call.id})",
-                    )
-                await self._run(calls[0], found[0], run_id, step, 0, on_result, batch)
+                group.start_soon(self._take_calls, batch, True, name=f"tools of step {step}")
+                await self._take_calls(batch, False)
         except BaseExceptionGroup as failure:
             # Tool failures are results, so what escapes is a real error (a BaseException from a tool,
             # a failing emit); re-raise it as itself when it is alone.
@@ -163,8 +179,29 @@ class ToolExecutor:
         if group.cancel_scope.cancelled_caught:
             # Only the shared deadline cancels the group's own scope (a cancel from outside propagates).
             assert shared is not None
-            await self._time_out(calls, found, batch, shared, started, run_id, step, on_result)
+            await self._time_out(batch, shared, started)
         return [r for r in batch.results if r is not None]
+
+    async def _take_calls(self, batch: _Batch, spare: bool) -> None:
+        """Start the batch's calls that have not started, one after another, in this task.
+
+        Every call gets to run beside the others without a task per call: a ``spare`` task (there is one
+        while calls are left) only gets to run when every other task of the batch is waiting, so it takes the
+        next call and first leaves a spare of its own for the rest. Calls that finish without ever waiting
+        (most tools) run one after another in the calling task; ``n`` calls that all wait use ``n - 1``
+        tasks, as one task per call beside the caller would.
+        """
+        calls = batch.calls
+        while batch.next < len(calls):
+            index = batch.next
+            batch.next += 1
+            if spare:
+                spare = False
+                if batch.next < len(calls):
+                    batch.group.start_soon(self._take_calls, batch, True, name=f"tools of step {batch.step}")
+            await self._run(
+                calls[index], batch.found[index], batch.run_id, batch.step, index, batch.on_result, batch
+            )
 
     def _limit(self, found: Tool[..., Any]) -> float | None:
         limit = found.timeout if found.timeout is not None else self._default_timeout
@@ -182,32 +219,23 @@ class ToolExecutor:
             return None
         return limits.pop()
 
-    async def _time_out(
-        self,
-        calls: Sequence[ToolCall],
-        found: Sequence[Tool[..., Any] | None],
-        batch: _Batch,
-        limit: float,
-        started: float,
-        run_id: str,
-        step: int,
-        on_result: OnResult | None,
-    ) -> None:
+    async def _time_out(self, batch: _Batch, limit: float, started: float) -> None:
         """The batch's deadline passed: the calls it cut get their timeout results and events, in order."""
         duration = time.perf_counter() - started
-        for index, call in enumerate(calls):
+        run_id, step = batch.run_id, batch.step
+        for index, call in enumerate(batch.calls):
             stage = batch.stages[index]
             if stage == _DONE:
                 continue
             result = batch.results[index]
             if result is None:
-                tool = found[index]
+                tool = batch.found[index]
                 name = tool.name if tool is not None else call.name
                 message = f"tool {name!r} timed out after {limit:g} s"
                 result = failed_result(call, "timeout", message, tool=name, duration=duration)
                 batch.results[index] = result
-                if on_result is not None:
-                    on_result(index, result)
+                if batch.on_result is not None:
+                    batch.on_result(index, result)
             if stage == _WAITING:
                 await self._emit(ToolStarted(call=call, run_id=run_id, step=step))
             event = ToolSucceeded if result.ok else ToolFailed

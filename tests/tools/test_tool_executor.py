@@ -248,6 +248,42 @@ async def test_tools_of_one_batch_run_concurrently() -> None:
     assert [r.output for r in results] == ["a", "b"]
 
 
+async def test_every_waiting_call_runs_beside_the_others_whatever_the_mix() -> None:
+    # Calls 0, 2 and 4 wait until all of them have started; 1 and 3 finish at once.
+    waiting = [0, 2, 4]
+    started = {i: anyio.Event() for i in waiting}
+
+    @tool
+    async def work(i: int) -> int:
+        if i in started:
+            started[i].set()
+            for event in started.values():
+                await event.wait()
+        return i
+
+    ex, rec = executor(work)
+    with anyio.fail_after(5):
+        results = await ex.run_calls(
+            [call(str(i), "work", f'{{"i": {i}}}') for i in range(5)], run_id="r", step=0
+        )
+    assert [r.output for r in results] == ["0", "1", "2", "3", "4"]
+    assert [e.call.id for e in rec.of(ToolStarted)] == ["0", "1", "2", "3", "4"]
+
+
+async def test_calls_that_never_wait_need_no_task_of_their_own() -> None:
+    tasks: list[int] = []
+
+    @tool
+    async def quick() -> str:
+        tasks.append(anyio.get_current_task().id)
+        return "ok"
+
+    ex, _ = executor(quick)
+    results = await ex.run_calls([call(str(i), "quick") for i in range(6)], run_id="r", step=0)
+    assert [r.output for r in results] == ["ok"] * 6
+    assert tasks == [anyio.get_current_task().id] * 6  # one after another, in the calling task
+
+
 async def test_results_come_in_call_order_and_completion_events_in_completion_order() -> None:
     second_done = anyio.Event()
 
