@@ -396,23 +396,32 @@ ToolCall(id='c2', name='g', arguments='{}')), reasoning=None, refusal=None)]
     for index, item in enumerate(items):
         if cache is not None:
             # First: in a run's later steps, most items are ones converted before.
-            known = cache.get(id(item))
+            key = id(item)
+            known = cache.get(key)
             if known is not None and known[0] is item:
                 out.append(known[1])
                 continue
-        if isinstance(item, _MESSAGE_TYPES):
-            out.append(item)
-            continue
-        if not isinstance(item, MAPPINGS):
-            raise TypeError(
-                f"{_where(index)}: cannot use a {type(item).__name__} as a conversation item; "
-                "pass a Message or an item dict (see agentflow.agent.items)"
-            )
-        kind = _kind(item)
+        if type(item) is not dict:  # nearly every item is a plain dict: it skips both checks
+            if isinstance(item, _MESSAGE_TYPES):
+                out.append(item)
+                continue
+            if not isinstance(item, Mapping):
+                raise TypeError(
+                    f"{_where(index)}: cannot use a {type(item).__name__} as a conversation item; "
+                    "pass a Message or an item dict (see agentflow.agent.items)"
+                )
+        kind = item.get("type")
+        if type(kind) is not str:  # a typeless message dict, or no kind at all
+            kind = _kind(item)
         message: Message
         # Most frequent kinds first: a tool loop's memory is mostly tool outputs and messages.
         if kind == "function_call_output":
-            message = ToolResultMessage(_call_id(item, index), _output_text(item.get("output"), index))
+            call_id = item.get("call_id")
+            output = item.get("output")
+            if type(call_id) is str and call_id and type(output) is str:
+                message = ToolResultMessage(call_id, output)  # the usual shape: nothing else to check
+            else:
+                message = ToolResultMessage(_call_id(item, index), _output_text(output, index))
         elif kind == "message":
             message = _message_from_map(item, index)
         elif kind == "function_call":
@@ -435,7 +444,7 @@ ToolCall(id='c2', name='g', arguments='{}')), reasoning=None, refusal=None)]
             raise ValueError(f"{_where(index)}: a {kind or 'typeless'} item has no Chat Completions form")
         out.append(message)
         if cache is not None:
-            cache[id(item)] = (item, message)
+            cache[key] = (item, message)
     return out
 
 

@@ -48,6 +48,17 @@ class TokenUsage:
     def __add__(self, other: TokenUsage) -> TokenUsage:
         if not isinstance(other, TokenUsage):
             return NotImplemented
+        # Sums start at zero (a run's, each step's), so zero + usage is the most frequent addition: that sum
+        # is ``other`` itself (immutable), not a copy of it.
+        if type(other) is TokenUsage and not (
+            self.input_tokens
+            or self.output_tokens
+            or self.total_tokens
+            or self.cached_input_tokens
+            or self.cache_write_tokens
+            or self.reasoning_tokens
+        ):
+            return other
         return TokenUsage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,

@@ -56,54 +56,56 @@ def complete_tool_calls(
         seen.add(call_id)
         name = (normalize_name(call.name) if normalize_name else call.name).strip() or FALLBACK_TOOL_NAME
         out.append(
-            call if (call_id, name) == (call.id, call.name) else ToolCall(call_id, name, call.arguments)
+            call if call_id == call.id and name == call.name else ToolCall(call_id, name, call.arguments)
         )
     return tuple(out)
 
 
-def _slots(items: Sequence[Any]) -> list[tuple[int, int | None]]:
-    """Where the tool calls sit in ``items``: ``(item index, position in its tool_calls list or None)``."""
-    slots: list[tuple[int, int | None]] = []
+def _held_calls(items: Sequence[Any]) -> list[tuple[int, int | None, str, str]]:
+    """The tool calls ``items`` hold, in order, each as ``(item index, position in its tool_calls list or
+    None, call id, name)`` as the item holds them.
+
+    One pass reads where every call sits and what it says: the patch needs both, to pair the calls with the
+    model's and to skip the items that already agree (the usual case).
+    """
+    held: list[tuple[int, int | None, str, str]] = []
     for i, item in enumerate(items):
         if isinstance(item, AiMessage):
-            slots.extend((i, k) for k in range(len(item.tool_calls)))
+            held.extend((i, k, call.id, call.name) for k, call in enumerate(item.tool_calls))
         elif isinstance(item, MAPPINGS):
             kind = item.get("type", "message" if "role" in item else None)
             if kind == "message" and item.get("role") == "assistant":
                 calls = item.get("tool_calls") or ()
-                slots.extend((i, k) for k in range(len(calls)))
+                for k in range(len(calls)):
+                    entry = calls[k]
+                    if not isinstance(entry, MAPPINGS):
+                        held.append((i, k, "", ""))
+                        continue
+                    function = entry.get("function")
+                    name = function.get("name") if isinstance(function, MAPPINGS) else None
+                    held.append((i, k, str(entry.get("id") or ""), str(name or "")))
             elif kind == "function_call":
-                slots.append((i, None))
-    return slots
+                held.append((i, None, str(item.get("call_id") or ""), str(item.get("name") or "")))
+    return held
 
 
-def _slot_call(item: Any, position: int | None) -> tuple[str, str]:
-    if isinstance(item, AiMessage):
-        call = item.tool_calls[position or 0]
-        return call.id, call.name
-    if position is None:
-        return str(item.get("call_id") or ""), str(item.get("name") or "")
-    entry = item["tool_calls"][position]
-    if not isinstance(entry, MAPPINGS):
-        return "", ""
-    function = entry.get("function")
-    name = function.get("name") if isinstance(function, MAPPINGS) else None
-    return str(entry.get("id") or ""), str(name or "")
-
-
-def _match(slot_ids: Sequence[str], raw: Sequence[ToolCall]) -> list[int] | None:
-    """For each slot (given by its call id), the index of its call in ``raw``; ``None`` when they cannot be
-    paired."""
-    if len(slot_ids) != len(raw):
+def _match(held: Sequence[tuple[int, int | None, str, str]], raw: Sequence[ToolCall]) -> Sequence[int] | None:
+    """For each held call (see ``_held_calls``), the index of its call in ``raw``; ``None`` when they cannot
+    be paired."""
+    if len(held) != len(raw):
         return None
-    # Pair by position when every slot id is blank or agrees with its call's id (the usual case) …
-    if all(not sid or sid == call.id for sid, call in zip(slot_ids, raw, strict=True)):
-        return list(range(len(raw)))
+    # Pair by position when every held id is blank or agrees with its call's id (the usual case) …
+    # (a plain loop: a generator in ``all()`` costs more than the check itself, once per model turn)
+    for (_, _, held_id, _), call in zip(held, raw, strict=True):
+        if held_id and held_id != call.id:
+            break
+    else:
+        return range(len(raw))
     # … else by id, for a client whose memory items list the calls in another order.
     pairing: list[int] = []
     unused = list(range(len(raw)))
-    for sid in slot_ids:
-        found = next((i for i in unused if sid and raw[i].id == sid), None)
+    for _, _, held_id, _ in held:
+        found = next((i for i in unused if held_id and raw[i].id == held_id), None)
         if found is None:
             return None
         unused.remove(found)
@@ -136,24 +138,21 @@ def patch_memory_items(
     """
     if len(raw) != len(completed):
         raise ValueError("patch_memory_items: raw and completed calls differ in number")
-    slots = _slots(items)
-    if not slots:
+    held = _held_calls(items)
+    if not held:
         if not completed:
             return tuple(items)
         return (*items, assistant_item(output_text or None, completed))
-    # Each slot's (id, name) as the items hold it, read once: to pair the slots with the calls, then to skip
-    # the items that already agree (the usual case).
-    held = [_slot_call(items[i], position) for i, position in slots]
-    pairing = _match([call_id for call_id, _ in held], raw)
+    pairing = _match(held, raw)
     if pairing is None:
         raise MemoryItemsMismatchError(
-            f"the model client's memory items hold {len(slots)} tool call(s) that do not match its "
+            f"the model client's memory items hold {len(held)} tool call(s) that do not match its "
             f"{len(raw)} tool call(s); a ModelClient's memory items must hold exactly the calls it reports"
         )
     out = list(items)
-    for (index, position), holds, call_index in zip(slots, held, pairing, strict=True):
+    for (index, position, held_id, held_name), call_index in zip(held, pairing, strict=True):
         call = completed[call_index]
-        if holds == (call.id, call.name):
+        if held_id == call.id and held_name == call.name:
             continue
         item = out[index]
         if isinstance(item, AiMessage):

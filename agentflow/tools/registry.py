@@ -66,6 +66,8 @@ class ToolRegistry:
 
     def normalize_name(self, name: str) -> str:
         """The registered name ``name`` refers to; otherwise ``name`` without surrounding whitespace."""
+        if name in self._tools:  # the usual case, once per tool call: the exact registered name
+            return name
         found = self.resolve(name)
         return found.name if found is not None else name.strip()
 

@@ -37,6 +37,7 @@ __all__ = [
     "decode_usage",
     "encode_chat_request",
     "encode_message",
+    "encode_parameters",
     "encode_tool",
     "encode_tool_choice",
 ]
@@ -153,10 +154,14 @@ def encode_tool_choice(choice: ToolChoice) -> str | dict[str, Any]:
     return choice.mode
 
 
-def encode_chat_request(request: ChatRequest, *, stream: bool = False) -> dict[str, Any]:
+def encode_chat_request(
+    request: ChatRequest, *, stream: bool = False, parameters: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """The request body for ``POST /chat/completions``.
 
-    Raises ``ValueError`` when no model name is set (seed 003: it fails locally, before any request).
+    ``parameters``: ``encode_parameters(request.parameters)``, when the caller has it already (a model
+    keeps the encoding of parameters it sends again); computed here otherwise. Raises ``ValueError`` when no
+    model name is set (seed 003: it fails locally, before any request).
 
     >>> from agentflow import UserMessage
     >>> params = ChatParameters(model="m", custom={"model": "x", "n": 1})
@@ -171,7 +176,7 @@ def encode_chat_request(request: ChatRequest, *, stream: bool = False) -> dict[s
     body: dict[str, Any] = dict(params.custom)
     body["model"] = params.model
     body["messages"] = [encode_message(m) for m in request.messages]
-    _encode_parameters(params, body)
+    body.update(encode_parameters(params) if parameters is None else parameters)
     if stream:
         options = body.get("stream_options")
         body["stream"] = True
@@ -183,22 +188,31 @@ def encode_chat_request(request: ChatRequest, *, stream: bool = False) -> dict[s
     return body
 
 
-def _encode_parameters(params: ChatParameters, body: dict[str, Any]) -> None:
+def encode_parameters(params: ChatParameters) -> dict[str, Any]:
+    """The body fields of ``params`` other than ``model`` and ``custom``, in body order: what
+    ``encode_chat_request`` writes after the messages (a function of ``params`` alone).
+
+    >>> encode_parameters(ChatParameters(model="m", temperature=0.2, stop="END"))
+    {'temperature': 0.2, 'stop': ['END']}
+    """
+    fields: dict[str, Any] = {}
     for attribute, field in _SCALARS:
         value = getattr(params, attribute)
         if value is not None:
-            body[field] = value
+            fields[field] = value
     if params.stop:  # seed 003: only sent when non-empty
-        body["stop"] = list(params.stop)
+        fields["stop"] = list(params.stop)
     if params.response_format is not None:
-        body["response_format"] = dict(params.response_format)
+        fields["response_format"] = dict(params.response_format)
     if params.tools:
-        body["tools"] = [encode_tool(t) for t in params.tools]
+        fields["tools"] = [encode_tool(t) for t in params.tools]
     if params.tool_choice is not None:
-        body["tool_choice"] = encode_tool_choice(params.tool_choice)
-    # OpenAI rejects parallel_tool_calls without tools, so it is only sent alongside them.
-    if params.parallel_tool_calls is not None and body.get("tools"):
-        body["parallel_tool_calls"] = params.parallel_tool_calls
+        fields["tool_choice"] = encode_tool_choice(params.tool_choice)
+    # OpenAI rejects parallel_tool_calls without tools, so it is only sent alongside them (the standard
+    # ones, or a custom ``tools`` field).
+    if params.parallel_tool_calls is not None and (fields.get("tools") or params.custom.get("tools")):
+        fields["parallel_tool_calls"] = params.parallel_tool_calls
+    return fields
 
 
 # --- response ------------------------------------------------------------------------------------
@@ -248,19 +262,30 @@ def decode_usage(usage: Mapping[str, Any]) -> TokenUsage:
     """
     prompt = _details(usage, "prompt_tokens_details")
     completion = _details(usage, "completion_tokens_details")
-    input_tokens = _int(usage.get("prompt_tokens"))
-    output_tokens = _int(usage.get("completion_tokens"))
+    # Counts are nearly always plain ints: ``_int`` (a call each) only reads the others.
+    input_tokens = usage.get("prompt_tokens")
+    if type(input_tokens) is not int:
+        input_tokens = _int(input_tokens)
+    output_tokens = usage.get("completion_tokens")
+    if type(output_tokens) is not int:
+        output_tokens = _int(output_tokens)
     total = usage.get("total_tokens")
+    if total is None:
+        total = input_tokens + output_tokens
+    elif type(total) is not int:
+        total = _int(total)
     cached = prompt.get("cached_tokens")
     if cached is None:
         cached = usage.get("prompt_cache_hit_tokens")
+    written = prompt.get("cache_write_tokens")
+    reasoning = completion.get("reasoning_tokens")
     return TokenUsage(
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        total_tokens=_int(total) if total is not None else input_tokens + output_tokens,
-        cached_input_tokens=_int(cached),
-        cache_write_tokens=_int(prompt.get("cache_write_tokens")),
-        reasoning_tokens=_int(completion.get("reasoning_tokens")),
+        input_tokens,
+        output_tokens,
+        total,
+        cached if type(cached) is int else _int(cached),
+        written if type(written) is int else _int(written),
+        reasoning if type(reasoning) is int else _int(reasoning),
     )
 
 
@@ -302,21 +327,23 @@ def _tool_calls(message: Mapping[str, Any]) -> list[ToolCall]:
     raw_calls = message.get("tool_calls")
     if raw_calls is not None and not isinstance(raw_calls, list):
         raise ProtocolError("choices[0].message.tool_calls is not a list")
-    for i, raw in enumerate(raw_calls or ()):
-        function = raw.get("function") if isinstance(raw, _OBJECT) else None
-        if not isinstance(function, _OBJECT) or not isinstance(name := function.get("name"), str):
-            raise ProtocolError(f"choices[0].message.tool_calls[{i}] has no function name")
-        call_id = raw.get("id")
-        arguments = function.get("arguments")
-        calls.append(
-            ToolCall(
-                call_id if isinstance(call_id, str) and call_id else f"call_{i}",
-                name,
-                arguments if isinstance(arguments, str) else _arguments(arguments),
+    if raw_calls:
+        for i, raw in enumerate(raw_calls):
+            function = raw.get("function") if isinstance(raw, _OBJECT) else None
+            if not isinstance(function, _OBJECT) or not isinstance(name := function.get("name"), str):
+                raise ProtocolError(f"choices[0].message.tool_calls[{i}] has no function name")
+            call_id = raw.get("id")
+            arguments = function.get("arguments")
+            calls.append(
+                ToolCall(
+                    call_id if isinstance(call_id, str) and call_id else f"call_{i}",
+                    name,
+                    arguments if isinstance(arguments, str) else _arguments(arguments),
+                )
             )
-        )
+        return calls  # the legacy ``function_call`` counts only when there are no tool calls
     legacy = message.get("function_call")
-    if not calls and isinstance(legacy, _OBJECT) and isinstance(legacy.get("name"), str):
+    if isinstance(legacy, _OBJECT) and isinstance(legacy.get("name"), str):
         calls.append(ToolCall("function_call", legacy["name"], _arguments(legacy.get("arguments"))))
     return calls
 
@@ -345,8 +372,10 @@ def decode_chat_response(payload: Any) -> ChatResponse:
         raise ProtocolError("the response has no choices[0].message", body=orjson.dumps(payload).decode())
     # A plain answer has neither key: skip the tool-call reader (the costliest part) for it.
     has_calls = message.get("tool_calls") is not None or message.get("function_call") is not None
-    calls = _tool_calls(message) if has_calls else []
-    text = _text(message.get("content"), "choices[0].message.content")
+    calls = _tool_calls(message) if has_calls else ()
+    text = message.get("content")
+    if text is not None and type(text) is not str:  # a plain string needs no ``_text`` call
+        text = _text(text, "choices[0].message.content")
     if not text and calls:
         text = None
     reasoning = message.get("reasoning_content")
@@ -354,15 +383,17 @@ def decode_chat_response(payload: Any) -> ChatResponse:
         reasoning = message.get("reasoning")
     refusal = message.get("refusal")
     usage = payload.get("usage")
+    # Positional arguments, in field order: measurably cheaper than keywords for attrs' ``__init__`` (twice
+    # per tool loop).
     return ChatResponse(
-        message=AiMessage(
-            text=text,
-            tool_calls=calls,
-            reasoning=reasoning if isinstance(reasoning, str) and reasoning else None,
-            refusal=refusal if isinstance(refusal, str) else None,
+        AiMessage(  # text, tool_calls, reasoning, refusal
+            text,
+            calls,
+            reasoning if isinstance(reasoning, str) and reasoning else None,
+            refusal if isinstance(refusal, str) else None,
         ),
-        usage=decode_usage(usage) if isinstance(usage, _OBJECT) else None,
-        finish_reason=decode_finish_reason(choice.get("finish_reason")),
-        metadata=decode_metadata(payload),
-        raw=payload,
+        decode_usage(usage) if isinstance(usage, _OBJECT) else None,  # usage
+        decode_finish_reason(choice.get("finish_reason")),  # finish_reason
+        decode_metadata(payload),  # metadata
+        payload,  # raw
     )

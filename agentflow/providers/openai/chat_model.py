@@ -21,7 +21,7 @@ from ...model.protocol import RequestLike
 from ...model.request import ChatParameters, ChatRequest
 from ...model.response import ChatResponse
 from ...model.stream import ModelStream
-from .chat_codec import decode_chat_response, encode_chat_request
+from .chat_codec import decode_chat_response, encode_chat_request, encode_parameters
 from .chat_stream import ChatStreamDecoder
 from .client import DEFAULT_BASE_URL, OpenAIHttpClient, redact_url
 
@@ -58,7 +58,7 @@ class OpenAIChatModel:
     OpenAIChatModel(base_url='http://127.0.0.1:8000/v1', model='gpt-4o-mini', api_key=<set>)
     """
 
-    __slots__ = ("_client", "_defaults", "_last_merge")
+    __slots__ = ("_client", "_defaults", "_last_encoding", "_last_merge")
 
     def __init__(
         self,
@@ -80,6 +80,7 @@ class OpenAIChatModel:
         params = _parameters(defaults, "OpenAIChatModel keyword(s)")
         self._defaults = attrs.evolve(params, model=model, custom=dict(custom_parameters or {}))
         self._last_merge: tuple[ChatParameters, ChatParameters] | None = None
+        self._last_encoding: tuple[ChatParameters, dict[str, Any]] | None = None
         self._client = OpenAIHttpClient(
             base_url=base_url,
             api_key=api_key,
@@ -125,12 +126,26 @@ class OpenAIChatModel:
             params = params.merged(_parameters(overrides, "parameter override(s)"))
         return ChatRequest(coerced.messages, params)
 
+    def _encode(self, request: ChatRequest, *, stream: bool) -> dict[str, Any]:
+        params = request.parameters
+        last = self._last_encoding
+        if last is not None and last[0] is params:
+            fields = last[1]
+        else:
+            fields = encode_parameters(params)
+            if not params.custom and params.response_format is None:
+                # Reused while the same parameters object comes again (``_request`` hands an agent's calls
+                # one). Not with ``custom`` or ``response_format``: mutable maps, read anew every time.
+                # The fields are only ever serialised, never changed, so bodies may share them.
+                self._last_encoding = (params, fields)
+        return encode_chat_request(request, stream=stream, parameters=fields)
+
     async def chat(self, request: RequestLike, /, **overrides: Any) -> ChatResponse:
         """Send the request and return the whole response (retried per the policy).
 
         ``overrides`` are ``ChatParameters`` fields for this call only, e.g. ``temperature=0``.
         """
-        body = encode_chat_request(self._request(request, overrides), stream=False)
+        body = self._encode(self._request(request, overrides), stream=False)
         # Decoded inside the retry loop: a 200 body that carries a retryable error is retried.
         return await self._client.post_json(_ENDPOINT, body, decode=decode_chat_response)
 
@@ -140,7 +155,7 @@ class OpenAIChatModel:
         ``ModelCompleted(ChatResponse)``. Nothing is sent until the stream is entered or iterated; a bad
         request (no model name…) fails here, at once.
         """
-        body = encode_chat_request(self._request(request, overrides), stream=True)
+        body = self._encode(self._request(request, overrides), stream=True)
         client = self._client
         return ModelStream(lambda: client.stream(_ENDPOINT, body, ChatStreamDecoder))
 

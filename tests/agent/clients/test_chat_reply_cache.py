@@ -12,6 +12,8 @@ from agentflow.agent.prompt import AgentPrompt
 from agentflow.model.messages import AiMessage, ToolCall, UserMessage
 from agentflow.model.request import ChatParameters, ChatRequest
 from agentflow.model.response import ChatResponse
+from agentflow.model.tools import ToolChoice, ToolSpec
+from agentflow.providers.openai.chat_codec import encode_chat_request
 from agentflow.providers.openai.chat_model import OpenAIChatModel
 
 CALLS = [(), (ToolCall("c1", "f", "{}"),), (ToolCall("", " g ", ""), ToolCall("c2", "h", '{"a":1}'))]
@@ -54,3 +56,23 @@ def test_the_merge_is_reused_only_for_the_same_parameters_without_custom() -> No
     assert one.parameters.custom is not two.parameters.custom  # a mutable map is copied anew each time
     overridden = model._request(ChatRequest([UserMessage("f")], same), {"temperature": 0})
     assert overridden.parameters.temperature == 0
+
+
+def test_the_encoded_parameters_are_reused_only_for_the_same_parameters_and_equal_building_anew() -> None:
+    model = OpenAIChatModel(base_url="http://127.0.0.1:9", model="m", temperature=0.5)
+    spec = ToolSpec(name="f", description="d", parameters={"type": "object", "properties": {}})
+    same = ChatParameters(tools=(spec,), tool_choice=ToolChoice.required(), parallel_tool_calls=True)
+    for text, stream in [("a", False), ("b", True), ("c", False)]:
+        request = model._request(ChatRequest([UserMessage(text)], same), {})
+        assert model._encode(request, stream=stream) == encode_chat_request(request, stream=stream)
+    # The memo is for the same parameters object only, and never with the mutable maps.
+    other = model._request(ChatRequest([UserMessage("d")], ChatParameters(top_p=0.1)), {})
+    assert model._encode(other, stream=False)["top_p"] == 0.1
+    assert "tools" not in model._encode(other, stream=False)
+    shaped = ChatParameters(response_format={"type": "json_object"})
+    first = model._request(ChatRequest([UserMessage("e")], shaped), {})
+    body = model._encode(first, stream=False)
+    assert body["response_format"] == {"type": "json_object"}
+    assert model._last_encoding is None or model._last_encoding[0] is not first.parameters
+    overridden = model._request(ChatRequest([UserMessage("f")], same), {"temperature": 0})
+    assert model._encode(overridden, stream=False)["temperature"] == 0
