@@ -6,15 +6,16 @@ order, while ``run_calls`` returns the results in call order. A failure never ra
 invalid arguments, a timeout or an exception becomes a failed ``ToolResult`` whose output is the
 ``TOOL_ERROR: {…}`` text for the model.
 
-Concurrency is structured: one anyio task group per batch, a ``CapacityLimiter`` shared by every call
-of this executor, a cancel scope per call for its timeout — or, when every call of a concurrent batch has
-the same limit and nothing can make an event wait (``emit_may_wait``), one deadline on the batch's task
-group instead, which is cheaper and times out the same calls (see ``run_calls``). Cancelling
-``run_calls`` cancels every running tool and propagates; nothing is left running, with one exception
-Python imposes: a **sync** tool runs in a worker thread, and a thread cannot be stopped. When such a call
-times out or is cancelled, the executor stops waiting at once (the thread is abandoned and its result
-discarded) but the function runs on until it returns. ``inline=True`` sync tools run on the event loop
-and cannot be interrupted at all.
+Concurrency is structured: one anyio task group per batch, in which a task is started for the next call
+only when a call is about to wait, so calls that never wait (most tools) cost no task and any call that
+waits runs beside the others; a ``CapacityLimiter`` shared by every call of this executor; a cancel scope
+per call for its timeout — or, when every call of a concurrent batch has the same limit and nothing can
+make an event wait (``emit_may_wait``), one deadline on the batch's task group instead, which is cheaper
+and times out the same calls (see ``run_calls``). Cancelling ``run_calls`` cancels every running tool and
+propagates; nothing is left running, with one exception Python imposes: a **sync** tool runs in a worker
+thread, and a thread cannot be stopped. When such a call times out or is cancelled, the executor stops
+waiting at once (the thread is abandoned and its result discarded) but the function runs on until it
+returns. ``inline=True`` sync tools run on the event loop and cannot be interrupted at all.
 
 Exceptions that are not ``Exception`` (``KeyboardInterrupt``, ``SystemExit``, custom ``BaseException``)
 are never turned into results: they propagate.
@@ -27,7 +28,7 @@ import functools
 import inspect
 import math
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from typing import Any
 
 import anyio
@@ -42,6 +43,7 @@ from .arguments import ToolArgumentsError
 from .context import ToolContext
 from .outcome import exception_message, failed_result, output_text
 from .registry import ToolRegistry
+from .suspension import noting_waits
 from .tool import Tool
 
 __all__ = ["ToolExecutor"]
@@ -66,8 +68,10 @@ class _Batch:
         "results",
         "run_id",
         "shared_deadline",
+        "spare",
         "stages",
         "step",
+        "take_calls",
     )
 
     def __init__(
@@ -79,6 +83,7 @@ class _Batch:
         on_result: OnResult | None,
         group: TaskGroup,
         shared_deadline: bool,
+        take_calls: Callable[[_Batch], Coroutine[Any, Any, None]],
     ) -> None:
         self.calls = calls
         self.found = found
@@ -88,9 +93,20 @@ class _Batch:
         self.group = group
         self.shared_deadline = shared_deadline
         """Whether the batch's deadline is its calls' time limit (then they have no scope of their own)."""
+        self.take_calls = take_calls
         self.next = 0
+        """The index of the next call to start."""
+        self.spare = False
+        """Whether a task that will take the next call is started but has not run yet."""
         self.results: list[ToolResult | None] = [None] * len(calls)
         self.stages = [_WAITING] * len(calls)
+
+    def waiting(self) -> None:
+        """A call of this batch is about to wait: if calls are left and no task will take them, start one,
+        so that they run beside it."""
+        if not self.spare and self.next < len(self.calls):
+            self.spare = True
+            self.group.start_soon(self.take_calls, self, name=f"tools of step {self.step}")
 
 
 _MAX_NAMES_IN_ERROR = 30
@@ -165,11 +181,12 @@ class ToolExecutor:
         started = time.perf_counter()
         try:
             async with anyio.create_task_group() as group:
-                batch = _Batch(calls, found, run_id, step, on_result, group, shared is not None)
+                batch = _Batch(
+                    calls, found, run_id, step, on_result, group, shared is not None, self._take_calls
+                )
                 if shared is not None:
                     group.cancel_scope.deadline = anyio.current_time() + shared
-                group.start_soon(self._take_calls, batch, True, name=f"tools of step {step}")
-                await self._take_calls(batch, False)
+                await self._take_calls(batch)
         except BaseExceptionGroup as failure:
             # Tool failures are results, so what escapes is a real error (a BaseException from a tool,
             # a failing emit); re-raise it as itself when it is alone.
@@ -182,23 +199,20 @@ class ToolExecutor:
             await self._time_out(batch, shared, started)
         return [r for r in batch.results if r is not None]
 
-    async def _take_calls(self, batch: _Batch, spare: bool) -> None:
+    async def _take_calls(self, batch: _Batch) -> None:
         """Start the batch's calls that have not started, one after another, in this task.
 
-        Every call gets to run beside the others without a task per call: a ``spare`` task (there is one
-        while calls are left) only gets to run when every other task of the batch is waiting, so it takes the
-        next call and first leaves a spare of its own for the rest. Calls that finish without ever waiting
-        (most tools) run one after another in the calling task; ``n`` calls that all wait use ``n - 1``
-        tasks, as one task per call beside the caller would.
+        Every call runs beside the others without a task per call: when a call is about to wait (its tool
+        suspends, or it waits for a concurrency slot) and calls are left, a task is started that takes the
+        next one (``_Batch.waiting``). Calls that finish without ever waiting (most tools) run one after
+        another in the calling task, with no task at all; ``n`` calls that all wait use ``n - 1`` tasks
+        beside the caller, as one task per call would.
         """
+        batch.spare = False  # this task is the one that was to take the next call (if it is a spare)
         calls = batch.calls
         while batch.next < len(calls):
             index = batch.next
             batch.next += 1
-            if spare:
-                spare = False
-                if batch.next < len(calls):
-                    batch.group.start_soon(self._take_calls, batch, True, name=f"tools of step {batch.step}")
             await self._run(
                 calls[index], batch.found[index], batch.run_id, batch.step, index, batch.on_result, batch
             )
@@ -273,13 +287,14 @@ class ToolExecutor:
                     # No trip through the event loop when a slot is free (the common case).
                     self._limiter.acquire_on_behalf_of_nowait(borrower)
                 except anyio.WouldBlock:
+                    if batch is not None:
+                        batch.waiting()
                     await self._limiter.acquire_on_behalf_of(borrower)
                 try:
                     await self._emit(ToolStarted(call=call, run_id=run_id, step=step))
                     if batch is not None:
                         batch.stages[index] = _STARTED
-                    timed = batch is None or not batch.shared_deadline
-                    result = await self._execute(found, call, kwargs, run_id, step, timed)
+                    result = await self._execute(found, call, kwargs, run_id, step, batch)
                 finally:
                     self._limiter.release_on_behalf_of(borrower)
         if batch is not None:
@@ -300,7 +315,7 @@ class ToolExecutor:
         kwargs: dict[str, Any],
         run_id: str,
         step: int,
-        timed: bool,
+        batch: _Batch | None,
     ) -> ToolResult:
         context = None
         if found.context_parameter is not None:
@@ -308,11 +323,13 @@ class ToolExecutor:
                 run_id=run_id, step=step, call_id=call.id, tool_name=found.name, emit=self._emit
             )
             kwargs[found.context_parameter] = context
-        limit = self._limit(found) if timed else None
+        # In a batch with a shared deadline, that deadline is the call's time limit: no scope of its own.
+        limit = self._limit(found) if batch is None or not batch.shared_deadline else None
         started = time.perf_counter()
         try:
             with anyio.move_on_after(limit) if limit is not None else _NO_DEADLINE as scope:
-                value = await _invoke(found, kwargs)
+                invocation = _invoke(found, kwargs)
+                value = await (invocation if batch is None else noting_waits(invocation, batch.waiting))
                 output = output_text(value)
         except Exception as exc:
             return failed_result(

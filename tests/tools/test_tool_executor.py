@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import threading
 from typing import Any
@@ -272,16 +273,20 @@ async def test_every_waiting_call_runs_beside_the_others_whatever_the_mix() -> N
 
 async def test_calls_that_never_wait_need_no_task_of_their_own() -> None:
     tasks: list[int] = []
+    running: list[int] = []
 
     @tool
     async def quick() -> str:
         tasks.append(anyio.get_current_task().id)
+        running.append(len(asyncio.all_tasks()))
         return "ok"
 
     ex, _ = executor(quick)
+    before = len(asyncio.all_tasks())
     results = await ex.run_calls([call(str(i), "quick") for i in range(6)], run_id="r", step=0)
     assert [r.output for r in results] == ["ok"] * 6
     assert tasks == [anyio.get_current_task().id] * 6  # one after another, in the calling task
+    assert running == [before] * 6  # and no task was started for them
 
 
 async def test_results_come_in_call_order_and_completion_events_in_completion_order() -> None:
