@@ -263,11 +263,10 @@ class AgentRuntime:
         far as the server reported it. Leaving early (cancel, deadline) closes the stream and with it the
         HTTP response.
         """
-        await ctx.emit(
-            ModelRequest(
-                model=prompt.model, items=len(prompt.items), tools=tuple(t.name for t in prompt.tools)
-            )
-        )
+        tools = prompt.tools
+        # The run's own tools (the usual prompt) have their names listed already.
+        names = ctx.tools.names if tools is ctx.tools.specs else tuple(t.name for t in tools)
+        await ctx.emit(ModelRequest(model=prompt.model, items=len(prompt.items), tools=names))
         if not prompt.stream:
             result = await ctx.model.create(prompt)
             ctx.add_usage(result.usage)

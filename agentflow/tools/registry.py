@@ -30,7 +30,7 @@ class ToolRegistry:
     ('ping', ['ping'])
     """
 
-    __slots__ = ("_specs", "_tools")
+    __slots__ = ("_names", "_specs", "_tools")
 
     def __init__(self, tools: Iterable[Tool[..., Any] | Callable[..., Any]] = ()) -> None:
         if not isinstance(tools, Iterable) or isinstance(tools, str | bytes):
@@ -42,6 +42,7 @@ class ToolRegistry:
                 raise ValueError(f"two tools are named {t.name!r}; tool names must be unique")
             self._tools[t.name] = t
         self._specs = tuple(t.spec for t in self._tools.values())
+        self._names = tuple(self._tools)
 
     @property
     def specs(self) -> tuple[ToolSpec, ...]:
@@ -51,7 +52,7 @@ class ToolRegistry:
     @property
     def names(self) -> tuple[str, ...]:
         """The registered names, in registration order."""
-        return tuple(self._tools)
+        return self._names
 
     def get(self, name: str) -> Tool[..., Any] | None:
         """The tool with exactly this name, or None."""
