@@ -60,16 +60,18 @@ class _Batch:
     far it got — what a batch cut short by its shared deadline needs to finish every call's events."""
 
     __slots__ = (
+        "armed",
         "calls",
         "found",
         "group",
+        "limit",
         "next",
         "on_result",
         "results",
         "run_id",
-        "shared_deadline",
         "spare",
         "stages",
+        "started",
         "step",
         "take_calls",
     )
@@ -82,7 +84,7 @@ class _Batch:
         step: int,
         on_result: OnResult | None,
         group: TaskGroup,
-        shared_deadline: bool,
+        limit: float | None,
         take_calls: Callable[[_Batch], Coroutine[Any, Any, None]],
     ) -> None:
         self.calls = calls
@@ -91,8 +93,12 @@ class _Batch:
         self.step = step
         self.on_result = on_result
         self.group = group
-        self.shared_deadline = shared_deadline
-        """Whether the batch's deadline is its calls' time limit (then they have no scope of their own)."""
+        self.limit = limit
+        """The time limit the calls share as the batch's deadline (then they have no scope of their own)."""
+        self.started = time.perf_counter()
+        self.armed = False
+        """Whether the shared deadline is set on the group: only once a call waits, since until then no time
+        limit can interrupt anything (nothing else runs)."""
         self.take_calls = take_calls
         self.next = 0
         """The index of the next call to start."""
@@ -101,9 +107,18 @@ class _Batch:
         self.results: list[ToolResult | None] = [None] * len(calls)
         self.stages = [_WAITING] * len(calls)
 
+    @property
+    def shared_deadline(self) -> bool:
+        """Whether the batch's deadline is its calls' time limit."""
+        return self.limit is not None
+
     def waiting(self) -> None:
         """A call of this batch is about to wait: if calls are left and no task will take them, start one,
-        so that they run beside it."""
+        so that they run beside it. The first time, set the shared deadline (from the batch's start)."""
+        if self.limit is not None and not self.armed:
+            self.armed = True
+            elapsed = time.perf_counter() - self.started
+            self.group.cancel_scope.deadline = anyio.current_time() + self.limit - elapsed
         if not self.spare and self.next < len(self.calls):
             self.spare = True
             self.group.start_soon(self.take_calls, self, name=f"tools of step {self.step}")
@@ -178,14 +193,9 @@ class ToolExecutor:
                 results.append(await self._run(call, found[index], run_id, step, index, on_result, None))
             return results
         shared = self._shared_limit(found)
-        started = time.perf_counter()
         try:
             async with anyio.create_task_group() as group:
-                batch = _Batch(
-                    calls, found, run_id, step, on_result, group, shared is not None, self._take_calls
-                )
-                if shared is not None:
-                    group.cancel_scope.deadline = anyio.current_time() + shared
+                batch = _Batch(calls, found, run_id, step, on_result, group, shared, self._take_calls)
                 await self._take_calls(batch)
         except BaseExceptionGroup as failure:
             # Tool failures are results, so what escapes is a real error (a BaseException from a tool,
@@ -196,7 +206,7 @@ class ToolExecutor:
         if group.cancel_scope.cancelled_caught:
             # Only the shared deadline cancels the group's own scope (a cancel from outside propagates).
             assert shared is not None
-            await self._time_out(batch, shared, started)
+            await self._time_out(batch, shared)
         return [r for r in batch.results if r is not None]
 
     async def _take_calls(self, batch: _Batch) -> None:
@@ -233,9 +243,9 @@ class ToolExecutor:
             return None
         return limits.pop()
 
-    async def _time_out(self, batch: _Batch, limit: float, started: float) -> None:
+    async def _time_out(self, batch: _Batch, limit: float) -> None:
         """The batch's deadline passed: the calls it cut get their timeout results and events, in order."""
-        duration = time.perf_counter() - started
+        duration = time.perf_counter() - batch.started
         run_id, step = batch.run_id, batch.step
         for index, call in enumerate(batch.calls):
             stage = batch.stages[index]
