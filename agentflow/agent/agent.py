@@ -232,6 +232,8 @@ class Agent(RunStarter):
             input_text=text,
             input_items=items,
             stream_model=stream_model,
+            # Only a run with a handle (``agent.stream()``) can be cancelled through ``AgentRun.cancel()``.
+            cancel_scope=anyio.CancelScope() if subscribe else None,
         )
         return AgentRun(
             self.runtime, ctx, subscribe=subscribe, types=types, buffer=buffer, policy=policy, lock=lock

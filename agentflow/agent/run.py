@@ -222,7 +222,7 @@ class AgentRun:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         try:
-            if not self._ended:
+            if not self._ended and self.ctx.cancel_scope is not None:
                 # Leaving early (break, exception, cancellation) cancels the run; it still closes cleanly.
                 self.ctx.cancel_scope.cancel()
             if self._subscription is not None:
@@ -310,7 +310,8 @@ class AgentRun:
     async def cancel(self) -> None:
         """Ask the run to stop. It ends with ``RunCancelled`` (memory completed, usage kept); iterate or
         ``await run.wait()`` to see it. Cancelling an ended run does nothing."""
-        self.ctx.cancel_scope.cancel()
+        if self.ctx.cancel_scope is not None:
+            self.ctx.cancel_scope.cancel()
 
     @property
     def result(self) -> AgentResult:

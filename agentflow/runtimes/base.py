@@ -103,10 +103,11 @@ class AgentRuntime:
     async def execute(self, ctx: RunContext) -> AgentResult:
         """Run to the end and publish exactly one terminal event; returns the result.
 
-        Cancellation through ``ctx.cancel_scope`` or the ``options.timeout`` deadline returns the partial
-        result (``StopReason.CANCELLED`` / ``StopReason.DEADLINE``) after ``RunCancelled``. Cancellation from
-        outside (the task running the run is cancelled) publishes ``RunCancelled`` and re-raises. An
-        exception publishes ``RunFailed`` and is re-raised. ``ctx.result`` / ``ctx.error`` hold the outcome.
+        Cancellation through ``ctx.cancel_scope`` (if the run has one) or the ``options.timeout`` deadline
+        returns the partial result (``StopReason.CANCELLED`` / ``StopReason.DEADLINE``) after
+        ``RunCancelled``. Cancellation from outside (the task running the run is cancelled) publishes
+        ``RunCancelled`` and re-raises. An exception publishes ``RunFailed`` and is re-raised.
+        ``ctx.result`` / ``ctx.error`` hold the outcome.
         """
         result: AgentResult | None = None
         timeout = ctx.options.timeout
@@ -116,7 +117,7 @@ class AgentRuntime:
             deadline_scope = anyio.CancelScope(deadline=anyio.current_time() + timeout)
         try:
             await ctx.emit(RunStarted(input=ctx.input_text, runtime=self.name))
-            with deadline_scope or _NO_DEADLINE, ctx.cancel_scope:
+            with deadline_scope or _NO_DEADLINE, ctx.cancel_scope or _NO_DEADLINE:
                 await self.start(ctx)
                 result = await self.run_loop(ctx)
         except anyio.get_cancelled_exc_class():

@@ -44,7 +44,9 @@ class RunContext:
     """One run: its configuration (read-only by convention) and its state (updated by the runtime).
 
     ``input_items`` are written to memory when the run starts; ``input_text`` is what ``RunStarted`` shows.
-    ``cancel_scope`` is the scope ``AgentRun.cancel()`` cancels. ``pending`` are the tool calls of the
+    ``cancel_scope`` is the scope ``AgentRun.cancel()`` cancels: a run started with ``agent.stream()`` has
+    one; one awaited with ``agent.run()`` has none (nothing holds its ``AgentRun``: cancelling the awaiting
+    task cancels it), which spares it a scope around every step. ``pending`` are the tool calls of the
     current step that memory holds without outputs yet, and ``finished`` the results that arrived for them:
     if the run is cut short, ``settle_pending`` completes memory with them and synthetic results.
     """
@@ -61,7 +63,7 @@ class RunContext:
     input_text: str = ""
     input_items: tuple[Any, ...] = ()
     stream_model: bool = False
-    cancel_scope: anyio.CancelScope = attrs.field(factory=anyio.CancelScope)
+    cancel_scope: anyio.CancelScope | None = None
 
     step: int = 0
     """The index of the current step (after the run: the number of steps run)."""
