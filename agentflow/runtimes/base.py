@@ -353,7 +353,7 @@ class AgentRuntime:
         calls = self.store_turn(ctx, result)
         if calls:
             ctx.tool_calls.extend(calls)
-            ctx.pending = list(calls)
+            ctx.pending = list(calls)  # not announced: ``settle_pending`` announces them before their results
             ctx.finished = {}
 
     async def act(self, ctx: RunContext, calls: tuple[ToolCall, ...]) -> StopReason | None:
@@ -367,17 +367,23 @@ class AgentRuntime:
         if limit is not None:
             allowed = calls[: max(0, limit - len(ctx.tool_calls))]
         refused = calls[len(allowed) :]
-        ctx.pending = list(calls)
-        ctx.finished = {}
-        ctx.tool_calls.extend(calls)
-        for call in calls:
-            await ctx.emit(ToolCallRequested(call=call))
+        await self._announce(ctx, calls)
         results = list(await self.run_tool_calls(ctx, allowed)) if allowed else []
         if refused:
             reason = f"not run: the run reached its limit of {limit} tool calls"
             results.extend(await self._refused_results(ctx, refused, reason))
         ctx.record_results(calls, results)
         return StopReason.MAX_TOOL_CALLS if refused else None
+
+    async def _announce(self, ctx: RunContext, calls: tuple[ToolCall, ...]) -> None:
+        # The step's calls are pending from now on (memory holds them without outputs), each announced.
+        ctx.pending = list(calls)
+        ctx.finished = {}
+        ctx.tool_calls.extend(calls)
+        for call in calls:
+            # Counted first: a cancel can only cut the publish once it is delivered to some subscriber.
+            ctx.announced.add(call.id)
+            await ctx.emit(ToolCallRequested(call=call))
 
     async def run_tool_calls(self, ctx: RunContext, calls: tuple[ToolCall, ...]) -> list[ToolResult]:
         """Execute calls with the run's ``ToolExecutor``, concurrently unless ``parallel_tool_calls=False``.
@@ -396,11 +402,7 @@ class AgentRuntime:
 
     async def refuse_calls(self, ctx: RunContext, calls: tuple[ToolCall, ...], reason: str) -> None:
         """Answer calls without running them: ``ToolCallRequested`` then ``ToolFailed`` each, and memory."""
-        ctx.pending = list(calls)
-        ctx.finished = {}
-        ctx.tool_calls.extend(calls)
-        for call in calls:
-            await ctx.emit(ToolCallRequested(call=call))
+        await self._announce(ctx, calls)
         ctx.record_results(calls, await self._refused_results(ctx, calls, reason))
 
     async def _refused_results(
@@ -416,7 +418,8 @@ class AgentRuntime:
         """Close interrupted work in memory: every pending call gets its result, or a synthetic cancelled one.
 
         Called (shielded) when a run is cancelled, times out or fails; memory writes come first so they
-        happen even if publishing the synthetic ``ToolFailed`` events is cut short.
+        happen even if publishing the synthetic ``ToolFailed`` events is cut short. A call the cut came too
+        early for to be announced (``ToolCallRequested``) is announced before its result.
         """
         if not ctx.pending:
             return
@@ -426,4 +429,6 @@ class AgentRuntime:
         ctx.record_results(calls, results)
         for call, result in zip(calls, results, strict=True):
             if call in synthetic:
+                if call.id not in ctx.announced:
+                    await ctx.emit(ToolCallRequested(call=call))
                 await ctx.emit(ToolFailed(call=call, result=result))

@@ -77,6 +77,8 @@ class RunContext:
     reasoning_text: str | None = None
     pending: list[ToolCall] = attrs.field(factory=list)
     finished: dict[str, ToolResult] = attrs.field(factory=dict)
+    announced: set[str] = attrs.field(factory=set, repr=False)
+    """The ids of the calls whose ``ToolCallRequested`` was published."""
     result: AgentResult | None = None
     """The outcome once the run has ended (the partial result for a failed or cancelled run)."""
     error: BaseException | None = None

@@ -428,3 +428,8 @@ async def test_a_cancel_at_any_point_of_a_step_keeps_memory_valid_and_ends_with_
     if recorder.of(ModelCompleted) or (not stream and recorder.of(TextDelta)):
         assert partial.output_text == "Let me add."
         assert [c.id for c in partial.tool_calls] == ["c1", "c2"]
+    # Every call that got a result event was announced first, exactly once (a kept turn's calls too).
+    requested = {e.call.id: e.seq for e in recorder.of(ToolCallRequested)}
+    assert len(requested) == len(recorder.of(ToolCallRequested))
+    for done in recorder.of((ToolSucceeded, ToolFailed)):
+        assert requested.get(done.call.id, done.seq) < done.seq
