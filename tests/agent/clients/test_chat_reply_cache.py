@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from agentflow.agent.chat_client import _remember_reply, chat_result
+from agentflow.agent.chat_client import ChatModelClient, _remember_reply, chat_result, to_chat_request
 from agentflow.agent.items import to_chat_messages
 from agentflow.agent.prompt import AgentPrompt
 from agentflow.model.messages import AiMessage, ToolCall, UserMessage
@@ -15,6 +15,7 @@ from agentflow.model.response import ChatResponse
 from agentflow.model.tools import ToolChoice, ToolSpec
 from agentflow.providers.openai.chat_codec import encode_chat_request
 from agentflow.providers.openai.chat_model import OpenAIChatModel
+from agentflow.testing.fake import FakeChatModel
 
 CALLS = [(), (ToolCall("c1", "f", "{}"),), (ToolCall("", " g ", ""), ToolCall("c2", "h", '{"a":1}'))]
 
@@ -76,3 +77,29 @@ def test_the_encoded_parameters_are_reused_only_for_the_same_parameters_and_equa
     assert model._last_encoding is None or model._last_encoding[0] is not first.parameters
     overridden = model._request(ChatRequest([UserMessage("f")], same), {"temperature": 0})
     assert model._encode(overridden, stream=False)["temperature"] == 0
+
+
+def test_the_client_reuses_parameters_only_while_the_prompt_carries_the_same_settings() -> None:
+    client = ChatModelClient(FakeChatModel([]))
+    spec = ToolSpec(name="f", description="d", parameters={"type": "object", "properties": {}})
+    reasoning = {"effort": "low"}
+    settings = {"model": "m", "tools": (spec,), "temperature": 0.3, "tool_choice": "required"}
+
+    def parameters(**extra: object) -> ChatParameters:
+        prompt = AgentPrompt(items=[{"role": "user", "content": "hi"}], **{**settings, **extra})  # type: ignore[arg-type]
+        made = client._request(prompt).parameters
+        assert made == to_chat_request(prompt).parameters  # whatever is reused equals building anew
+        return made
+
+    first = parameters(reasoning=reasoning)
+    assert parameters(reasoning=reasoning) is first
+    reasoning["effort"] = "high"  # a mutable map is read anew every time
+    assert parameters(reasoning=reasoning).reasoning_effort == "high"
+    assert parameters(temperature=0.9).temperature == 0.9
+    # With extra_body or a map tool_choice, nothing is reused (their maps are copied into the parameters).
+    body = {"seed": 7}
+    one, two = parameters(extra_body=body), parameters(extra_body=body)
+    assert one is not two
+    assert one.custom == two.custom == {"seed": 7}
+    choice = {"type": "function", "function": {"name": "f"}}
+    assert parameters(tool_choice=choice) is not parameters(tool_choice=choice)
