@@ -115,13 +115,14 @@ class AiohttpResponse:
         url: str,
         read_timeout: float | None,
         body: bytes | None = None,
+        loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         self._response = response
         self._content = response.content
         self._url = url
         self._read_timeout = read_timeout
         self._body = body
-        self._loop = asyncio.get_running_loop()
+        self._loop = asyncio.get_running_loop() if loop is None else loop
         self._waiting_since = -1.0  # loop time when the pending next_chunk began waiting; -1: none
         self._watchdog: asyncio.TimerHandle | None = None
 
@@ -193,7 +194,16 @@ def _failure(
     return ModelConnectionError(f"connection to {where} lost while reading the response: {_describe(exc)}")
 
 
-_NO_SCOPE = contextlib.nullcontext()
+def _client_timeouts(timeout: Timeout) -> tuple[Timeout, aiohttp.ClientTimeout, aiohttp.ClientTimeout]:
+    """``timeout`` and its aiohttp forms: for a whole response (``sock_read``) and for a stream's headers.
+
+    A transport keeps the last one (the same ``Timeout`` comes with every call of a model).
+    """
+    return (
+        timeout,
+        aiohttp.ClientTimeout(total=None, sock_connect=timeout.connect, sock_read=timeout.read),
+        aiohttp.ClientTimeout(total=None, sock_connect=timeout.connect, sock_read=None),
+    )
 
 
 def _describe(exc: BaseException) -> str:
@@ -223,11 +233,9 @@ class AiohttpTransport:
     def __repr__(self) -> str:
         return f"AiohttpTransport(limit={self._limit})"
 
-    async def _current_session(self) -> aiohttp.ClientSession:
-        loop = asyncio.get_running_loop()
+    async def _open_session(self, loop: asyncio.AbstractEventLoop) -> aiohttp.ClientSession:
+        """A new session for ``loop`` (the first, one for a new loop, or after ``aclose``)."""
         session = self._session
-        if session is not None and (not self._owned or (self._loop is loop and not session.closed)):
-            return session
         if session is not None and not session.closed:
             # It belongs to an earlier event loop, now gone, and its sockets with it: closing only
             # marks it closed (aiohttp skips the dead loop's transports), which keeps GC quiet.
@@ -252,21 +260,30 @@ class AiohttpTransport:
         stream: bool = False,
     ) -> HttpResponse:
         """Send the request; return once the whole response (``stream=False``) or its headers are in."""
-        session = await self._current_session()
+        loop = asyncio.get_running_loop()
+        session = self._session
+        # The session in use: one passed in, or the one opened in this loop and still open.
+        if session is None or (self._owned and (self._loop is not loop or session.closed)):
+            session = await self._open_session(loop)
+        limits = self._timeouts
+        if limits is None or limits[0] is not timeout:
+            limits = self._timeouts = _client_timeouts(timeout)
+        scope: anyio.CancelScope | None = None
         wait = math.inf
-        if stream and timeout.read is not None:
-            wait = timeout.read + (timeout.connect or 0.0)
         try:
-            with anyio.CancelScope(deadline=anyio.current_time() + wait) if stream else _NO_SCOPE as scope:
+            if stream:
+                if timeout.read is not None:
+                    wait = timeout.read + (timeout.connect or 0.0)
+                with anyio.CancelScope(deadline=anyio.current_time() + wait) as scope:
+                    response = await session.request(
+                        method, url, data=body, headers=headers, timeout=limits[2], allow_redirects=True
+                    )
+                data = None
+            else:
                 response = await session.request(
-                    method,
-                    url,
-                    data=body,
-                    headers=headers,
-                    timeout=self._client_timeout(timeout, stream),
-                    allow_redirects=True,
+                    method, url, data=body, headers=headers, timeout=limits[1], allow_redirects=True
                 )
-                data = None if stream else await response.read()
+                data = await response.read()
         except aiohttp.ConnectionTimeoutError as exc:
             where = _where(url)
             raise ModelTimeoutError(f"connecting to {where} timed out after {timeout.connect} s") from exc
@@ -280,18 +297,7 @@ class AiohttpTransport:
             raise ModelTimeoutError(
                 f"no response headers from {_where(url)} within {wait} s (connect + read)"
             )
-        return AiohttpResponse(response, url, timeout.read, data)
-
-    def _client_timeout(self, timeout: Timeout, stream: bool) -> aiohttp.ClientTimeout:
-        # Cached per Timeout (the same one comes with every call of a model).
-        cached = self._timeouts
-        if cached is None or cached[0] is not timeout:
-            cached = self._timeouts = (
-                timeout,
-                aiohttp.ClientTimeout(total=None, sock_connect=timeout.connect, sock_read=timeout.read),
-                aiohttp.ClientTimeout(total=None, sock_connect=timeout.connect, sock_read=None),
-            )
-        return cached[2] if stream else cached[1]
+        return AiohttpResponse(response, url, timeout.read, data, loop)
 
     async def aclose(self) -> None:
         """Close the session this transport opened (a session passed in stays open)."""

@@ -14,7 +14,7 @@ import attrs
 from .messages import Message
 from .tools import ToolChoice, ToolSpec
 
-__all__ = ["ChatParameters", "ChatRequest"]
+__all__ = ["ChatParameters", "ChatRequest", "coerce_messages"]
 
 
 def _opt_tuple(value: Sequence[Any] | None) -> tuple[Any, ...] | None:
@@ -104,11 +104,24 @@ class ChatRequest:
         """Accept either a request or a plain sequence of messages."""
         if isinstance(value, ChatRequest):
             return value
-        if isinstance(value, str | bytes):
-            raise TypeError("expected a ChatRequest or a sequence of messages, not a string")
-        if not isinstance(value, Iterable):
-            raise TypeError(
-                f"expected a ChatRequest or a sequence of messages, not a {type(value).__name__} "
-                "(wrap a single message in a list: [message])"
-            )
-        return cls(value)
+        return cls(coerce_messages(value))
+
+
+def coerce_messages(value: Iterable[Message]) -> tuple[Message, ...]:
+    """The messages of a plain sequence given where a ``ChatRequest`` may be: what ``ChatRequest.coerce``
+    makes of it, without the request (a model merges no parameters for it: it has none).
+
+    >>> from agentflow import UserMessage
+    >>> coerce_messages([UserMessage("hi")])
+    (UserMessage(content='hi', name=None),)
+    """
+    if type(value) is list:  # the usual case: neither a string nor a non-iterable
+        return tuple(value)
+    if isinstance(value, str | bytes):
+        raise TypeError("expected a ChatRequest or a sequence of messages, not a string")
+    if not isinstance(value, Iterable):
+        raise TypeError(
+            f"expected a ChatRequest or a sequence of messages, not a {type(value).__name__} "
+            "(wrap a single message in a list: [message])"
+        )
+    return value if type(value) is tuple else tuple(value)

@@ -10,7 +10,7 @@ standard field always wins over a custom one of the same name. Unset (``None``) 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import orjson
@@ -35,6 +35,7 @@ __all__ = [
     "decode_chat_response",
     "decode_finish_reason",
     "decode_usage",
+    "encode_chat_body",
     "encode_chat_request",
     "encode_message",
     "encode_parameters",
@@ -74,7 +75,12 @@ def encode_message(message: Message) -> dict[str, Any]:
      'function': {'name': 'getWeather', 'arguments': '{"city":"hangzhou"}'}}]}
     """
     if isinstance(message, UserMessage):
-        out: dict[str, Any] = {"role": "user", "content": _user_content(message.content)}
+        content = message.content
+        # Plain text, the usual case, needs no ``_user_content`` call.
+        out: dict[str, Any] = {
+            "role": "user",
+            "content": content if isinstance(content, str) else _user_content(content),
+        }
         if message.name is not None:
             out["name"] = message.name
         return out
@@ -168,14 +174,26 @@ def encode_chat_request(
     >>> encode_chat_request(ChatRequest([UserMessage("hi")], params))
     {'model': 'm', 'n': 1, 'messages': [{'role': 'user', 'content': 'hi'}]}
     """
-    params = request.parameters
+    return encode_chat_body(request.messages, request.parameters, stream=stream, parameters=parameters)
+
+
+def encode_chat_body(
+    messages: Iterable[Message],
+    params: ChatParameters,
+    *,
+    stream: bool = False,
+    parameters: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``encode_chat_request`` of ``ChatRequest(messages, params)``, without building that request (a
+    model encodes the messages and parameters it has merged, once per call).
+    """
     if not params.model:
         raise ValueError(
             "no model name: pass model=… to OpenAIChatModel, or set ChatParameters.model on the request"
         )
     body: dict[str, Any] = dict(params.custom)
     body["model"] = params.model
-    body["messages"] = [encode_message(m) for m in request.messages]
+    body["messages"] = [encode_message(m) for m in messages]
     body.update(encode_parameters(params) if parameters is None else parameters)
     if stream:
         options = body.get("stream_options")
@@ -243,13 +261,6 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _details(usage: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    value = usage.get(key)
-    if value is None:  # often absent: skip the slower ``Mapping`` check a non-dict goes through
-        return _NO_DETAILS
-    return value if isinstance(value, _OBJECT) else _NO_DETAILS
-
-
 def decode_usage(usage: Mapping[str, Any]) -> TokenUsage:
     """Token usage from a Chat Completions ``usage`` object. Missing counts are 0; a missing total is
     input + output; cached input is ``prompt_tokens_details.cached_tokens`` or DeepSeek's
@@ -260,32 +271,38 @@ def decode_usage(usage: Mapping[str, Any]) -> TokenUsage:
     ...     "completion_tokens_details": {"reasoning_tokens": 7}}).uncached_input_tokens
     40
     """
-    prompt = _details(usage, "prompt_tokens_details")
-    completion = _details(usage, "completion_tokens_details")
+    get = usage.get
+    prompt = get("prompt_tokens_details")
+    if prompt is None or not isinstance(prompt, _OBJECT):  # often absent: no ``Mapping`` check then
+        prompt = _NO_DETAILS
+    completion = get("completion_tokens_details")
+    if completion is None or not isinstance(completion, _OBJECT):
+        completion = _NO_DETAILS
     # Counts are nearly always plain ints: ``_int`` (a call each) only reads the others.
-    input_tokens = usage.get("prompt_tokens")
+    input_tokens = get("prompt_tokens")
     if type(input_tokens) is not int:
         input_tokens = _int(input_tokens)
-    output_tokens = usage.get("completion_tokens")
+    output_tokens = get("completion_tokens")
     if type(output_tokens) is not int:
         output_tokens = _int(output_tokens)
-    total = usage.get("total_tokens")
+    total = get("total_tokens")
     if total is None:
         total = input_tokens + output_tokens
     elif type(total) is not int:
         total = _int(total)
     cached = prompt.get("cached_tokens")
     if cached is None:
-        cached = usage.get("prompt_cache_hit_tokens")
+        cached = get("prompt_cache_hit_tokens")
     written = prompt.get("cache_write_tokens")
     reasoning = completion.get("reasoning_tokens")
+    # An absent count (``None``) is 0 without the ``_int`` call.
     return TokenUsage(
         input_tokens,
         output_tokens,
         total,
-        cached if type(cached) is int else _int(cached),
-        written if type(written) is int else _int(written),
-        reasoning if type(reasoning) is int else _int(reasoning),
+        cached if type(cached) is int else 0 if cached is None else _int(cached),
+        written if type(written) is int else 0 if written is None else _int(written),
+        reasoning if type(reasoning) is int else 0 if reasoning is None else _int(reasoning),
     )
 
 
@@ -383,6 +400,10 @@ def decode_chat_response(payload: Any) -> ChatResponse:
         reasoning = message.get("reasoning")
     refusal = message.get("refusal")
     usage = payload.get("usage")
+    reason = choice.get("finish_reason")
+    finish = _FINISH_REASONS.get(reason) if type(reason) is str else None  # a known reason, the usual case
+    if finish is None:
+        finish = decode_finish_reason(reason)
     # Positional arguments, in field order: measurably cheaper than keywords for attrs' ``__init__`` (twice
     # per tool loop).
     return ChatResponse(
@@ -393,7 +414,7 @@ def decode_chat_response(payload: Any) -> ChatResponse:
             refusal if isinstance(refusal, str) else None,
         ),
         decode_usage(usage) if isinstance(usage, _OBJECT) else None,  # usage
-        decode_finish_reason(choice.get("finish_reason")),  # finish_reason
+        finish,  # finish_reason
         decode_metadata(payload),  # metadata
         payload,  # raw
     )

@@ -17,11 +17,12 @@ from ...http.retry import RetryPolicy
 from ...http.timeouts import Timeout
 from ...http.transport import HttpTransport
 from ...model.events import ModelRetry
+from ...model.messages import Message
 from ...model.protocol import RequestLike
-from ...model.request import ChatParameters, ChatRequest
+from ...model.request import ChatParameters, ChatRequest, coerce_messages
 from ...model.response import ChatResponse
 from ...model.stream import ModelStream
-from .chat_codec import decode_chat_response, encode_chat_request, encode_parameters
+from .chat_codec import decode_chat_response, encode_chat_body, encode_parameters
 from .chat_stream import ChatStreamDecoder
 from .client import DEFAULT_BASE_URL, OpenAIHttpClient, redact_url
 
@@ -111,41 +112,57 @@ class OpenAIChatModel:
         return self._client
 
     def _request(self, request: RequestLike, overrides: Mapping[str, Any]) -> ChatRequest:
-        coerced = ChatRequest.coerce(request)
-        requested = coerced.parameters
-        last = self._last_merge
-        if last is not None and last[0] is requested and not requested.custom:
-            params = last[1]
+        return ChatRequest(*self._merge(request, overrides))
+
+    def _merge(
+        self, request: RequestLike, overrides: Mapping[str, Any]
+    ) -> tuple[tuple[Message, ...], ChatParameters]:
+        """The messages and the merged parameters of one call (what ``_request`` makes a request of)."""
+        if not isinstance(request, ChatRequest):
+            # A plain sequence of messages sets no parameters: merged onto the defaults, they are the
+            # defaults themselves (``merged`` returns ``self`` for an override that sets nothing).
+            messages = coerce_messages(request)
+            params = self._defaults
         else:
-            params = self._defaults.merged(requested)
-            if not requested.custom:
-                # Reused while the same parameters come again (an agent sends one object on every call).
-                # Only without ``custom``: merging copies that mutable map, and a copy must be taken anew.
-                self._last_merge = (requested, params)
+            messages = request.messages
+            requested = request.parameters
+            last = self._last_merge
+            if last is not None and last[0] is requested and not requested.custom:
+                params = last[1]
+            else:
+                params = self._defaults.merged(requested)
+                if not requested.custom:
+                    # Reused while the same parameters come again (an agent sends one object on every
+                    # call). Only without ``custom``: merging copies that mutable map, and a copy must be
+                    # taken anew.
+                    self._last_merge = (requested, params)
         if overrides:
             params = params.merged(_parameters(overrides, "parameter override(s)"))
-        return ChatRequest(coerced.messages, params)
+        return messages, params
 
     def _encode(self, request: ChatRequest, *, stream: bool) -> dict[str, Any]:
-        params = request.parameters
+        return self._body(request.messages, request.parameters, stream=stream)
+
+    def _body(self, messages: tuple[Message, ...], params: ChatParameters, *, stream: bool) -> dict[str, Any]:
         last = self._last_encoding
         if last is not None and last[0] is params:
             fields = last[1]
         else:
             fields = encode_parameters(params)
             if not params.custom and params.response_format is None:
-                # Reused while the same parameters object comes again (``_request`` hands an agent's calls
+                # Reused while the same parameters object comes again (``_merge`` hands an agent's calls
                 # one). Not with ``custom`` or ``response_format``: mutable maps, read anew every time.
                 # The fields are only ever serialised, never changed, so bodies may share them.
                 self._last_encoding = (params, fields)
-        return encode_chat_request(request, stream=stream, parameters=fields)
+        return encode_chat_body(messages, params, stream=stream, parameters=fields)
 
     async def chat(self, request: RequestLike, /, **overrides: Any) -> ChatResponse:
         """Send the request and return the whole response (retried per the policy).
 
         ``overrides`` are ``ChatParameters`` fields for this call only, e.g. ``temperature=0``.
         """
-        body = self._encode(self._request(request, overrides), stream=False)
+        messages, params = self._merge(request, overrides)
+        body = self._body(messages, params, stream=False)
         # Decoded inside the retry loop: a 200 body that carries a retryable error is retried.
         return await self._client.post_json(_ENDPOINT, body, decode=decode_chat_response)
 
@@ -155,7 +172,8 @@ class OpenAIChatModel:
         ``ModelCompleted(ChatResponse)``. Nothing is sent until the stream is entered or iterated; a bad
         request (no model name…) fails here, at once.
         """
-        body = self._encode(self._request(request, overrides), stream=True)
+        messages, params = self._merge(request, overrides)
+        body = self._body(messages, params, stream=True)
         client = self._client
         return ModelStream(lambda: client.stream(_ENDPOINT, body, ChatStreamDecoder))
 

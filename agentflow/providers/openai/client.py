@@ -240,11 +240,38 @@ class OpenAIHttpClient:
         """
         url = self.url(path)
         data = orjson.dumps(body)
-        deadline = self._deadline()
+        total = self._timeout.total
+        deadline = None if total is None else anyio.current_time() + total
         attempt = 1
         while True:
+            # One attempt, inline (no coroutine of its own: it is on the path of every call).
             try:
-                payload = await self._post_once(url, data, deadline)
+                if deadline is None:
+                    response = await self._transport.send(
+                        "POST",
+                        url,
+                        headers=self._json_headers,
+                        body=data,
+                        timeout=self._timeout,
+                        stream=False,
+                    )
+                else:
+                    response = await self._send(url, data, self._json_headers, deadline, stream=False)
+                try:
+                    raw = await response.read()  # already in memory: the transport read it within its timeout
+                finally:
+                    await response.aclose()
+                status = response.status
+                if not 200 <= status < 300:
+                    raise error_from_status(status, raw, response.headers)
+                try:
+                    payload = orjson.loads(raw)
+                except orjson.JSONDecodeError as exc:
+                    raise ProtocolError(
+                        f"the response from {redact_url(url)} is not valid JSON ({exc})",
+                        status=status,
+                        body=raw.decode("utf-8", "replace"),
+                    ) from exc
                 return payload if decode is None else decode(payload)
             except ModelError as error:
                 retry = self._plan_retry(error, attempt, deadline, url)
@@ -255,24 +282,6 @@ class OpenAIHttpClient:
                     callback(retry)
             await self._sleep(retry.delay)
             attempt += 1
-
-    async def _post_once(self, url: str, data: bytes, deadline: float | None) -> Any:
-        response = await self._send(url, data, self._json_headers, deadline, stream=False)
-        try:
-            raw = await response.read()  # already in memory: the transport read it within its timeout
-        finally:
-            await response.aclose()
-        status = response.status
-        if not 200 <= status < 300:
-            raise error_from_status(status, raw, response.headers)
-        try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise ProtocolError(
-                f"the response from {redact_url(url)} is not valid JSON ({exc})",
-                status=status,
-                body=raw.decode("utf-8", "replace"),
-            ) from exc
 
     # --- streaming ---------------------------------------------------------------------------
 

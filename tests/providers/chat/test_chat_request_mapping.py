@@ -367,3 +367,27 @@ async def test_unknown_override_is_a_clear_error(server: LocalServer) -> None:
     async with OpenAIChatModel(base_url=server.base_url, model="m") as model:
         with pytest.raises(TypeError, match="max_token"):
             await model.chat([UserMessage("hi")], max_token=3)
+
+
+async def test_a_plain_message_list_is_sent_as_a_request_without_parameters(server: LocalServer) -> None:
+    # A model takes a list without building a request of it: the same errors, the same body.
+    model = OpenAIChatModel(base_url=server.base_url, model="m", temperature=0.5, custom_parameters={"k": 1})
+    async with model:
+        listed = model._request([UserMessage("hi")], {})
+        assert listed == model._request(ChatRequest([UserMessage("hi")]), {})
+        assert listed.parameters is model.defaults  # nothing merged onto the defaults
+        assert model._request((m for m in [UserMessage("hi")]), {}).messages == (UserMessage("hi"),)
+        with pytest.raises(TypeError, match="not a string"):
+            await model.chat("hi")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"not a UserMessage \(wrap a single message in a list"):
+            model.stream(UserMessage("hi"))  # type: ignore[arg-type]
+        assert server.requests == []
+        server.add(json_reply(OK))
+        await model.chat([UserMessage("hi")], top_p=0.9)
+    assert server.requests[-1].json() == {
+        "k": 1,
+        "model": "m",
+        "messages": [{"role": "user", "content": "hi"}],
+        "temperature": 0.5,
+        "top_p": 0.9,
+    }
