@@ -244,7 +244,12 @@ class ToolExecutor:
         return limits.pop()
 
     async def _time_out(self, batch: _Batch, limit: float) -> None:
-        """The batch's deadline passed: the calls it cut get their timeout results and events, in order."""
+        """The batch's deadline passed: the calls it cut get their timeout results and events, in order.
+
+        An event whose publish the deadline cut is published again. That can only happen to a subscriber
+        that arrived mid-batch (none was there when the batch chose its shared deadline) and let its buffer
+        fill: it gets the event once; a subscriber ahead of it in the bus's order may get it twice.
+        """
         duration = time.perf_counter() - batch.started
         run_id, step = batch.run_id, batch.step
         for index, call in enumerate(batch.calls):
