@@ -381,7 +381,8 @@ class AgentRuntime:
         ctx.finished = {}
         ctx.tool_calls.extend(calls)
         for call in calls:
-            # Counted first: a cancel can only cut the publish once it is delivered to some subscriber.
+            # Marked first: a publish a cancel cuts has reached the subscribers ahead of the one it waited
+            # for, and announcing the call again at the run's end would repeat it for them.
             ctx.announced.add(call.id)
             await ctx.emit(ToolCallRequested(call=call))
 
