@@ -220,6 +220,49 @@ async def test_tool_exception_becomes_a_tool_error() -> None:
     }
 
 
+@pytest.mark.parametrize("listening", [False, True], ids=["run", "stream"])
+async def test_a_tool_that_outlives_the_tool_timeout_is_a_tool_error_and_the_others_finish(
+    listening: bool,
+) -> None:
+    # Without a listener the step's calls share one deadline; with one, each call has its own scope.
+    @tool
+    async def slow() -> str:
+        """Never answer."""
+        await anyio.sleep_forever()
+        return "unreachable"
+
+    @tool
+    async def quick() -> str:
+        """Answer at once."""
+        return "fast"
+
+    calls = [("c1", "slow", {}), ("c2", "quick", {}), ("c3", "slow", {})]
+    model = FakeModelClient([reply(tool_calls=calls), reply("done")])
+    agent = Agent(model, tools=[slow, quick], options=AgentOptions(tool_timeout=0.05))
+    if listening:
+        async with agent.stream("go") as run:
+            events = [event async for event in run]
+        result = run.result
+        assert [e.call.id for e in events if isinstance(e, ToolSucceeded)] == ["c2"]
+    else:
+        result = await agent.run("go")
+    assert [(r.call_id, r.error_type) for r in result.tool_results] == [
+        ("c1", "timeout"),
+        ("c2", None),
+        ("c3", "timeout"),
+    ]
+    payload = orjson.loads(result.tool_results[0].output.removeprefix("TOOL_ERROR: "))
+    assert payload == {
+        "errorType": "timeout",
+        "error": "tool 'slow' timed out after 0.05 s",
+        "tool": "slow",
+        "callId": "c1",
+    }
+    assert result.output_text == "done"
+    # The model saw the timeouts: the second prompt holds every call's output, in call order.
+    assert [call_id for call_id, _ in outputs(model.prompts[1].items)] == ["c1", "c2", "c3"]
+
+
 async def test_a_steps_tools_run_concurrently() -> None:
     n = 4
     started = 0
