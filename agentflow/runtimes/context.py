@@ -10,6 +10,7 @@ No loop logic here: ``agentflow.runtimes.base`` drives the run.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Iterable
 from typing import Any
 
@@ -116,7 +117,9 @@ class RunContext:
                 self.tools,
                 max_concurrency=self.options.max_tool_concurrency,
                 default_timeout=self.options.tool_timeout,
-                emit=self.emit,
+                # The bus's own publish, not ``self.emit``: an executor holding this context would make a
+                # reference cycle, and every run's state would then wait for the garbage collector.
+                emit=functools.partial(self.bus.publish, owned=True),
                 emit_may_wait=self.bus.has_listeners,
             )
         return self._executor

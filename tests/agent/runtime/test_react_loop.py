@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import anyio
@@ -13,6 +14,7 @@ from agentflow.agent.agent import Agent, Agents
 from agentflow.agent.items import function_call_item, user_item
 from agentflow.agent.options import AgentOptions, ModelSettings
 from agentflow.agent.prompt import AgentModelResult, AgentPrompt
+from agentflow.bus import EventBus
 from agentflow.events import (
     ModelRequest,
     RunFinished,
@@ -30,8 +32,9 @@ from agentflow.model.messages import ToolCall
 from agentflow.model.response import TokenUsage
 from agentflow.result import StopReason
 from agentflow.runtimes import ReActRuntime
+from agentflow.runtimes.context import RunContext
 from agentflow.testing.fake import FakeModelClient, reply
-from agentflow.tools import ToolContext, tool
+from agentflow.tools import ToolContext, ToolExecutor, tool
 
 
 async def test_final_answer_without_tools_ends_the_run_in_one_step() -> None:
@@ -563,3 +566,25 @@ async def test_run_and_stream_are_one_loop_with_the_same_events_and_result() -> 
     )
     assert got.new_items == ran.new_items
     assert [r.output for r in got.tool_results] == [r.output for r in ran.tool_results]
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "stream"])
+async def test_a_finished_run_is_freed_at_once_without_the_garbage_collector(streamed: bool) -> None:
+    # A reference cycle through the run's state would keep every run (memory, events, results) alive until
+    # the collector runs: under many concurrent runs that is most of the collector's work.
+    model = FakeModelClient([reply(tool_calls=[("c1", "add", {"a": 1, "b": 2})]), reply("3")])
+    agent = Agent(model, tools=[add])
+    gc.collect()
+    gc.disable()
+    try:
+        if streamed:
+            async with agent.stream("go") as run:
+                async for _ in run:
+                    pass
+            del run
+        else:
+            await agent.run("go")
+        alive = [o for o in gc.get_objects() if isinstance(o, RunContext | ToolExecutor | EventBus)]
+    finally:
+        gc.enable()
+    assert alive == []
