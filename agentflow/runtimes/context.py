@@ -104,8 +104,9 @@ class RunContext:
 
     def emit(self, event: Event) -> Awaitable[Event]:
         """``publish`` for an event created for this call (``await ctx.emit(StepStarted())``): the bus
-        stamps it in place instead of copying it (``EventBus.publish(owned=True)``). Runtimes and the tool
-        executor publish their own events this way; an event you keep or publish twice goes to ``publish``.
+        stamps it in place instead of copying it (``EventBus.publish(owned=True)``). Runtimes publish their
+        own events this way (the tool executor the same, straight to the bus); an event you keep or publish
+        twice goes to ``publish``.
         """
         return self.bus.publish(event, owned=True)
 

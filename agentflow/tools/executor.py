@@ -313,7 +313,7 @@ class ToolExecutor:
                 finally:
                     self._limiter.release_on_behalf_of(borrower)
         if batch is not None:
-            batch.stages[index] = _STARTED
+            batch.stages[index] = _STARTED  # the unknown-tool and invalid-arguments paths announced it above
             batch.results[index] = result
         if on_result is not None:
             on_result(index, result)

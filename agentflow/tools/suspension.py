@@ -60,10 +60,8 @@ def _resume(
         except GeneratorExit:
             coro.close()
             raise
-        except (
-            BaseException
-        ) as exc:  # a cancellation, or whatever the task throws in: the coroutine's to handle
-            thrown = exc
+        except BaseException as exc:
+            thrown = exc  # a cancellation, or whatever the task throws in: the coroutine's to handle
         try:
             # Outside the ``except`` block, so what the coroutine raises is not chained to what was thrown in.
             signal = coro.send(sent) if thrown is None else coro.throw(thrown)

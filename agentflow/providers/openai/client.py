@@ -240,23 +240,12 @@ class OpenAIHttpClient:
         """
         url = self.url(path)
         data = orjson.dumps(body)
-        total = self._timeout.total
-        deadline = None if total is None else anyio.current_time() + total
+        deadline = self._deadline()
         attempt = 1
         while True:
             # One attempt, inline (no coroutine of its own: it is on the path of every call).
             try:
-                if deadline is None:
-                    response = await self._transport.send(
-                        "POST",
-                        url,
-                        headers=self._json_headers,
-                        body=data,
-                        timeout=self._timeout,
-                        stream=False,
-                    )
-                else:
-                    response = await self._send(url, data, self._json_headers, deadline, stream=False)
+                response = await self._send(url, data, self._json_headers, deadline, stream=False)
                 try:
                     raw = await response.read()  # already in memory: the transport read it within its timeout
                 finally:
