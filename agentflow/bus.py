@@ -26,6 +26,7 @@ its own and knows nothing about runtimes, tools or models.
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import inspect
 import logging
@@ -38,6 +39,7 @@ import anyio
 import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from .cancellation import cancel_requested
 from .events import RunCancelled, RunFailed, RunFinished, ToolProgress
 from .model.events import Event, ReasoningDelta, RefusalDelta, TextDelta, ToolCallArgumentsDelta
 
@@ -273,6 +275,11 @@ class _Callback:
         try:
             await pending
         except Exception as exc:
+            self._bus._record_failure(event, self.fn, exc)
+        except asyncio.CancelledError as exc:
+            if cancel_requested():
+                raise
+            # The callback awaited something cancelled elsewhere (a connection that went away): its failure.
             self._bus._record_failure(event, self.fn, exc)
 
     def _end(self) -> None:
@@ -616,7 +623,7 @@ class EventBus:
         for sink in sinks:
             sink._end()
 
-    def _record_failure(self, event: Event, fn: Callable[[Any], Any], exc: Exception) -> None:
+    def _record_failure(self, event: Event, fn: Callable[[Any], Any], exc: BaseException) -> None:
         name = getattr(fn, "__qualname__", None) or repr(fn)
         self.failed_callbacks += 1
         self.callback_failures.append(CallbackFailure(type(event).__name__, event.seq, name, exc))

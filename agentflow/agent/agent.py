@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeGuard
 
 import anyio
 
@@ -120,6 +120,17 @@ def input_items(value: AgentInput) -> tuple[str, tuple[Any, ...]]:
     )
 
 
+def _is_memory(value: object) -> TypeGuard[Memory]:
+    # ``Memory`` is a runtime-checkable protocol, which a class object satisfies too (it has the members).
+    return isinstance(value, Memory) and not isinstance(value, type)
+
+
+def _optional_text(name: str, value: object) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{name} must be a str or None, got {type(value).__name__}")
+    return value
+
+
 class Agent(RunStarter):
     """A model with tools, a runtime, a system prompt and options; ``run``/``stream``/``run_sync`` start runs.
 
@@ -152,20 +163,21 @@ class Agent(RunStarter):
         self.model_client = as_model_client(model)
         self.runtime = resolve_runtime(runtime)
         self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
-        self.system_prompt = system_prompt
-        self.instructions = instructions
+        self.system_prompt = _optional_text("system_prompt", system_prompt)
+        self.instructions = _optional_text("instructions", instructions)
         self.options = options if options is not None else AgentOptions()
         if not isinstance(self.options, AgentOptions):
             raise TypeError(f"options must be an AgentOptions, got {type(self.options).__name__}")
         self.settings = settings if settings is not None else ModelSettings()
         if not isinstance(self.settings, ModelSettings):
             raise TypeError(f"settings must be a ModelSettings, got {type(self.settings).__name__}")
-        self.name = name or self.runtime.name
+        self.name = _optional_text("name", name) or self.runtime.name
         self._memory_factory: Callable[[], Memory] = InMemoryMemory
         self._default_session: Session | None = None
-        if isinstance(memory, Memory):
+        if _is_memory(memory):
             self._default_session = Session(self, memory)
         elif memory is not None:
+            # A class (``memory=WindowedMemory``) is a factory too, though it has every member of ``Memory``.
             if not callable(memory):
                 raise TypeError(f"memory must be a Memory or a factory of one, got {type(memory).__name__}")
             self._memory_factory = memory
@@ -198,7 +210,12 @@ class Agent(RunStarter):
 
     def session(self, memory: Memory | None = None, *, session_id: str | None = None) -> Session:
         """A new conversation: its memory (``memory``, or a fresh one) persists across its runs."""
-        return Session(self, memory if memory is not None else self._memory_factory(), session_id)
+        if memory is None:
+            memory = self._memory_factory()
+        elif not _is_memory(memory):
+            what = f"the class {memory.__name__}" if isinstance(memory, type) else type(memory).__name__
+            raise TypeError(f"session() takes a Memory instance (e.g. InMemoryMemory()), got {what}")
+        return Session(self, memory, session_id)
 
     def _new_run(
         self,

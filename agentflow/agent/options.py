@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 import attrs
 
+from ..model.tools import ToolChoice
 from .prompt import ToolChoiceLike
 
 __all__ = ["DEFAULT_FINAL_ANSWER_PROMPT", "AgentOptions", "MaxStepsPolicy", "ModelSettings"]
@@ -36,14 +37,29 @@ def _positive_int(name: str) -> Any:
 
 def _positive_float(name: str) -> Any:
     def check(_inst: object, _attr: object, value: float | None) -> None:
+        # ``not value > 0`` also refuses NaN, which no comparison lets through.
         if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int | float) or value <= 0
+            isinstance(value, bool) or not isinstance(value, int | float) or not value > 0
         ):
             raise ValueError(
                 f"AgentOptions.{name} must be a positive number of seconds or None, got {value!r}"
             )
 
     return check
+
+
+def _is(kind: type | tuple[type, ...], name: str, owner: str = "AgentOptions") -> Any:
+    def check(_inst: object, _attr: object, value: object) -> None:
+        # ``bool`` is an ``int``: a number field must not take True.
+        if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _types(kind)):
+            wanted = " or ".join(t.__name__ for t in _types(kind))
+            raise TypeError(f"{owner}.{name} must be of type {wanted}, got {value!r}")
+
+    return check
+
+
+def _types(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
 
 
 def _policy(_inst: object, _attr: object, value: str) -> None:
@@ -67,6 +83,7 @@ class AgentOptions:
       stops with ``StopReason.MAX_TOKENS`` instead of calling tools or the model again.
     - ``timeout``: wall-clock seconds for the whole run, a cancel scope that interrupts even a hanging model
       call or tool; the run then ends with ``RunCancelled`` whose partial result says ``StopReason.DEADLINE``.
+      A session's run counts from its start, its wait for the runs ahead of it included.
     - ``tool_timeout`` / ``max_tool_concurrency``: the per-call default timeout and the concurrency limit of
       tools.
     - ``stream``: whether model calls stream. ``None`` (default) streams when the run is consumed through
@@ -88,12 +105,48 @@ class AgentOptions:
     timeout: float | None = attrs.field(default=None, validator=_positive_float("timeout"))
     tool_timeout: float | None = attrs.field(default=60.0, validator=_positive_float("tool_timeout"))
     max_tool_concurrency: int = attrs.field(default=8, validator=_positive_int("max_tool_concurrency"))
-    stream: bool | None = None
-    final_answer_prompt: str = DEFAULT_FINAL_ANSWER_PROMPT
+    stream: bool | None = attrs.field(default=None, validator=attrs.validators.optional(_is(bool, "stream")))
+    final_answer_prompt: str = attrs.field(
+        default=DEFAULT_FINAL_ANSWER_PROMPT, validator=_is(str, "final_answer_prompt")
+    )
 
 
 def _to_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return {} if value is None else value
+
+
+def _optional(kind: type | tuple[type, ...], name: str) -> Any:
+    return attrs.validators.optional(_is(kind, name, "ModelSettings"))
+
+
+_TOOL_CHOICE_MODES = ("auto", "none", "required")
+
+
+def _tool_choice(_inst: object, _attr: object, value: Any) -> None:
+    if value is None or isinstance(value, ToolChoice | Mapping):
+        return
+    if isinstance(value, str):
+        if value not in _TOOL_CHOICE_MODES:
+            raise ValueError(
+                f"ModelSettings.tool_choice must be 'auto', 'none', 'required', a ToolChoice (e.g. "
+                f"ToolChoice.function(name)) or a mapping, got {value!r}"
+            )
+        return
+    raise TypeError(
+        f"ModelSettings.tool_choice must be a str, a ToolChoice or a mapping, got {type(value).__name__}"
+    )
+
+
+def _reasoning(_inst: object, _attr: object, value: Any) -> None:
+    if value is None:
+        return
+    if not isinstance(value, Mapping):
+        raise TypeError(
+            f"ModelSettings.reasoning must be a mapping such as {{'effort': 'low'}}, got {value!r}"
+        )
+    effort = value.get("effort")
+    if effort is not None and not isinstance(effort, str):
+        raise TypeError(f"ModelSettings.reasoning effort must be a str, got {effort!r}")
 
 
 @attrs.frozen
@@ -107,13 +160,17 @@ class ModelSettings:
     0
     """
 
-    model: str | None = None
-    temperature: float | None = None
-    top_p: float | None = None
-    max_output_tokens: int | None = None
-    tool_choice: ToolChoiceLike | None = None
-    parallel_tool_calls: bool | None = None
-    reasoning: Mapping[str, Any] | None = None
-    store: bool | None = None
-    user: str | None = None
-    extra_body: Mapping[str, Any] = attrs.field(factory=dict, converter=_to_mapping)
+    model: str | None = attrs.field(default=None, validator=_optional(str, "model"))
+    temperature: float | None = attrs.field(default=None, validator=_optional((int, float), "temperature"))
+    top_p: float | None = attrs.field(default=None, validator=_optional((int, float), "top_p"))
+    max_output_tokens: int | None = attrs.field(default=None, validator=_optional(int, "max_output_tokens"))
+    tool_choice: ToolChoiceLike | None = attrs.field(default=None, validator=_tool_choice)
+    parallel_tool_calls: bool | None = attrs.field(
+        default=None, validator=_optional(bool, "parallel_tool_calls")
+    )
+    reasoning: Mapping[str, Any] | None = attrs.field(default=None, validator=_reasoning)
+    store: bool | None = attrs.field(default=None, validator=_optional(bool, "store"))
+    user: str | None = attrs.field(default=None, validator=_optional(str, "user"))
+    extra_body: Mapping[str, Any] = attrs.field(
+        factory=dict, converter=_to_mapping, validator=_is(Mapping, "extra_body", "ModelSettings")
+    )

@@ -131,6 +131,9 @@ class AgentRun:
       for a failed run it raises the run's exception (also in ``run.error``).
     - ``await run.wait()`` waits for the end (discarding unread events) and returns ``run.result``.
     - ``await run.cancel()`` asks the run to stop; it ends with ``RunCancelled``, which the iteration yields.
+    - ``break`` only stops reading: the run goes on while its buffer has room, then waits for the reader
+      (backpressure); leaving the block cancels it if it has not ended (``await run.wait()`` first lets it
+      finish). Iterating again resumes where the loop stopped.
     An ``AgentRun`` can be entered once.
     """
 
@@ -139,6 +142,7 @@ class AgentRun:
         "_done",
         "_ended",
         "_entered",
+        "_holding",
         "_lock",
         "_policy",
         "_runtime",
@@ -168,6 +172,11 @@ class AgentRun:
         self._buffer = buffer
         self._policy: Policy = policy
         self._lock = lock
+        self._holding = False
+        if lock is not None:
+            # Taken by the run itself, inside its scopes (``RunContext.wait_turn``); ``_release`` drops the
+            # reference again, so the context and this handle do not keep each other alive.
+            ctx.wait_turn = self._wait_turn
         self._subscription: Subscription[Event] | None = None
         self._task_group: TaskGroup | None = None
         # Set when the run has ended; the Event exists only for a run driven in its own task (``async with``).
@@ -200,9 +209,6 @@ class AgentRun:
         if self._entered:
             raise RuntimeError("this AgentRun was already started; call agent.stream() again for a new run")
         self._entered = True
-        if self._lock is not None:
-            # A session's runs share memory: one at a time, in arrival order.
-            await self._lock.acquire()
         try:
             if self._subscribe:
                 self._subscription = self.ctx.bus.subscribe(
@@ -252,18 +258,21 @@ class AgentRun:
         if self._entered:
             raise RuntimeError("this AgentRun was already started; call agent.run() again for a new run")
         self._entered = True
-        if self._lock is not None:
-            await self._lock.acquire()
-        try:
-            await self._drive()
-        finally:
-            self._release()
+        await self._drive()
         return self.result
 
+    async def _wait_turn(self) -> None:
+        # A session's runs share memory: one at a time, in the order they start.
+        assert self._lock is not None
+        await self._lock.acquire()
+        self._holding = True
+
     def _release(self) -> None:
-        if self._lock is not None:
+        self.ctx.wait_turn = None
+        if self._holding:
+            assert self._lock is not None
             self._lock.release()
-            self._lock = None
+            self._holding = False
 
     async def _drive(self) -> None:
         try:
@@ -273,6 +282,7 @@ class AgentRun:
             if self.ctx.error is None:
                 self.ctx.error = exc
         finally:
+            self._release()  # in the task that took the session's lock, which must be the one to release it
             self._ended = True
             if self._done is not None:
                 self._done.set()

@@ -106,8 +106,11 @@ class AgentRuntime:
         Cancellation through ``ctx.cancel_scope`` (if the run has one) or the ``options.timeout`` deadline
         returns the partial result (``StopReason.CANCELLED`` / ``StopReason.DEADLINE``) after
         ``RunCancelled``. Cancellation from outside (the task running the run is cancelled) publishes
-        ``RunCancelled`` and re-raises. An exception publishes ``RunFailed`` and is re-raised.
-        ``ctx.result`` / ``ctx.error`` hold the outcome.
+        ``RunCancelled`` and re-raises. An exception publishes ``RunFailed`` and is re-raised. A run whose
+        memory cannot be completed as it ends (a custom ``Memory`` refusing the writes) ends with
+        ``RunFailed`` for that error, which is raised in place of returning the partial result (a
+        cancellation from outside still propagates as itself). ``ctx.result`` / ``ctx.error`` hold the
+        outcome.
         """
         result: AgentResult | None = None
         timeout = ctx.options.timeout
@@ -116,8 +119,12 @@ class AgentRuntime:
         if timeout is not None:
             deadline_scope = anyio.CancelScope(deadline=anyio.current_time() + timeout)
         try:
-            await ctx.emit(RunStarted(input=ctx.input_text, runtime=self.name))
             with deadline_scope or _NO_DEADLINE, ctx.cancel_scope or _NO_DEADLINE:
+                if ctx.wait_turn is not None:
+                    # A session's run: the runs ahead of it end first. Inside the run's scopes, so a cancel
+                    # or the deadline while it waits ends it as any other (``RunCancelled``, no RunStarted).
+                    await ctx.wait_turn()
+                await ctx.emit(RunStarted(input=ctx.input_text, runtime=self.name))
                 await self.start(ctx)
                 result = await self.run_loop(ctx)
         except anyio.get_cancelled_exc_class():
@@ -127,45 +134,68 @@ class AgentRuntime:
             raise
         except BaseException as exc:
             # Exceptions, and also a KeyboardInterrupt or SystemExit raised inside a tool: still one terminal.
-            ctx.error = exc
-            await self._settle(ctx, "the run failed before this tool call finished")
-            partial = exc.partial if isinstance(exc, AgentRunError) else None
-            if partial is None:
-                partial = ctx.result_for(StopReason.ERROR, error=exception_message(exc))
-            ctx.result = partial
-            await self._publish_terminal(
-                ctx, RunFailed(error_type=type(exc).__name__, error=str(exc), partial=partial)
-            )
+            broken = await self._settle(ctx, "the run failed before this tool call finished")
+            if broken is not None:
+                exc.add_note(f"Completing the run's memory failed as well: {exception_message(broken)}")
+            await self._end_failed(ctx, exc)
             raise
         if result is None:
             # One of the run's own scopes caught a cancellation: the caller's, or the wall-clock deadline.
             deadline_reached = deadline_scope is not None and deadline_scope.cancelled_caught
             reason = StopReason.DEADLINE if deadline_reached else StopReason.CANCELLED
-            await self._end_cancelled(ctx, reason)
+            broken = await self._end_cancelled(ctx, reason)
+            if broken is not None:
+                raise broken
             assert ctx.result is not None
             return ctx.result
         ctx.result = result
         await self._publish_terminal(ctx, RunFinished(result=result))
         return result
 
-    async def _end_cancelled(self, ctx: RunContext, reason: StopReason) -> None:
+    async def _end_failed(self, ctx: RunContext, exc: BaseException) -> None:
+        ctx.error = exc
+        partial = exc.partial if isinstance(exc, AgentRunError) else None
+        if partial is None:
+            partial = ctx.result_for(StopReason.ERROR, error=exception_message(exc))
+        ctx.result = partial
+        failed = RunFailed(error_type=type(exc).__name__, error=str(exc), partial=partial)
+        await self._publish_terminal(ctx, failed)
+
+    async def _end_cancelled(self, ctx: RunContext, reason: StopReason) -> Exception | None:
+        """Settle and publish the terminal event of a cancelled run; the error if settling failed.
+
+        A run whose memory could not be completed (a custom ``Memory`` refused the writes) has not ended
+        cleanly: it ends with ``RunFailed`` for that error instead of ``RunCancelled``.
+        """
         if reason is StopReason.DEADLINE:
             why = f"the run's time limit ({ctx.options.timeout} s) was reached before this tool call finished"
         else:
             why = "the run was cancelled before this tool call finished"
-        await self._settle(ctx, why)
+        broken = await self._settle(ctx, why)
+        if broken is not None:
+            await self._end_failed(ctx, broken)
+            return broken
         ctx.result = ctx.result_for(reason)
         await self._publish_terminal(ctx, RunCancelled(partial=ctx.result))
+        return None
 
-    async def _settle(self, ctx: RunContext, reason: str) -> None:
+    async def _settle(self, ctx: RunContext, reason: str) -> Exception | None:
+        """Complete memory for an ending run; what went wrong doing it, if anything.
+
+        Whatever happens here, the run still gets its terminal event: an error is returned, not raised.
+        """
         # Shielded (a cancel may be what brought us here) and capped; from now on publishing never waits for a
         # subscriber, so a consumer that stopped reading cannot hold the ending up.
         ctx.bus.begin_ending()
-        if ctx.unhandled is not None:
-            result, ctx.unhandled = ctx.unhandled, None
-            self.keep_turn(ctx, result)
-        with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
-            await self.settle_pending(ctx, reason)
+        try:
+            if ctx.unhandled is not None:
+                result, ctx.unhandled = ctx.unhandled, None
+                self.keep_turn(ctx, result)
+            with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
+                await self.settle_pending(ctx, reason)
+        except Exception as exc:
+            return exc
+        return None
 
     async def _publish_terminal(self, ctx: RunContext, event: TerminalEvent) -> None:
         # Shielded and capped apart from the settling, so a run always gets its terminal event (the bus
@@ -427,9 +457,12 @@ class AgentRuntime:
         calls = tuple(ctx.pending)
         synthetic = [c for c in calls if c.id not in ctx.finished]
         results = [ctx.finished.get(c.id) or cancelled_result(c, reason) for c in calls]
-        ctx.record_results(calls, results)
-        for call, result in zip(calls, results, strict=True):
-            if call in synthetic:
-                if call.id not in ctx.announced:
-                    await ctx.emit(ToolCallRequested(call=call))
-                await ctx.emit(ToolFailed(call=call, result=result))
+        try:
+            ctx.record_results(calls, results)
+        finally:
+            # Published even when memory refused the write: subscribers still see every call end.
+            for call, result in zip(calls, results, strict=True):
+                if call in synthetic:
+                    if call.id not in ctx.announced:
+                        await ctx.emit(ToolCallRequested(call=call))
+                    await ctx.emit(ToolFailed(call=call, result=result))

@@ -11,7 +11,7 @@ No loop logic here: ``agentflow.runtimes.base`` drives the run.
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import anyio
@@ -65,6 +65,9 @@ class RunContext:
     input_items: tuple[Any, ...] = ()
     stream_model: bool = False
     cancel_scope: anyio.CancelScope | None = None
+    wait_turn: Callable[[], Awaitable[None]] | None = attrs.field(default=None, repr=False)
+    """Awaited inside the run's scopes before anything else: a session's run waits there for the runs ahead
+    of it on the same memory (``AgentRun`` holds the lock)."""
 
     step: int = 0
     """The index of the current step (after the run: the number of steps run)."""
@@ -137,18 +140,19 @@ class RunContext:
     def record_results(self, calls: Iterable[ToolCall], results: Iterable[ToolResult]) -> None:
         """Write tool results to memory in call order (``function_call_output`` items) and to the run's state.
 
-        The calls stop being pending.
+        The calls stop being pending. The run's own record comes first: if memory refuses the write, the
+        results still reach the run's (partial) result.
         """
         calls = tuple(calls)
         results = tuple(results)
         if len(calls) != len(results):
             raise ValueError(f"{len(calls)} tool calls but {len(results)} results")
-        self.remember(function_call_output_item(c.id, r.output) for c, r in zip(calls, results, strict=True))
         self.tool_results.extend(results)
         done = {c.id for c in calls}
         self.pending = [c for c in self.pending if c.id not in done]
         for call_id in done:
             self.finished.pop(call_id, None)
+        self.remember(function_call_output_item(c.id, r.output) for c, r in zip(calls, results, strict=True))
 
     # -- usage -----------------------------------------------------------------------------------------------
 

@@ -18,11 +18,14 @@ waiting at once (the thread is abandoned and its result discarded) but the funct
 returns. ``inline=True`` sync tools run on the event loop and cannot be interrupted at all.
 
 Exceptions that are not ``Exception`` (``KeyboardInterrupt``, ``SystemExit``, custom ``BaseException``)
-are never turned into results: they propagate.
+are never turned into results: they propagate. A ``CancelledError`` propagates when the run is being
+cancelled; one a tool raises while nobody cancelled it (it awaited a task or future that something else
+cancelled) is that tool's failure, an ``exception`` result like any other.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import inspect
@@ -35,6 +38,7 @@ import anyio
 import anyio.to_thread
 from anyio.abc import TaskGroup
 
+from ..cancellation import cancel_requested
 from ..events import ToolFailed, ToolStarted, ToolSucceeded
 from ..model.events import Event
 from ..model.messages import ToolCall
@@ -351,6 +355,18 @@ class ToolExecutor:
                 call,
                 "exception",
                 exception_message(exc),
+                tool=found.name,
+                duration=time.perf_counter() - started,
+            )
+        except asyncio.CancelledError:  # agentflow runs on asyncio (aiohttp): anyio's cancel class
+            if cancel_requested():
+                raise
+            # Not a cancel of this call: the tool awaited something that was cancelled elsewhere.
+            return failed_result(
+                call,
+                "exception",
+                "CancelledError: the tool awaited a task or future that was cancelled elsewhere "
+                "(the run was not cancelled)",
                 tool=found.name,
                 duration=time.perf_counter() - started,
             )

@@ -145,3 +145,58 @@ async def test_run_sync_inside_a_running_loop_is_a_clear_error() -> None:
     agent = Agent(FakeModelClient([reply("x")]))
     with pytest.raises(RuntimeError, match="running event loop"):
         agent.run_sync("hi")
+
+
+async def test_a_memory_class_is_a_factory_and_session_wants_an_instance() -> None:
+    # ``Memory`` is a runtime-checkable protocol, which the class object itself satisfies: it must still be
+    # taken as the factory it is, not as the memory of one shared conversation.
+    agent = Agent(FakeModelClient([reply("a"), reply("b")]), memory=InMemoryMemory)
+    first = await agent.run("one")
+    second = await agent.run("two")
+    assert texts(second.new_items) == ["user:two", "assistant:b"]
+    assert texts(first.new_items) == ["user:one", "assistant:a"]
+    assert isinstance(agent.session().memory, InMemoryMemory)
+
+    with pytest.raises(TypeError, match=r"Memory instance .*got the class InMemoryMemory"):
+        agent.session(InMemoryMemory)  # type: ignore[arg-type]
+
+
+async def test_a_session_run_cancelled_while_it_waits_its_turn_still_ends_with_run_cancelled() -> None:
+    first_called = anyio.Event()
+    release_first = anyio.Event()
+
+    async def first(_prompt: AgentPrompt) -> AgentModelResult:
+        first_called.set()
+        await release_first.wait()
+        return reply("first answer")
+
+    model = FakeModelClient([first, reply("third answer")])
+    chat = Agent(model).session()
+    seen: list[str] = []
+    queued_events: list[str] = []
+
+    async with anyio.create_task_group() as tg:
+
+        async def ask_first() -> None:
+            seen.append((await chat.run("q1")).output_text)
+
+        tg.start_soon(ask_first)
+        await first_called.wait()
+        with anyio.fail_after(10):  # the failure this test guards against was a hang
+            async with chat.stream("q2") as queued:
+                while chat.waiting == 0:
+                    await anyio.lowlevel.checkpoint()
+                await queued.cancel()
+                async for event in queued:  # the iteration ends: the run has its terminal event
+                    queued_events.append(type(event).__name__)
+        assert queued.done
+        assert queued.result.stop_reason.value == "cancelled"
+        assert queued.result.steps == 0
+        release_first.set()
+
+    assert queued_events == ["RunCancelled"]
+    assert seen == ["first answer"]
+    # The cancelled run never took its turn: nothing of it is in memory, and the session goes on.
+    assert (await chat.run("q3")).output_text == "third answer"
+    assert texts(chat.items) == ["user:q1", "assistant:first answer", "user:q3", "assistant:third answer"]
+    assert not chat.busy
