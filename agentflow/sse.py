@@ -23,6 +23,7 @@ import anyio
 import orjson
 from anyio.streams.memory import MemoryObjectSendStream
 
+from .exact_json import dumps as exact_dumps
 from .model.events import Event
 
 __all__ = ["HEARTBEAT", "SSE_HEADERS", "encode_comment", "encode_sse", "sse_stream"]
@@ -49,10 +50,11 @@ def encode_sse(event: Event) -> bytes:
     data: {"type":"text_delta","run_id":"run_1","step":0,"seq":3,"text":"Hi"}
     <BLANKLINE>
 
-    Raises ``TypeError`` when the event holds a value JSON cannot carry (e.g. an integer beyond 64 bits).
+    Integers beyond 64 bits (a tool's result may hold one) keep every digit. Raises ``TypeError`` when the
+    event holds a value JSON cannot carry.
     """
     try:
-        data = orjson.dumps(event.to_dict())
+        data = exact_dumps(event.to_dict())
     except orjson.JSONEncodeError as exc:
         raise TypeError(f"cannot encode {type(event).__name__} (seq {event.seq}) as JSON: {exc}") from None
     # orjson never writes a raw line break, so the JSON is always exactly one ``data:`` line.

@@ -33,6 +33,7 @@ from ..events import (
     ToolProgress,
     ToolSucceeded,
 )
+from ..exact_json import dumps as exact_dumps
 from ..model.events import Event, ModelCompleted, ModelRetry, ReasoningDelta, RefusalDelta, TextDelta
 from ..model.response import TokenUsage
 from ..plan import Plan, StepStatus
@@ -82,7 +83,7 @@ def json_line(event: Event) -> bytes:
     >>> json_line(TextDelta("hi", run_id="run_1"))
     b'{"type":"text_delta","run_id":"run_1","step":0,"seq":0,"text":"hi"}\\n'
     """
-    return orjson.dumps(event.to_dict(), option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_NON_STR_KEYS)
+    return exact_dumps(event.to_dict(), option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_NON_STR_KEYS)
 
 
 def _clip(text: str, limit: int) -> str:

@@ -10,7 +10,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, TypeAlias
 
 import attrs
-import orjson
+
+from ..exact_json import loads as exact_loads
 
 __all__ = [
     "AiMessage",
@@ -103,13 +104,17 @@ class ToolCall:
     arguments: str = ""
 
     def parse_arguments(self) -> Any:
-        """Decode ``arguments`` with orjson; ``""`` (some servers send it for no-argument calls) is ``{}``.
+        """Decode ``arguments``; ``""`` (some servers send it for no-argument calls) is ``{}``.
 
-        Raises ``orjson.JSONDecodeError`` (a ``ValueError``) when the text is not JSON.
+        Integers keep every digit, even beyond 64 bits. Raises ``orjson.JSONDecodeError`` (a ``ValueError``)
+        when the text is not JSON.
+
+        >>> ToolCall("call_1", "store", '{"account": 100000000000000000001}').parse_arguments()
+        {'account': 100000000000000000001}
         """
         if not self.arguments.strip():
             return {}
-        return orjson.loads(self.arguments)
+        return exact_loads(self.arguments)
 
 
 def _to_calls(value: Iterable[ToolCall]) -> tuple[ToolCall, ...]:

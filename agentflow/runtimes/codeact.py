@@ -43,6 +43,7 @@ import orjson
 from ..agent.items import system_item, user_item
 from ..agent.prompt import AgentModelResult, AgentPrompt
 from ..events import CodeExecuted, ToolCallRequested, ToolFailed
+from ..exact_json import dumps as exact_dumps
 from ..model.messages import ToolCall
 from ..result import AgentResult, StopReason, ToolResult
 from ..sandbox.code_api import code_api_text
@@ -343,7 +344,7 @@ class CodeActRuntime(AgentRuntime):
             call = ToolCall(
                 f"code_{ctx.step}_{len(step.calls)}",
                 name,
-                orjson.dumps(arguments, default=repr, option=orjson.OPT_NON_STR_KEYS).decode(),
+                exact_dumps(arguments, default=repr, option=orjson.OPT_NON_STR_KEYS).decode(),
             )
             step.calls.append(call)
             ctx.tool_calls.append(call)

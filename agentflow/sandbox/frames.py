@@ -1,8 +1,10 @@
 """The host side of the sandbox channel as a pure codec: frames in, typed messages out (no I/O).
 
 A frame is a 4-byte big-endian length and that many bytes of UTF-8 JSON. The child (``_runner.py``)
-speaks the same format with the stdlib ``json`` module. Everything the child sends is untrusted: any
-malformed frame raises ``FrameError`` and the host kills the process.
+speaks the same format with the stdlib ``json`` module, whose integers have no size limit, so the host
+reads and writes them exactly too (``exact_json``): code's ``10**20 + 1`` reaches a tool as that integer.
+Everything the child sends is untrusted: any malformed frame raises ``FrameError`` and the host kills the
+process.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from typing import Any, Literal
 import attrs
 import orjson
 
+from ..exact_json import dumps as exact_dumps
+from ..exact_json import loads as exact_loads
 from ..result import ToolResult
 from .code_result import CodeErrorType
 from .errors import SandboxError
@@ -94,7 +98,7 @@ def encode_frame(message: Mapping[str, Any]) -> bytes:
     >>> encode_frame({"t": "x"})
     b'\\x00\\x00\\x00\\t{"t":"x"}'
     """
-    body = orjson.dumps(message)
+    body = exact_dumps(message)
     return HEADER.pack(len(body)) + body
 
 
@@ -148,6 +152,8 @@ def tool_result_frame(call_id: int, result: ToolResult) -> bytes:
 
     >>> tool_result_frame(1, ToolResult("c", "t", "12", value={1, 2}))[4:]
     b'{"t":"result","id":1,"ok":true,"value":[1,2]}'
+    >>> tool_result_frame(2, ToolResult("c", "t", "", value=[2**64]))[4:]
+    b'{"t":"result","id":2,"ok":true,"value":[18446744073709551616]}'
     """
     if not result.ok:
         return tool_failure_frame(call_id, result.output)
@@ -166,7 +172,7 @@ def tool_failure_frame(call_id: int, message: str) -> bytes:
 
 
 def _json_safe(value: Any) -> Any:
-    """A copy orjson can encode: sets become lists, attrs instances dicts; anything else raises."""
+    """A copy ``encode_frame`` can write: sets become lists, attrs instances dicts; anything else raises."""
     if isinstance(value, set | frozenset):
         return [_json_safe(item) for item in value]
     if isinstance(value, list | tuple):
@@ -175,7 +181,7 @@ def _json_safe(value: Any) -> Any:
         return {key if isinstance(key, str) else str(key): _json_safe(item) for key, item in value.items()}
     if attrs.has(type(value)):
         return _json_safe(attrs.asdict(value))
-    orjson.dumps(value)  # raises JSONEncodeError for what orjson cannot write
+    exact_dumps(value)  # raises JSONEncodeError for what cannot be written (an int of any size can)
     return value
 
 
@@ -184,13 +190,15 @@ def decode_child_message(body: bytes) -> ChildMessage:
 
     >>> decode_child_message(b'{"t":"call","id":3,"name":"add","args":{"a":1}}')
     ToolCallRequest(id=3, name='add', args={'a': 1})
+    >>> decode_child_message(b'{"t":"call","id":4,"name":"store","args":{"n":100000000000000000001}}').args
+    {'n': 100000000000000000001}
     >>> decode_child_message(b'{"t":"call","id":"x"}')
     Traceback (most recent call last):
     ...
     agentflow.sandbox.frames.FrameError: bad 'call' frame from the sandbox: id must be an integer
     """
     try:
-        message = orjson.loads(body)
+        message = exact_loads(body)
     except orjson.JSONDecodeError as exc:
         raise FrameError(f"the sandbox sent a frame that is not JSON: {exc}") from None
     if not isinstance(message, dict):

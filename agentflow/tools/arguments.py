@@ -14,6 +14,8 @@ from typing import Any
 
 import orjson
 
+from ..exact_json import dumps as exact_dumps
+from ..exact_json import loads as exact_loads
 from .outcome import exception_message
 
 __all__ = ["ArgumentParser", "ToolArgumentsError"]
@@ -38,7 +40,7 @@ def _kind(value: Any) -> str:
         return "an array"
     if value is None:
         return "null"
-    text = orjson.dumps(value).decode() if isinstance(value, str | int | float) else repr(value)
+    text = exact_dumps(value).decode() if isinstance(value, str | int | float) else repr(value)
     if len(text) > 40:
         text = text[:37] + "..."
     if isinstance(value, bool):
@@ -50,7 +52,7 @@ def _describe(schema: Any) -> str:
     if not isinstance(schema, Mapping):
         return "a value"
     if "enum" in schema:
-        return "one of " + ", ".join(orjson.dumps(v).decode() for v in schema["enum"])
+        return "one of " + ", ".join(exact_dumps(v).decode() for v in schema["enum"])
     kind = schema.get("type")
     if isinstance(kind, list):
         return " or ".join(kind)
@@ -83,7 +85,7 @@ class ArgumentParser:
                 value: Any = {}
             else:
                 try:
-                    value = orjson.loads(raw)
+                    value = exact_loads(raw)  # an account number of 30 digits stays exact
                 except orjson.JSONDecodeError as exc:
                     raise ToolArgumentsError(f"{self._tool} arguments are not valid JSON: {exc}") from None
         else:
@@ -130,7 +132,7 @@ class ArgumentParser:
             if known:
                 reason += f" (expected: {', '.join(known)})"
         elif exc.rule == "enum" and isinstance(exc.rule_definition, list):
-            choices = ", ".join(orjson.dumps(v).decode() for v in exc.rule_definition)
+            choices = ", ".join(exact_dumps(v).decode() for v in exc.rule_definition)
             reason = f"must be one of {choices}, got {_kind(value)}"
         elif exc.rule == "type":
             reason = f"{reason}, got {_kind(value)}"

@@ -15,6 +15,7 @@ from typing import Any, Final, Literal
 import attrs
 import orjson
 
+from ..exact_json import dumps as exact_dumps
 from ..model.messages import ToolCall
 from ..result import ToolResult
 
@@ -90,18 +91,22 @@ def _default(value: Any) -> Any:
 def output_text(value: Any) -> str:
     """A tool's return value as the text the model sees: str as is, None → "", anything else as JSON.
 
+    Integers keep every digit, however large (JSON numbers have no 64-bit limit).
+
     Raises ``TypeError`` for values that have no JSON form.
 
     >>> output_text({"temp": 21.5, "unit": "C"})
     '{"temp":21.5,"unit":"C"}'
     >>> output_text(None), output_text("sunny")
     ('', 'sunny')
+    >>> output_text({"total": 2**64})
+    '{"total":18446744073709551616}'
     """
     if isinstance(value, str):
         return value
     if value is None:
         return ""
     try:
-        return orjson.dumps(value, default=_default, option=orjson.OPT_NON_STR_KEYS).decode()
+        return exact_dumps(value, default=_default, option=orjson.OPT_NON_STR_KEYS).decode()
     except orjson.JSONEncodeError as exc:
         raise TypeError(f"the tool's return value cannot be sent to the model as JSON: {exc}") from None

@@ -9,7 +9,8 @@ Supported: ``str``, ``int``, ``float``, ``bool``, ``None``, ``Any``, ``list``/``
 ``frozenset``, ``tuple`` (``tuple[int, str]``, ``tuple[int, ...]``), ``dict``/``Mapping`` with ``str`` keys,
 ``Optional``/``Union``/``X | None``, ``Literal``, ``Enum``, attrs classes, dataclasses, ``TypedDict``
 (``Required``/``NotRequired``), ``NewType`` and ``Annotated[X, "description"]`` or
-``Annotated[X, Param(...)]``. Anything else raises ``TypeError`` naming the parameter.
+``Annotated[X, Param(...)]``. Anything else raises ``TypeError`` naming the parameter, and so does, in strict
+mode, what OpenAI's strict mode cannot express (``Any``, free-form mappings, fixed-length tuples).
 
 Pure code: no I/O, nothing async. It must not know about tools' execution or the event bus.
 """
@@ -296,6 +297,13 @@ class _Walker:
             return self._array((), tuple)
         if len(args) == 2 and args[1] is Ellipsis:
             return self._array(args[:1], tuple)
+        if self.strict:
+            # Strict mode takes one "items" schema for the whole array, not one per position.
+            shown = repr(tp).replace("typing.Tuple[", "tuple[")
+            raise self.fail(
+                f"a fixed-length {shown} cannot be expressed in strict mode; use an attrs class or a "
+                "TypedDict (named fields), tuple[X, ...] or list[X], or strict=False"
+            )
         items = [self.shape(a) for a in args]
         schema = {
             "type": "array",
@@ -470,7 +478,13 @@ def object_shape(props: list[Prop], *, strict: bool = False, build: Converter | 
     schema_out["additionalProperties"] = False
 
     steps = [
-        (p.name, p.target or p.name, p.shape.convert, strict and not p.required and not p.shape.nullable)
+        (
+            p.name,
+            p.target or p.name,
+            p.shape.convert,
+            p.shape.accepts,
+            strict and not p.required and not p.shape.nullable,
+        )
         for p in props
     ]
     known = {p.name for p in props}
@@ -478,7 +492,7 @@ def object_shape(props: list[Prop], *, strict: bool = False, build: Converter | 
 
     def convert(obj: Any) -> Any:
         out: dict[str, Any] = {}
-        for name, target, conv, null_means_default in steps:
+        for name, target, conv, _, null_means_default in steps:
             if name not in obj:
                 continue
             value = obj[name]
@@ -488,7 +502,15 @@ def object_shape(props: list[Prop], *, strict: bool = False, build: Converter | 
         return out if build is None else build(out)
 
     def accepts(obj: Any) -> bool:
-        return isinstance(obj, dict) and needed <= obj.keys() <= known
+        # Values too, not only keys: in ``ById | ByName`` ({"key": int} / {"key": str}) the keys match both.
+        if not (isinstance(obj, dict) and needed <= obj.keys() <= known):
+            return False
+        for name, _, _, check, null_means_default in steps:
+            if name in obj:
+                value = obj[name]
+                if not (value is None and null_means_default) and not check(value):
+                    return False
+        return True
 
     return Shape(schema_out, convert, accepts)
 

@@ -143,7 +143,8 @@ def tool(
     docstring (Google, NumPy or reST) or ``Annotated[T, "description"]``. A parameter with a default is
     optional and its default is shown in the schema. ``strict=True`` makes an OpenAI strict-mode schema
     (every property required, optional ones nullable, closed objects). Unsupported annotations raise
-    ``TypeError`` here, not when the model calls the tool.
+    ``TypeError`` here, not when the model calls the tool. A ``functools.partial`` is described by the
+    function it wraps, less the arguments it binds (the model cannot set those).
 
     ``timeout`` (seconds) overrides the executor's default; ``math.inf`` disables it. ``inline=True`` runs a
     sync function on the event loop instead of a worker thread (only for quick, non-blocking code: no
@@ -176,16 +177,21 @@ def _build(
             f"{fn.__name__} is a generator; a tool returns one value (report partial results with "
             "'await ctx.emit_progress(...)')"
         )
-    tool_name = _check_name(name or getattr(fn, "__name__", "") or type(fn).__name__)
+    # A partial describes the function it wraps: its name, its docstring, its parameters less those bound.
+    wrapped, bound = _unwrap_partial(fn)
+    tool_name = _check_name(name or getattr(wrapped, "__name__", "") or type(wrapped).__name__)
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"tool {tool_name!r}: cannot read the signature of {fn!r}: {exc}") from exc
     hints = _hints(fn, strict_resolution=True, where=f"tool {tool_name!r}")
-    doc = parse_docstring(inspect.getdoc(fn))
+    doc = parse_docstring(inspect.getdoc(wrapped))
     context_parameter: str | None = None
     props: list[Prop] = []
     for parameter in signature.parameters.values():
+        if parameter.name in bound:
+            # The signature keeps a keyword the partial bound (as its default); the model must not set it.
+            continue
         where = f"parameter {parameter.name!r} of tool {tool_name!r}"
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
             raise TypeError(f"{where}: *args/**kwargs cannot be described to the model; name every parameter")
@@ -237,6 +243,18 @@ def _is_context(hint: Any) -> bool:
     return is_union and set(typing.get_args(hint)) == {ToolContext, type(None)}
 
 
+def _unwrap_partial(fn: Callable[..., Any]) -> tuple[Callable[..., Any], frozenset[str]]:
+    """The function under any ``functools.partial`` layers, and the keywords those layers bind.
+
+    Positional arguments a partial binds already vanish from its signature; its keywords do not.
+    """
+    bound: set[str] = set()
+    while isinstance(fn, functools.partial):
+        bound.update(fn.keywords)
+        fn = fn.func
+    return fn, frozenset(bound)
+
+
 def _is_async(fn: Callable[..., Any]) -> bool:
     if inspect.iscoroutinefunction(fn):
         return True
@@ -249,11 +267,9 @@ def _is_async(fn: Callable[..., Any]) -> bool:
 
 
 def _hints(fn: Callable[..., Any], *, strict_resolution: bool, where: str = "") -> dict[str, Any]:
-    target: Any = fn
-    if isinstance(fn, functools.partial):
-        target = fn.func
-    elif not (inspect.isfunction(fn) or inspect.ismethod(fn)):
-        target = type(fn).__call__  # a callable object: its __call__ carries the annotations
+    target: Any = _unwrap_partial(fn)[0]
+    if not (inspect.isfunction(target) or inspect.ismethod(target)):
+        target = type(target).__call__  # a callable object: its __call__ carries the annotations
     try:
         return typing.get_type_hints(target, include_extras=True)
     except Exception as exc:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 import orjson
 import pytest
 
 from agentflow.result import ToolResult
+from agentflow.sandbox import ProcessSandbox
 from agentflow.sandbox.code_result import CodeErrorType
 from agentflow.sandbox.frames import (
     FrameError,
@@ -19,6 +22,8 @@ from agentflow.sandbox.frames import (
     frame_size,
     tool_result_frame,
 )
+
+from .conftest import HostTools
 
 
 def body(frame: bytes) -> object:
@@ -93,3 +98,24 @@ def test_a_failed_tool_sends_its_error_text() -> None:
 
 def test_encode_frame_prefixes_the_length() -> None:
     assert encode_frame({"a": "é"}) == b'\x00\x00\x00\x0a{"a":"\xc3\xa9"}'
+
+
+def test_big_integers_cross_the_channel_exactly() -> None:
+    # The child writes integers of any size (stdlib json); a float on the way would round 10**20 + 1.
+    call = decode_child_message(b'{"t":"call","id":1,"name":"store","args":{"n":100000000000000000001}}')
+    assert call == ToolCallRequest(1, "store", {"n": 10**20 + 1})
+    done = decode_child_message(b'{"t":"done","ok":true,"value":[-9223372036854775809]}')
+    assert done == StepDone(ok=True, value=[-(2**63) - 1])
+    result = tool_result_frame(2, ToolResult("c", "t", "", value={"total": 10**30, "ids": {2**64}}))
+    assert result[4:] == b'{"t":"result","id":2,"ok":true,"value":{"total":%d,"ids":[%d]}}' % (10**30, 2**64)
+
+
+async def test_code_gets_big_integers_from_and_to_its_tools(sandbox: ProcessSandbox) -> None:
+    async def double(args: dict[str, Any]) -> Any:
+        return args["n"] * 2
+
+    tools = HostTools(double=double)
+    result = await sandbox.execute("double(n=10**20 + 1) == 2 * 10**20 + 2", tools, tools.names)
+    assert result.ok, result.error
+    assert result.value is True
+    assert tools.calls == [("double", {"n": 10**20 + 1})]

@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator
 from contextlib import aclosing
+from typing import Any
 
 import anyio
+import attrs
 import orjson
 import pytest
 from web_support import EXAMPLES
@@ -69,9 +71,20 @@ def test_frame_is_event_id_data_and_a_blank_line() -> None:
 
 
 def test_unencodable_value_is_a_clear_type_error() -> None:
-    event = ToolProgress(call_id="c", tool="t", message="m", data=2**70, seq=4)
-    with pytest.raises(TypeError, match=r"ToolProgress \(seq 4\)"):
+    # Built-in events make every value JSON-ready in ``to_dict``; an event class of one's own may not.
+    @attrs.frozen
+    class Handle(ToolProgress):
+        def to_dict(self) -> dict[str, Any]:
+            return {**super().to_dict(), "data": object()}
+
+    event = Handle(call_id="c", tool="t", message="m", seq=4)
+    with pytest.raises(TypeError, match=r"Handle \(seq 4\)"):
         encode_sse(event)
+
+
+def test_integers_beyond_64_bits_keep_every_digit() -> None:
+    frame = encode_sse(ToolProgress(call_id="c", tool="t", message="m", data=2**70, seq=4))
+    assert b'"data":1180591620717411303424' in frame
 
 
 def test_comment_frames() -> None:
