@@ -9,6 +9,8 @@ The model answers each turn with one JSON object::
 the reason), tolerating what models actually send: Markdown fences and prose around the object, a non-protocol
 ``{…}`` before the real one, raw newlines inside the JSON strings (invalid JSON, but the most common slip
 when a model writes code into a string), ``"py"``/``"python3"`` as the language, the code as a list of lines.
+It reads at most the answer's first ``MAX_ANSWER_CHARS`` characters, in time linear in them, so a runaway
+answer (a megabyte of ``{``) cannot stall the event loop.
 
 ``code_result_text`` / ``code_error_text`` write the outcome of a step as the reference's memory texts,
 ``CODE_RESULT: {"result":…,"stdout":…}`` and ``CODE_ERROR: {"error":…,"stdout":…}`` (compact JSON, keys in
@@ -32,6 +34,7 @@ from .json_text import json_spans
 __all__ = [
     "CODE_ERROR_PREFIX",
     "CODE_RESULT_PREFIX",
+    "MAX_ANSWER_CHARS",
     "PYTHON_NAMES",
     "RESULT_TRUNCATED",
     "Answer",
@@ -56,10 +59,16 @@ RESULT_TRUNCATED: Final = (
 )
 """The marker ending a step's value cut by ``result_preview`` (``{missing}``: characters left out)."""
 
+MAX_ANSWER_CHARS: Final = 200_000
+"""The most characters of an answer ``parse_answer`` reads (as many as the model-backed planner reads).
+
+Finding the objects is linear in the text, but each candidate is decoded on its own, so the text is bounded
+too: a longer answer is read from its start, and a ``NotProtocol`` reason says the rest was not read.
+"""
 _MAX_CANDIDATES = 64
-"""How many ``{`` positions an answer is searched from (bounds the work on brace-heavy prose)."""
+"""How many ``{`` positions an answer is searched from (bounds the decoding work on brace-heavy prose)."""
 _MAX_UNCLOSED = 4
-"""How many of them may scan to the end of the answer without closing (each such scan reads the rest)."""
+"""How many of them may run to the end of the answer without closing before the search gives up."""
 
 
 @attrs.frozen
@@ -105,7 +114,7 @@ def parse_answer(text: str) -> Answer:
     and braces inside the code do not confuse it; an object that is not valid JSON, or valid JSON but not a
     protocol message, is skipped in favour of a later (or nested) one. A code object without a string
     ``code``, or a final object without ``output``, is not the protocol (nothing is guessed or dropped);
-    ``"output": null`` is ``""``.
+    ``"output": null`` is ``""``. Only the first ``MAX_ANSWER_CHARS`` characters are read.
 
     >>> parse_answer('Sure!\\n```json\\n{"type": "code", "language": "python", "code": "2 ** 10"}\\n```')
     CodeMessage(code='2 ** 10', language='python')
@@ -117,7 +126,11 @@ def parse_answer(text: str) -> Answer:
     best_reason: str | None = None
     best_rank = -1
     for span in json_spans(
-        text, opening="{", nested=True, max_spans=_MAX_CANDIDATES, max_unclosed=_MAX_UNCLOSED
+        text[:MAX_ANSWER_CHARS],
+        opening="{",
+        nested=True,
+        max_spans=_MAX_CANDIDATES,
+        max_unclosed=_MAX_UNCLOSED,
     ):
         if span.error is None:
             message = _message(span.value)
@@ -132,7 +145,10 @@ def parse_answer(text: str) -> Answer:
                 best_reason = f"the JSON object is not valid JSON ({span.error})"
             else:
                 best_reason = "the JSON object is not complete (no closing brace)"
-    return NotProtocol(text, best_reason or "the answer holds no JSON object")
+    reason = best_reason or "the answer holds no JSON object"
+    if len(text) > MAX_ANSWER_CHARS:
+        reason += f" (only the first {MAX_ANSWER_CHARS} of its {len(text)} characters were read)"
+    return NotProtocol(text, reason)
 
 
 def _message(value: Mapping[str, Any]) -> CodeMessage | FinalMessage | str:

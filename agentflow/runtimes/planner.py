@@ -14,6 +14,7 @@ numbered list); an answer that is not a plan raises ``PlanParseError`` or falls 
 from __future__ import annotations
 
 import abc
+import bisect
 import logging
 import re
 from collections.abc import Mapping
@@ -278,49 +279,76 @@ _STATUS_WORDS: dict[str, StepStatus] = {
     "canceled": StepStatus.SKIPPED,
     "not_needed": StepStatus.SKIPPED,
 }
+_MARKER_STATUSES: dict[str, StepStatus] = {
+    "pending": StepStatus.PENDING,
+    "in_progress": StepStatus.IN_PROGRESS,
+    "done": StepStatus.DONE,
+    "skipped": StepStatus.SKIPPED,
+}
+"""The statuses read from a bracketed word ending a step's text: only the words a plan's own text form writes
+(``Plan.to_text``: ``(done)``, ``(in progress)``, ``(skipped)``) and ``pending``, so that a model echoing
+the current plan is read right, while ordinary words in brackets (``(open)``, ``(current)``) stay text."""
 _TEXT_KEYS = ("step", "text", "title", "description", "task", "name", "action")
 _LIST_KEYS = ("steps", "plan", "tasks")
 _NUMBERED = re.compile(r"^\s*(?:\d+[.)]|step\s+\d+[:.)])\s+(?P<text>\S.*)$", re.I)
 _BULLET = re.compile(r"^\s*[-*•]\s+(?P<text>\S.*)$")
-_TRAILING_STATUS = re.compile(r"\s*[(\[](?P<status>[A-Za-z _-]+)[)\]]\s*$")
+_FENCE = re.compile(r"^[ \t]*+```(?P<info>[^`\n]*+)$", re.M)
+_JSON_FENCES = frozenset({"", "json", "json5", "jsonc"})
+_CLOSING_BRACKETS = {")": "(", "]": "["}
 
 
 class _NotAPlan(Exception):
     """A JSON value that is not a plan (the reason is in the message)."""
 
 
+def _status_key(word: str) -> str:
+    return re.sub(r"[\s_-]+", "_", word.strip().lower())
+
+
 def _status_of(value: Any) -> StepStatus:
-    if value is None:
-        return StepStatus.PENDING
+    """A step object's status: a known word, else (missing, unknown such as "blocked", not a string) pending.
+
+    An odd status says nothing about the step being finished, so the step is kept, still to do, rather than
+    the whole plan being thrown away.
+    """
     if not isinstance(value, str):
-        raise _NotAPlan(f"a step status must be a string, got {value!r}")
-    status = _STATUS_WORDS.get(re.sub(r"[\s-]+", "_", value.strip().lower()))
-    if status is None:
-        raise _NotAPlan(f"unknown step status {value!r}")
-    return status
+        return StepStatus.PENDING
+    return _STATUS_WORDS.get(_status_key(value), StepStatus.PENDING)
 
 
-def _step_of(value: Any) -> PlanStep:
+def _step_of(value: Any) -> PlanStep | None:
+    """The step in one item of a steps list; ``None`` for an item to skip (``null``, a blank text)."""
+    if value is None:
+        return None
     if isinstance(value, str):
-        return _step_with_trailing_status(value)
+        return _step_with_trailing_status(value) if value.strip() else None
     if isinstance(value, Mapping):
         lowered = {str(k).lower(): v for k, v in value.items()}
-        for key in _TEXT_KEYS:
-            text = lowered.get(key)
+        texts = [lowered[key] for key in _TEXT_KEYS if key in lowered]
+        for text in texts:
             if isinstance(text, str) and text.strip():
                 return PlanStep(text, _status_of(lowered.get("status", lowered.get("state"))))
+        if texts and all(text is None or (isinstance(text, str) and not text.strip()) for text in texts):
+            return None
         raise _NotAPlan(f"a step object needs a text field ({', '.join(_TEXT_KEYS)}), got {value!r}")
     raise _NotAPlan(f"a step must be a string or an object, got {value!r}")
 
 
 def _step_with_trailing_status(text: str) -> PlanStep:
-    if not text.strip():
-        raise _NotAPlan("a step is blank")
-    match = _TRAILING_STATUS.search(text)
-    if match:
-        status = _STATUS_WORDS.get(re.sub(r"[\s-]+", "_", match["status"].strip().lower()))
-        if status is not None and text[: match.start()].strip():
-            return PlanStep(text[: match.start()], status)
+    """``text`` as a step; a bracketed status word at its end (``Find B (done)``) is read as its status.
+
+    Only when the marker is one of ``_MARKER_STATUSES``, follows a space and leaves some text before it:
+    ``List the shops that are (open)`` keeps its words. Found with ``rfind``, not a regex, so a long text
+    full of spaces costs one pass.
+    """
+    body = text.rstrip()
+    opener = _CLOSING_BRACKETS.get(body[-1:])
+    if opener is not None:
+        start = body.rfind(opener)
+        if start > 0 and body[start - 1].isspace() and body[:start].strip():
+            status = _MARKER_STATUSES.get(_status_key(body[start + 1 : -1]))
+            if status is not None:
+                return PlanStep(body[:start], status)
     return PlanStep(text)
 
 
@@ -334,8 +362,32 @@ def _steps_of(value: Any) -> tuple[PlanStep, ...]:
     if isinstance(value, list):
         if not value:
             raise _NotAPlan("an empty list of steps")
-        return tuple(_step_of(item) for item in value)
+        steps = tuple(step for step in map(_step_of, value) if step is not None)
+        if not steps:
+            raise _NotAPlan("a list of steps that are all blank or null")
+        return steps
     raise _NotAPlan(f"a JSON {type(value).__name__}")
+
+
+def _json_fences(text: str) -> list[tuple[int, int]]:
+    """Where the Markdown code fences marked JSON (or unmarked) hold their contents: (start, end) pairs, in
+    order.
+
+    A fence opens with a line of three backticks and an optional info word, and closes at the next line of
+    bare backticks (or at the end of the text, for a cut-off answer).
+    """
+    blocks: list[tuple[int, int]] = []
+    opened: re.Match[str] | None = None
+    for fence in _FENCE.finditer(text):
+        if opened is None:
+            opened = fence
+        elif not fence["info"].strip():
+            if opened["info"].strip().lower() in _JSON_FENCES:
+                blocks.append((opened.end(), fence.start()))
+            opened = None
+    if opened is not None and opened["info"].strip().lower() in _JSON_FENCES:
+        blocks.append((opened.end(), len(text)))
+    return blocks
 
 
 def _listed_steps(text: str) -> tuple[PlanStep, ...]:
@@ -352,29 +404,53 @@ def _listed_steps(text: str) -> tuple[PlanStep, ...]:
 def parse_plan_steps(text: str) -> tuple[PlanStep, ...]:
     """The steps of a plan in a model's answer, read tolerantly; ``PlanParseError`` when there is none.
 
-    Accepted, in this order: the first JSON value that is a list of steps or an object with a ``steps``
-    (``plan``, ``tasks``) list, anywhere in the text (inside code fences or prose); a step is a string or an
-    object with a text (``step``, ``text``, ``title``…) and an optional ``status``. Failing that, a numbered
-    list (``1. …``), or a bulleted list of two or more lines. A trailing ``(done)``-style status is read too.
+    The answer's JSON values (inside code fences or prose, in the first 200,000 characters) that are plans:
+    a list of steps, or an object with a ``steps`` (``plan``, ``tasks``) list. When there are several, the
+    first of the best kind wins: in a fenced block marked ``json`` (or unmarked), an object before a list;
+    then an object anywhere; then a bare list anywhere. So an explicit ``{"steps": [...]}`` beats a list the
+    prose happens to hold (``I will use ["search", "calculator"]``). Failing JSON, a numbered list
+    (``1. …``), or a bulleted list of two or more lines.
+
+    A step is a string, or an object with a text (``step``, ``text``, ``title``…) and an optional
+    ``status`` (or ``state``): ``done``, ``in progress``, ``skipped``, ``pending`` and synonyms such as
+    ``completed`` or ``todo``; any other status (``blocked``) keeps the step pending. ``null`` items and
+    blank texts are skipped. A string step (or list line) ending in a bracketed ``(done)``,
+    ``(in progress)``, ``(skipped)`` or ``(pending)`` (as a plan's own text writes them) gets that status;
+    any other bracketed word is part of the text.
 
     >>> [s.text for s in parse_plan_steps('Sure! Here it is: ["Find A", "Find B"]. Good luck.')]
     ['Find A', 'Find B']
-    >>> parse_plan_steps('{"steps": [{"step": "Find A", "status": "done"}]}')[0].status
-    <StepStatus.DONE: 'done'>
-    >>> [s.text for s in parse_plan_steps("1. Find A\\n2. Find B (in progress)")]
+    >>> [s.text for s in parse_plan_steps('Tools: ["search"]. Plan: {"steps": ["Find A", "Find B"]}')]
     ['Find A', 'Find B']
+    >>> parse_plan_steps('{"steps": [{"step": "Find A", "status": "done"}, null]}')
+    (PlanStep(text='Find A', status=<StepStatus.DONE: 'done'>),)
+    >>> [(s.text, s.status.value) for s in parse_plan_steps("1. Find A (open)\\n2. Find B (in progress)")]
+    [('Find A (open)', 'pending'), ('Find B', 'in_progress')]
     """
     if not isinstance(text, str):
         raise TypeError(f"expected the model's answer as text, got {type(text).__name__}")
     scanned = text[:_MAX_ANSWER_CHARS]
+    fences = _json_fences(scanned)
+    fence_starts = [start for start, _end in fences]
     reasons: list[str] = []
+    best: tuple[int, tuple[PlanStep, ...]] | None = None
     for span in json_spans(scanned, max_spans=_MAX_JSON_SPANS):
         if span.error is not None:
             continue
         try:
-            return _steps_of(span.value)
+            steps = _steps_of(span.value)
         except _NotAPlan as exc:
             reasons.append(str(exc))
+            continue
+        fence = bisect.bisect_right(fence_starts, span.start) - 1
+        fenced = fence >= 0 and span.start < fences[fence][1]
+        rank = (0 if fenced else 2) + (0 if isinstance(span.value, Mapping) else 1)
+        if best is None or rank < best[0]:
+            best = (rank, steps)
+            if rank == 0:
+                break
+    if best is not None:
+        return best[1]
     listed = _listed_steps(scanned)
     if listed:
         return listed

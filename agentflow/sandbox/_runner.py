@@ -637,7 +637,11 @@ def _apply_rlimits(limits: dict[str, Any]) -> None:
 
 
 def _set_cpu_budget(seconds: int) -> None:
-    """Arm ``SIGXCPU`` ``seconds`` of CPU from now (0 disarms it until the next step)."""
+    """Arm ``SIGXCPU`` ``seconds`` of CPU from now (0 disarms it until the next step).
+
+    Only the soft limit: a hard one, lowered for this step, could never be raised for the next. Code that
+    the handler cannot interrupt (one long call into C) is stopped by the host instead (``cpu_watch.py``).
+    """
     try:
         import resource
     except ImportError:  # pragma: no cover - not POSIX

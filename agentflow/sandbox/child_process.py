@@ -58,6 +58,7 @@ class SandboxProcess:
         self._plan = plan
         self._send_lock = anyio.Lock()
         self._runner_pid: int | None = None
+        self._runner_started: int | None = None  # its start time in /proc: tells a reused pid apart
         self._pidfd: int | None = None
         self._killed = False
         self.max_frame = max_frame_bytes(limits)
@@ -136,6 +137,16 @@ class SandboxProcess:
         """Whether the process has neither been killed nor exited."""
         return not self._killed and self._process.returncode is None
 
+    def cpu_time(self) -> float | None:
+        """CPU seconds (user and system, all threads) the runner has used, read from ``/proc``; ``None``
+        where that cannot be read (no ``/proc``, as on macOS) or the runner is gone."""
+        if self._runner_pid is None or self._runner_started is None or not self.alive:
+            return None
+        stat = _proc_stat(self._runner_pid)
+        if stat is None or stat[1] != self._runner_started:
+            return None
+        return stat[0]
+
     async def send(self, frame: bytes) -> None:
         """Write one whole frame (frames from concurrent tool answers never interleave).
 
@@ -203,6 +214,9 @@ class SandboxProcess:
         if self._plan.prefix:
             runner = _first_child(launcher)
         self._runner_pid = runner
+        if runner is not None:
+            stat = _proc_stat(runner)
+            self._runner_started = stat[1] if stat is not None else None
         if runner is not None and hasattr(os, "pidfd_open"):
             with contextlib.suppress(OSError):
                 self._pidfd = os.pidfd_open(runner)
@@ -235,6 +249,18 @@ class SandboxProcess:
 def _notes(plan: LaunchPlan) -> str:
     notes = plan.isolation.notes
     return f" ({'; '.join(notes)})" if notes else ""
+
+
+def _proc_stat(pid: int) -> tuple[float, int] | None:
+    """CPU seconds used by ``pid`` (user + system) and its start time (clock ticks after boot), from
+    ``/proc/<pid>/stat``; ``None`` when there is no such file."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()  # the name before ")" may hold spaces
+        ticks = os.sysconf("SC_CLK_TCK")
+        return (int(fields[11]) + int(fields[12])) / ticks, int(fields[19])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _first_child(pid: int) -> int | None:

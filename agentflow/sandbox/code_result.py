@@ -25,7 +25,8 @@ class CodeErrorType(enum.StrEnum):
     TIMEOUT = "timeout"
     """The step ran past ``wall_time``; the process was killed."""
     CPU_LIMIT = "cpu_limit"
-    """The step used up ``cpu_seconds``; the process lives on."""
+    """The step used up ``cpu_seconds``; the process lives on (unless the host had to kill it: a long call
+    into C cannot be interrupted, and then ``state_lost`` is true)."""
     MEMORY = "memory"
     """The code ran out of its address space (``MemoryError``)."""
     OUTPUT_LIMIT = "output_limit"

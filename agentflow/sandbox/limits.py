@@ -29,7 +29,9 @@ class ExecutionLimits:
     """Limits of one code step (``wall_time``, ``cpu_seconds``, outputs) and of the process running it.
 
     - ``wall_time``: seconds before the host kills the process (tool calls made by the code count too);
-    - ``cpu_seconds``: CPU seconds per step; the code gets a ``cpu_limit`` error and the process lives on;
+    - ``cpu_seconds``: CPU seconds per step; the code gets a ``cpu_limit`` error and the process lives on,
+      unless it is stuck in one long call into C (``sum(range(10**12))``) that the error cannot interrupt:
+      then, on Linux, the host kills the process a little later (``cpu_limit`` too, with ``state_lost``);
     - ``memory_bytes``: address space of the process (``RLIMIT_AS``): allocations beyond it raise
       ``MemoryError``;
     - ``max_open_files`` (``RLIMIT_NOFILE``), ``max_file_bytes`` (``RLIMIT_FSIZE``: a bigger write fails);

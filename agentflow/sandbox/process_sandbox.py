@@ -9,7 +9,10 @@ and working directory. Each step:
 - collects the output the child streams (bounded), then its outcome;
 - is bounded by ``wall_time``: past it the process is killed and the step returns a ``timeout`` result
   on time. A killed persistent process is replaced at the next step (its variables are gone; the result
-  says so with ``state_lost``).
+  says so with ``state_lost``);
+- is bounded by ``cpu_seconds`` in the child (a ``cpu_limit`` error, the process lives on) and, for code
+  the child cannot interrupt (a long call into C), by the host: past ``cpu_seconds + CPU_GRACE`` CPU seconds
+  the process is killed and the step is a ``cpu_limit`` error with ``state_lost`` (see ``cpu_watch``).
 
 Cancelling ``execute`` kills the process before the cancellation propagates. What is isolated, and how,
 is decided in ``launch.py`` and reported by ``isolation``; see docs/sandbox-security.md.
@@ -28,6 +31,7 @@ import attrs
 from ..result import ToolResult
 from .child_process import ChildExited, SandboxProcess
 from .code_result import CodeErrorType, CodeResult
+from .cpu_watch import CPU_GRACE, cpu_exceeded
 from .errors import SandboxClosedError, SandboxUnavailableError
 from .executor import ToolInvoker
 from .frames import (
@@ -293,8 +297,10 @@ class ProcessSandbox:
         """Drive one step to its end; returns the result and whether the process may be kept."""
         slots = anyio.Semaphore(limits.max_parallel_tool_calls)
         child.max_frame = max_frame_bytes(limits)  # per step: max_result_bytes may differ between steps
+        outcome: tuple[CodeResult, bool] | None = None
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(child.drain_stderr, output.stderr.add_raw)
+            tasks.start_soon(self._watch_cpu, child, limits, tasks.cancel_scope)
             try:
                 await child.send(exec_frame(code, self._step, tool_names, limits, child.rlimits))
                 while True:
@@ -316,7 +322,17 @@ class ProcessSandbox:
             except FrameError as exc:
                 outcome = self._broken(exc, output), False
             tasks.cancel_scope.cancel()
+        if outcome is None:  # only the CPU watch cancels this scope (the wall-time scope is the caller's)
+            return self._over_cpu(limits, output), False
         return outcome
+
+    async def _watch_cpu(
+        self, child: SandboxProcess, limits: ExecutionLimits, step: anyio.CancelScope
+    ) -> None:
+        """End the step (``step`` is its scope) once it is past its CPU time in code the runner cannot
+        interrupt; see ``cpu_watch``."""
+        if await cpu_exceeded(child.cpu_time, limits.cpu_seconds + CPU_GRACE):
+            step.cancel()
 
     async def _serve_call(
         self, child: SandboxProcess, call: ToolCallRequest, tools: ToolInvoker, slots: anyio.Semaphore
@@ -365,6 +381,20 @@ class ProcessSandbox:
             stderr=output.stderr.text(),
             error=f"the sandbox process ended during the step ({detail}){lost}",
             error_type=CodeErrorType.KILLED,
+            state_lost=self._persistent,
+        )
+
+    def _over_cpu(self, limits: ExecutionLimits, output: _StepOutput) -> CodeResult:
+        lost = f"; {_LOST}" if self._persistent else ""
+        return CodeResult(
+            ok=False,
+            stdout=output.stdout.text(),
+            stderr=output.stderr.text(),
+            error=(
+                f"CpuTimeExceeded: the step used up its CPU time limit ({limits.cpu_seconds} s) inside a "
+                f"call that cannot be interrupted (a long call into C), so the process was stopped{lost}"
+            ),
+            error_type=CodeErrorType.CPU_LIMIT,
             state_lost=self._persistent,
         )
 
