@@ -275,6 +275,11 @@ def _number(text: str) -> float | None:
         return None
 
 
+def _shown(value: float) -> str:
+    # Every digit, as the evidence shows it: ``:g`` would write 7006652 as 7.00665e+06.
+    return str(int(value)) if value.is_integer() else repr(value)
+
+
 def _findings(exchange: Exchange) -> list[tuple[str, Mapping[str, Any], str]]:
     """``(tool, arguments, output)`` of every tool result of this run, in order."""
     calls = [s for s in exchange.since_question if s.role == "tool_call"]
@@ -316,9 +321,11 @@ def _research_final(exchange: Exchange) -> str:
         (top, high), (low_expr, low) = max(numbers, key=lambda n: n[1]), min(numbers, key=lambda n: n[1])
         gap = high - low
         share = f" ({gap / low:.1%} more)" if low > 0 else ""
-        conclusion = f"{top} gives the largest value, {high:g}: {gap:g} more than {low_expr}{share}."
+        conclusion = (
+            f"{top} gives the largest value, {_shown(high)}: {_shown(gap)} more than {low_expr}{share}."
+        )
     elif numbers:
-        conclusion = f"The answer is {numbers[0][1]:g}."
+        conclusion = f"The answer is {_shown(numbers[0][1])}."
     else:
         conclusion = "The evidence above answers the question."
     return (
