@@ -37,31 +37,17 @@ from .prompt import AgentModelResult, AgentPrompt, ToolChoiceLike, relay_stream
 
 __all__ = ["ChatModelClient", "chat_result", "to_chat_request"]
 
-_MODES = {"auto": ToolChoice.auto(), "none": ToolChoice.none(), "required": ToolChoice.required()}
+_MODES = frozenset(("auto", "none", "required"))
 
 
 def _chat_tool_choice(value: ToolChoiceLike | None) -> tuple[ToolChoice | None, Mapping[str, Any] | None]:
     """The tool choice as a ``ToolChoice``, or (for map forms with no ``ToolChoice`` equivalent) a raw map."""
     if value is None or isinstance(value, ToolChoice):
         return value, None
-    if isinstance(value, str):
-        if value in _MODES:
-            return _MODES[value], None
-        raise ValueError(
-            f"tool_choice must be one of {', '.join(_MODES)} or a function choice, not {value!r}"
-        )
     if isinstance(value, Mapping):
-        kind = value.get("type")
-        if kind == "function":
-            function = value.get("function")
-            name = function.get("name") if isinstance(function, Mapping) else value.get("name")
-            if not isinstance(name, str) or not name:
-                raise ValueError(f"a function tool_choice needs a function name, got {dict(value)!r}")
-            return ToolChoice.function(name), None
-        if isinstance(kind, str) and kind in _MODES and len(value) == 1:
-            return _MODES[kind], None
-        return None, value
-    raise TypeError(f"tool_choice must be a ToolChoice, a string or a mapping, not {type(value).__name__}")
+        choice = ToolChoice.from_mapping(value)
+        return (None, value) if choice is None else (choice, None)
+    return ToolChoice.coerce(value), None
 
 
 def _reasoning_effort(reasoning: Mapping[str, Any] | None) -> str | None:

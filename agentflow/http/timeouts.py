@@ -21,9 +21,11 @@ def _check(_instance: object, attribute: attrs.Attribute[Any], value: float | No
 class Timeout:
     """Time limits in seconds; ``None`` means no limit.
 
-    - ``connect``: establishing the TCP/TLS connection (default 10 s, seed 003's connect timeout);
-    - ``read``: the longest wait for the next piece of data — the response headers once connected, then
-      every body chunk (default 60 s, seed 003's read timeout). A stream may last any time while it flows;
+    - ``connect``: establishing the TCP/TLS connection (default 10 s, seed 003's connect timeout); waiting
+      for a free pooled connection is not part of it (only ``total`` bounds that);
+    - ``read``: the longest wait for the next piece of data — the response headers once the request is
+      sent, then every body chunk (default 60 s, seed 003's read timeout). A stream may last any time while
+      it flows;
     - ``total``: the whole call, retries and back-off included (default none).
 
     Exceeding any of them raises ``ModelTimeoutError`` (retryable).

@@ -9,11 +9,16 @@ for each next body chunk). Failures come out typed: ``ModelConnectionError`` (wi
 nothing about JSON, SSE, retries or the total timeout (the client's anyio cancel scope). Request
 headers (which carry the API key) never appear in a repr or an error message.
 
-How ``AiohttpTransport`` enforces ``read`` — chosen for the per-chunk cost, which decides streaming CPU:
-- not streaming: aiohttp's ``sock_read`` (no data for ``read`` seconds, headers or body);
-- streaming, until the headers: one anyio cancel scope of ``connect + read`` for the request;
-- streaming, between chunks: a watchdog timer armed once per ``read`` period, which counts only the
-  time spent *waiting* in ``next_chunk`` (a slow consumer is not a slow server). Re-arming a timer or
+How ``AiohttpTransport`` enforces the limits — chosen for the per-chunk cost, which decides streaming CPU:
+- ``connect``: aiohttp's ``sock_connect``, the opening of a new socket only. Waiting for a free pooled
+  connection (more concurrent calls than ``limit``) counts against no limit but the client's total: the
+  server has not seen the request yet, so it is not slow;
+- ``read``, not streaming: aiohttp's ``sock_read`` (no data for ``read`` seconds, headers or body);
+- ``read``, streaming, until the headers: aiohttp's ``sock_read`` too (its timer starts once the request is
+  written, so time queued for a connection does not count), switched off once the headers are in —
+  aiohttp would re-arm it on every chunk;
+- ``read``, streaming, between chunks: a watchdog timer armed once per ``read`` period, which counts only
+  the time spent *waiting* in ``next_chunk`` (a slow consumer is not a slow server). Re-arming a timer or
   entering a cancel scope per chunk would cost as much as a raw aiohttp loop spends per delta.
 """
 
@@ -21,13 +26,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 import aiohttp
-import anyio
 
 from ..model.errors import ModelConnectionError, ModelTimeoutError
 from .timeouts import Timeout
@@ -194,16 +197,24 @@ def _failure(
     return ModelConnectionError(f"connection to {where} lost while reading the response: {_describe(exc)}")
 
 
-def _client_timeouts(timeout: Timeout) -> tuple[Timeout, aiohttp.ClientTimeout, aiohttp.ClientTimeout]:
-    """``timeout`` and its aiohttp forms: for a whole response (``sock_read``) and for a stream's headers.
+def _client_timeout(timeout: Timeout) -> tuple[Timeout, aiohttp.ClientTimeout]:
+    """``timeout`` and its aiohttp form. ``connect`` (aiohttp's pool wait included) is left unset: only
+    opening a socket is bounded (``sock_connect``).
 
     A transport keeps the last one (the same ``Timeout`` comes with every call of a model).
     """
-    return (
-        timeout,
-        aiohttp.ClientTimeout(total=None, sock_connect=timeout.connect, sock_read=timeout.read),
-        aiohttp.ClientTimeout(total=None, sock_connect=timeout.connect, sock_read=None),
-    )
+    return timeout, aiohttp.ClientTimeout(total=None, sock_connect=timeout.connect, sock_read=timeout.read)
+
+
+def _stop_socket_timer(response: aiohttp.ClientResponse) -> None:
+    """Switch aiohttp's ``sock_read`` off for the rest of a stream (the watchdog takes over), as aiohttp
+    itself does for a websocket. Pooled connections get it back: aiohttp sets it anew for every request.
+    """
+    connection = response.connection
+    protocol = None if connection is None else connection.protocol
+    if protocol is not None:  # None: the body is in already and its connection released
+        protocol.read_timeout = None
+        protocol.start_timeout()  # with no timeout: cancels the timer pending since the last bytes
 
 
 def _describe(exc: BaseException) -> str:
@@ -228,7 +239,7 @@ class AiohttpTransport:
         self._owned = session is None
         self._limit = limit
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._timeouts: tuple[Timeout, aiohttp.ClientTimeout, aiohttp.ClientTimeout] | None = None
+        self._timeouts: tuple[Timeout, aiohttp.ClientTimeout] | None = None
 
     def __repr__(self) -> str:
         return f"AiohttpTransport(limit={self._limit})"
@@ -267,36 +278,26 @@ class AiohttpTransport:
             session = await self._open_session(loop)
         limits = self._timeouts
         if limits is None or limits[0] is not timeout:
-            limits = self._timeouts = _client_timeouts(timeout)
-        scope: anyio.CancelScope | None = None
-        wait = math.inf
+            limits = self._timeouts = _client_timeout(timeout)
         try:
+            response = await session.request(
+                method, url, data=body, headers=headers, timeout=limits[1], allow_redirects=True
+            )
             if stream:
-                if timeout.read is not None:
-                    wait = timeout.read + (timeout.connect or 0.0)
-                with anyio.CancelScope(deadline=anyio.current_time() + wait) as scope:
-                    response = await session.request(
-                        method, url, data=body, headers=headers, timeout=limits[2], allow_redirects=True
-                    )
+                _stop_socket_timer(response)
                 data = None
             else:
-                response = await session.request(
-                    method, url, data=body, headers=headers, timeout=limits[1], allow_redirects=True
-                )
                 data = await response.read()
         except aiohttp.ConnectionTimeoutError as exc:
             where = _where(url)
             raise ModelTimeoutError(f"connecting to {where} timed out after {timeout.connect} s") from exc
         except aiohttp.ServerTimeoutError as exc:
             where = _where(url)
-            message = f"no complete response from {where} within the read timeout of {timeout.read} s"
+            awaited = "response headers" if stream else "complete response"
+            message = f"no {awaited} from {where} within the read timeout of {timeout.read} s"
             raise ModelTimeoutError(message) from exc
         except (aiohttp.ClientError, OSError) as exc:
             raise ModelConnectionError(f"request to {_where(url)} failed: {_describe(exc)}") from exc
-        if scope is not None and scope.cancelled_caught:
-            raise ModelTimeoutError(
-                f"no response headers from {_where(url)} within {wait} s (connect + read)"
-            )
         return AiohttpResponse(response, url, timeout.read, data, loop)
 
     async def aclose(self) -> None:

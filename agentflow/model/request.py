@@ -29,14 +29,58 @@ def _stop(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
     return _opt_tuple(value)
 
 
+def _tools(
+    value: Iterable[ToolSpec | Mapping[str, Any]] | None, _spec: type[ToolSpec] = ToolSpec
+) -> tuple[ToolSpec, ...] | None:
+    # A tuple of ToolSpecs is the usual case (``merged`` passes the converted tuple again): checked, not
+    # rebuilt, before any costlier test (``_spec``: a local name, read once per item).
+    if value is None:
+        return None
+    if type(value) is tuple:
+        for tool in value:
+            if type(tool) is not _spec:
+                break
+        else:
+            return value
+    if isinstance(value, str | bytes | Mapping):
+        raise TypeError(f"tools must be a sequence of ToolSpec, not a {type(value).__name__}")
+    return tuple(ToolSpec.coerce(t) for t in value)
+
+
+def _tool_choice(value: ToolChoice | str | Mapping[str, Any] | None) -> ToolChoice | None:
+    if value is None or type(value) is ToolChoice:
+        return value
+    return ToolChoice.coerce(value)
+
+
+def _check_response_format(_: Any, __: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not isinstance(value, Mapping):
+        raise TypeError(
+            "response_format must be a mapping such as {'type': 'json_object'} or "
+            f"{{'type': 'json_schema', 'json_schema': {{…}}}}, not {type(value).__name__} {value!r}"
+        )
+
+
 def _to_messages(value: Iterable[Message]) -> tuple[Message, ...]:
-    return value if type(value) is tuple else tuple(value)
+    if type(value) is tuple:
+        return value
+    if isinstance(value, str | bytes):
+        # ``tuple("hello")`` would be five one-letter "messages".
+        raise TypeError(
+            "ChatRequest takes a list of messages, not a string: ChatRequest([UserMessage(text)])"
+        )
+    return tuple(value)
 
 
 @attrs.frozen
 class ChatParameters:
     """Generation parameters. ``custom`` holds provider-specific top-level fields, written first and
     overridden by any standard field of the same name.
+
+    ``tools`` takes ``ToolSpec``\\ s or function tool mappings (read by ``ToolSpec.coerce``);
+    ``tool_choice`` a ``ToolChoice``, ``"auto"`` / ``"none"`` / ``"required"`` or a function choice
+    mapping (``ToolChoice.coerce``); ``response_format`` a mapping. Other values raise ``TypeError`` /
+    ``ValueError`` here, at construction.
 
     >>> ChatParameters(model="gpt-4o-mini", temperature=0.2).merged(ChatParameters(temperature=0.7))
     ... # doctest: +ELLIPSIS
@@ -49,10 +93,10 @@ class ChatParameters:
     max_completion_tokens: int | None = None
     top_p: float | None = None
     stop: tuple[str, ...] | None = attrs.field(default=None, converter=_stop)
-    tools: tuple[ToolSpec, ...] | None = attrs.field(default=None, converter=_opt_tuple)
-    tool_choice: ToolChoice | None = None
+    tools: tuple[ToolSpec, ...] | None = attrs.field(default=None, converter=_tools)
+    tool_choice: ToolChoice | None = attrs.field(default=None, converter=_tool_choice)
     parallel_tool_calls: bool | None = None
-    response_format: Mapping[str, Any] | None = None
+    response_format: Mapping[str, Any] | None = attrs.field(default=None, validator=_check_response_format)
     reasoning_effort: str | None = None
     seed: int | None = None
     user: str | None = None

@@ -224,12 +224,15 @@ def encode_parameters(params: ChatParameters) -> dict[str, Any]:
         fields["response_format"] = dict(params.response_format)
     if params.tools:
         fields["tools"] = [encode_tool(t) for t in params.tools]
-    if params.tool_choice is not None:
-        fields["tool_choice"] = encode_tool_choice(params.tool_choice)
-    # OpenAI rejects parallel_tool_calls without tools, so it is only sent alongside them (the standard
-    # ones, or a custom ``tools`` field).
-    if params.parallel_tool_calls is not None and (fields.get("tools") or params.custom.get("tools")):
-        fields["parallel_tool_calls"] = params.parallel_tool_calls
+    # OpenAI rejects tool_choice and parallel_tool_calls without tools ("only allowed when 'tools' are
+    # specified"), so they are only sent alongside them (the standard ones, or a custom ``tools`` field).
+    if (params.tool_choice is not None or params.parallel_tool_calls is not None) and (
+        params.tools or params.custom.get("tools")
+    ):
+        if params.tool_choice is not None:
+            fields["tool_choice"] = encode_tool_choice(params.tool_choice)
+        if params.parallel_tool_calls is not None:
+            fields["parallel_tool_calls"] = params.parallel_tool_calls
     return fields
 
 
@@ -258,13 +261,15 @@ def decode_finish_reason(value: Any) -> FinishReason | None:
 def _int(value: Any) -> int:
     if type(value) is int:  # the usual case, tested first (a bool is an int too, but not a count)
         return value
+    if type(value) is float and value.is_integer():  # ``3.0``: some gateways re-serialise counts as floats
+        return int(value)
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def decode_usage(usage: Mapping[str, Any]) -> TokenUsage:
-    """Token usage from a Chat Completions ``usage`` object. Missing counts are 0; a missing total is
-    input + output; cached input is ``prompt_tokens_details.cached_tokens`` or DeepSeek's
-    ``prompt_cache_hit_tokens``.
+    """Token usage from a Chat Completions ``usage`` object. Missing counts are 0 (so are non-integral
+    ones), integral floats (``3.0``) count as integers; a missing total is input + output; cached input
+    is ``prompt_tokens_details.cached_tokens`` or DeepSeek's ``prompt_cache_hit_tokens``.
 
     >>> decode_usage({"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120,
     ...     "prompt_tokens_details": {"cached_tokens": 60, "cache_write_tokens": 30},

@@ -4,8 +4,19 @@ Pure and synchronous (no I/O): the HTTP client feeds it one ``SseEvent`` at a ti
 ``choices[0].delta`` — ``content`` → ``TextDelta`` at once; ``reasoning_content`` (DeepSeek) or
 ``reasoning`` (OpenRouter, Groq) → ``ReasoningDelta``; ``refusal`` → ``RefusalDelta``; ``tool_calls``
 fragments aggregated **by index** → ``ToolCallStarted`` (once the name is known), ``ToolCallArgumentsDelta``
-per fragment, ``ToolCallReady`` when the next index starts or at the finish — and ``usage`` (also on a
+per fragment, ``ToolCallReady`` when the next call starts or at the finish — and ``usage`` (also on a
 ``choices: []`` chunk) → ``UsageReported``. ``finish()`` ends with ``ModelCompleted(ChatResponse)``.
+
+Tool calls, beyond OpenAI's shape: a fragment whose new, different id lands on an index that already holds a
+call with another id starts a new call (Ollama sends parallel calls all at ``index: 0``, told apart only by
+their ids; vercel/ai and litellm read them the same way); a fragment without an index continues the current
+call unless it brings a new id, or it is one of several fragments in one delta (then its position is its
+index); the legacy ``delta.function_call`` is one call with the id ``"function_call"``, as in a blocking
+answer. A call the server gave no id gets ``call_<index>`` when it starts, so every event names it alike.
+
+Metadata (``id``, ``model``, ``created``) comes from the first chunk; values it leaves empty are filled from
+the following ones up to the first chunk with choices (Azure opens with a ``prompt_filter_results`` chunk
+whose id and model are ``""`` and created ``0``).
 
 In-band errors raise typed ``ModelError``\\ s: a ``data: {"error": …}`` chunk (OpenRouter, also after a
 finish_reason) and an ``event: error`` SSE event (Groq).
@@ -20,6 +31,7 @@ aggregate per delta.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -48,17 +60,23 @@ _MID_STREAM = "the server reported an error mid-stream"
 
 
 class _CallBuffer:
-    """One tool call being assembled from fragments."""
+    """One tool call being assembled from fragments.
 
-    __slots__ = ("id", "index", "name", "parts", "ready", "started")
+    ``index`` is the call's index in events; ``slot`` the wire index its fragments arrive at (the same,
+    unless the call displaced another one at that index).
+    """
 
-    def __init__(self, index: int) -> None:
+    __slots__ = ("id", "index", "name", "parts", "ready", "slot", "started", "synthetic_id")
+
+    def __init__(self, index: int, slot: int) -> None:
         self.index = index
+        self.slot = slot
         self.id = ""
         self.name = ""
         self.parts: list[str] = []
         self.started = False
         self.ready = False
+        self.synthetic_id = False  # ``id`` is ours (``call_<index>``), not the server's
 
     def call(self) -> ToolCall:
         return ToolCall(self.id or f"call_{self.index}", self.name, "".join(self.parts))
@@ -86,21 +104,25 @@ class ChatStreamDecoder:
         "_metadata",
         "_reasoning",
         "_refusal",
+        "_retired",
         "_text",
         "_usage",
+        "_wants_metadata",
     )
 
     def __init__(self) -> None:
         self._text: list[str] = []
         self._reasoning: list[str] = []
         self._refusal: list[str] = []
-        self._calls: dict[int, _CallBuffer] = {}
+        self._calls: dict[int, _CallBuffer] = {}  # by wire index: the call its fragments go to
+        self._retired: tuple[_CallBuffer, ...] = ()  # calls displaced from their wire index by a new id
         self._current: _CallBuffer | None = None
         self._usage: TokenUsage | None = None
         self._finish_reason: FinishReason | None = None
         self._finished = False
         self._done = False
         self._metadata: dict[str, Any] | None = None
+        self._wants_metadata = True
         self._last: dict[str, Any] | None = None
 
     @property
@@ -130,8 +152,8 @@ class ChatStreamDecoder:
             )
         try:
             self._last = chunk
-            if self._metadata is None:
-                self._metadata = decode_metadata(chunk)
+            if self._wants_metadata:
+                self._read_metadata(chunk)
             out: list[ModelEvent] = []
             choices = chunk.get("choices")
             if choices:
@@ -149,7 +171,7 @@ class ChatStreamDecoder:
                             out.append(TextDelta(content))
                         # Most deltas hold nothing but content: skip the other lookups for them.
                         if content is None or len(delta) > 1:
-                            self._other_deltas(delta, out)
+                            self._other_deltas(delta, out, content)
                     if choice.get("finish_reason"):
                         self._finish_reason = decode_finish_reason(choice["finish_reason"])
                         self._finished = True
@@ -167,7 +189,20 @@ class ChatStreamDecoder:
             raise ProtocolError(f"malformed stream chunk ({exc})", body=data) from exc
         return out
 
-    def _other_deltas(self, delta: dict[str, Any], out: list[ModelEvent]) -> None:
+    def _read_metadata(self, chunk: dict[str, Any]) -> None:
+        found = decode_metadata(chunk)
+        metadata = self._metadata
+        if metadata is None:
+            self._metadata = metadata = found
+        else:
+            for key, value in found.items():
+                if not metadata.get(key):
+                    metadata[key] = value
+        # Up to the first chunk with choices (most servers' first chunk), or until every value is set: a
+        # server that never sends one must not cost a lookup per chunk.
+        self._wants_metadata = not chunk.get("choices") and not all(metadata.values())
+
+    def _other_deltas(self, delta: dict[str, Any], out: list[ModelEvent], content: Any) -> None:
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
         if reasoning and type(reasoning) is str:
             self._reasoning.append(reasoning)
@@ -181,19 +216,24 @@ class ChatStreamDecoder:
         tool_calls = delta.get("tool_calls")
         if tool_calls:
             self._tool_calls(tool_calls, out)
+        # The legacy single call (a blocking answer's id, "function_call", on every fragment). It never comes
+        # with text or reasoning, so the deltas that make up most of a stream skip the lookup.
+        elif not content and not reasoning and (legacy := delta.get("function_call")) is not None:
+            self._tool_calls(({"index": 0, "id": "function_call", "function": legacy},), out)
 
-    def _tool_calls(self, fragments: list[Any], out: list[ModelEvent]) -> None:
+    def _tool_calls(self, fragments: Sequence[Any], out: list[ModelEvent]) -> None:
+        calls = self._calls
         for fragment in fragments:
             index = fragment.get("index")
             if type(index) is not int:
-                index = self._implicit_index(fragment)
-            buffer = self._calls.get(index)
-            if buffer is None:
-                # A new call begins: the earlier ones are complete.
-                self._ready_all(out)
-                buffer = self._calls[index] = _CallBuffer(index)
-            self._current = buffer
+                index = self._implicit_index(fragment, fragments)
+            buffer = calls.get(index)
             call_id = fragment.get("id")
+            # OpenAI sends the id on a call's first fragment only; a different one at a used index is a new
+            # call (Ollama puts every call at index 0).
+            if buffer is None or (call_id and call_id != buffer.id and buffer.id and not buffer.synthetic_id):
+                buffer = self._open(index, out)
+            self._current = buffer
             if call_id and not buffer.id:
                 if type(call_id) is not str:
                     raise ProtocolError(f"the id of tool call {index} is not a string")
@@ -213,20 +253,38 @@ class ChatStreamDecoder:
                     buffer.parts.append(arguments)
             if buffer.started:
                 if arguments:
-                    out.append(ToolCallArgumentsDelta(index, arguments))
+                    out.append(ToolCallArgumentsDelta(buffer.index, arguments))
             elif buffer.name:
-                buffer.started = True
-                out.append(ToolCallStarted(index, buffer.id, buffer.name))
-                if buffer.parts:
-                    out.append(ToolCallArgumentsDelta(index, "".join(buffer.parts)))
+                _start(buffer, out)
 
-    def _implicit_index(self, fragment: dict[str, Any]) -> int:
-        """Index for servers that omit it: a new id starts a new call, otherwise the current one goes on."""
+    def _implicit_index(self, fragment: dict[str, Any], fragments: Sequence[Any]) -> int:
+        """Wire index for servers that omit it. Several fragments in one delta are different calls, so each
+        takes its position (as OpenAI numbers them); a lone one starts a new call when it brings a new id,
+        otherwise it continues the current call.
+        """
+        if len(fragments) > 1:
+            return next(i for i, f in enumerate(fragments) if f is fragment)
         current = self._current
         call_id = fragment.get("id")
         if current is None or (call_id and current.id and call_id != current.id):
             return len(self._calls)
-        return current.index
+        return current.slot
+
+    def _open(self, slot: int, out: list[ModelEvent]) -> _CallBuffer:
+        """A new call whose fragments arrive at wire index ``slot``: the earlier calls are complete."""
+        self._ready_all(out)
+        calls = self._calls
+        index = slot
+        displaced = calls.get(slot)
+        if displaced is not None or self._retired:
+            if displaced is not None:
+                self._retired = (*self._retired, displaced)
+            # Event indices stay unique: a call that took a used wire index gets the next free one.
+            taken = {b.index for b in self._retired} | {b.index for b in calls.values()}
+            if index in taken:
+                index = max(taken) + 1
+        buffer = calls[slot] = _CallBuffer(index, slot)
+        return buffer
 
     def _ready_all(self, out: list[ModelEvent]) -> None:
         for buffer in self._calls.values():
@@ -236,15 +294,13 @@ class ChatStreamDecoder:
             if not buffer.started:
                 if not buffer.name:
                     raise ProtocolError(f"tool call at index {buffer.index} ended without a function name")
-                buffer.started = True
-                out.append(ToolCallStarted(buffer.index, buffer.id, buffer.name))
-                if buffer.parts:
-                    out.append(ToolCallArgumentsDelta(buffer.index, "".join(buffer.parts)))
+                _start(buffer, out)
             out.append(ToolCallReady(buffer.index, buffer.call()))
 
     def response(self) -> ChatResponse:
         """What has been aggregated so far, as a ``ChatResponse``."""
-        calls = tuple(self._calls[i].call() for i in sorted(self._calls) if self._calls[i].name)
+        buffers = [*self._retired, *self._calls.values()] if self._retired else self._calls.values()
+        calls = tuple(b.call() for b in sorted(buffers, key=_event_index) if b.name)
         text = "".join(self._text) if self._text else None
         return ChatResponse(
             message=AiMessage(
@@ -269,6 +325,22 @@ class ChatStreamDecoder:
         self._ready_all(out)
         out.append(ModelCompleted(self.response()))
         return out
+
+
+def _event_index(buffer: _CallBuffer) -> int:
+    return buffer.index
+
+
+def _start(buffer: _CallBuffer, out: list[ModelEvent]) -> None:
+    """``ToolCallStarted`` for a call whose name is known, then the argument fragments that came first."""
+    buffer.started = True
+    if not buffer.id:
+        # The server sent no id: the one ``ToolCallReady`` will carry is fixed now, so every event agrees.
+        buffer.id = f"call_{buffer.index}"
+        buffer.synthetic_id = True
+    out.append(ToolCallStarted(buffer.index, buffer.id, buffer.name))
+    if buffer.parts:
+        out.append(ToolCallArgumentsDelta(buffer.index, "".join(buffer.parts)))
 
 
 def _in_band_error(data: str) -> ModelError:

@@ -280,7 +280,9 @@ class OpenAIHttpClient:
         """POST ``body`` and yield the model events that ``decoder`` makes of the SSE stream.
 
         A failed attempt is retried (announced by a ``ModelRetry`` event) only while no event has been
-        yielded yet; afterwards the error propagates. Closing the generator closes the connection.
+        yielded yet; afterwards the error propagates. Closing the generator closes the connection, except
+        after the completion event: then what is left of the body is drained first (bounded, as after the end
+        marker), so the connection goes back to the pool.
         """
         url = self.url(path)
         data = orjson.dumps(body)
@@ -310,11 +312,20 @@ class OpenAIHttpClient:
                                 yield event
                         if decode.done:
                             break
+                last = decode.finish()
+                emitted = True
+                # The answer first; then what follows the end marker is drained (``chunk``: the body has
+                # not ended yet), so the connection can be pooled — also when the consumer closes the
+                # stream during these last events (the agents stop at the completion): closing drains.
+                try:
+                    for event in last:
+                        yield event
+                except GeneratorExit:
+                    if chunk:
+                        await self._drain(response, deadline, url)
+                    raise
                 if chunk:
                     await self._drain(response, deadline, url)
-                for event in decode.finish():
-                    emitted = True
-                    yield event
                 return
             except ModelError as error:
                 if emitted:

@@ -12,6 +12,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import MappingProxyType, TracebackType
 from typing import Any
 
+import attrs
+
 from ...http.retry import RetryPolicy
 from ...http.timeouts import Timeout
 from ...http.transport import HttpTransport
@@ -34,6 +36,7 @@ from .responses_types import InputItem, ResponsesRequest, ResponsesResponse, che
 __all__ = ["OpenAIResponsesModel"]
 
 _PATH = "/responses"
+_CHAT_FIELDS = frozenset(field.name for field in attrs.fields(ChatParameters))
 
 ResponsesRequestLike = ResponsesRequest | str | Sequence[InputItem]
 
@@ -174,10 +177,15 @@ class OpenAIResponsesModel:
 
     def _chat_request(self, request: RequestLike, overrides: Mapping[str, Any]) -> ResponsesRequest:
         chat = ChatRequest.coerce(request)
-        try:
-            params = ChatParameters(**overrides) if overrides else None
-        except TypeError as exc:
-            raise TypeError(f"unknown chat parameter in {sorted(overrides)}: {exc}") from None
+        params = None
+        if overrides:
+            unknown = set(overrides) - _CHAT_FIELDS
+            if unknown:
+                raise TypeError(
+                    f"unknown chat parameter(s) {sorted(unknown)}; expected ChatParameters fields"
+                )
+            # A bad value (``tool_choice="any"``…) raises its own TypeError / ValueError here.
+            params = ChatParameters(**overrides)
         return request_from_chat(chat, params).merged(self._defaults)
 
     async def chat(self, request: RequestLike, /, **overrides: Any) -> ChatResponse:
