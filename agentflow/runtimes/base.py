@@ -56,6 +56,7 @@ from ..model.errors import StreamCutOffError
 from ..model.events import ModelCompleted, ReasoningDelta, TextDelta, UsageReported
 from ..model.messages import ToolCall
 from ..model.response import TokenUsage
+from ..model.retries import retry_listener
 from ..model.tools import ToolChoice
 from ..result import AgentResult, StopReason, ToolResult
 from ..tools.outcome import cancelled_result, exception_message
@@ -289,7 +290,8 @@ class AgentRuntime:
         """``ModelRequest``, then the model call; every model event is published as it arrives.
 
         A blocking call publishes its reasoning and text once, as a ``ReasoningDelta`` and a ``TextDelta``,
-        so subscribers see the same vocabulary either way; both paths end with ``ModelCompleted``. The call's
+        so subscribers see the same vocabulary either way (its retries too: ``ModelRetry`` events through
+        ``retry_listener``); both paths end with ``ModelCompleted``. The call's
         usage counts the moment it completes (a cancel after that keeps it), or, for a stream cut short, as
         far as the server reported it. Leaving early (cancel, deadline) closes the stream and with it the
         HTTP response.
@@ -299,7 +301,12 @@ class AgentRuntime:
         names = ctx.tools.names if tools is ctx.tools.specs else tuple(t.name for t in tools)
         await ctx.emit(ModelRequest(model=prompt.model, items=len(prompt.items), tools=names))
         if not prompt.stream:
-            result = await ctx.model.create(prompt)
+            # A blocking call has no stream to carry its retries: they come through the context's listener.
+            token = retry_listener.set(ctx.publish)
+            try:
+                result = await ctx.model.create(prompt)
+            finally:
+                retry_listener.reset(token)
             ctx.add_usage(result.usage)
             ctx.unhandled = result  # kept by the run's ending if a cancel lands while it is published
             await self._publish_whole(ctx, result, text=True, reasoning=True)

@@ -39,6 +39,7 @@ from ...model.errors import (
     error_from_status,
 )
 from ...model.events import ModelEvent, ModelRetry
+from ...model.retries import retry_listener
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAIHttpClient", "StreamDecoder", "normalize_base_url", "redact_url"]
 
@@ -235,6 +236,9 @@ class OpenAIHttpClient:
         retryable ``ModelError`` it raises (a 200 body that reports a ``server_error``…) is retried like
         an HTTP failure, and its result is returned.
 
+        Every retry goes to ``on_retry`` (the client's and this call's) and to the context's
+        ``retry_listener`` (an agent run's bus).
+
         Raises the typed ``ModelError`` for the status (``error_from_status``), ``ModelConnectionError``,
         ``ModelTimeoutError``, ``ProtocolError`` when a 2xx body is not JSON, or what ``decode`` raises.
         """
@@ -269,6 +273,9 @@ class OpenAIHttpClient:
             for callback in (self._on_retry, on_retry):
                 if callback is not None:
                     callback(retry)
+            listener = retry_listener.get()
+            if listener is not None:
+                await listener(retry)
             await self._sleep(retry.delay)
             attempt += 1
 

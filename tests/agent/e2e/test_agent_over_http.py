@@ -28,7 +28,7 @@ from agentflow.events import (
     ToolStarted,
     ToolSucceeded,
 )
-from agentflow.model.events import Event, ModelCompleted, TextDelta, ToolCallReady
+from agentflow.model.events import Event, ModelCompleted, ModelRetry, TextDelta, ToolCallReady
 from agentflow.providers.openai.chat_model import OpenAIChatModel
 from agentflow.providers.openai.responses_model import OpenAIResponsesModel
 from agentflow.result import StopReason
@@ -274,3 +274,29 @@ async def test_every_way_of_cancelling_mid_stream_releases_the_connection(
         assert not response.finished
         assert response.socket_released
     assert len(asyncio.all_tasks()) == tasks_before  # the server's tasks are gone too, once it stopped
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "stream"])
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_a_retried_model_call_shows_model_retry_whether_streamed_or_not(
+    protocol: Protocol, streamed: bool
+) -> None:
+    turns = [Fault.status(429, headers={"retry-after-ms": "1"}), Reply(text="fine")]
+    async with agent_on(protocol, turns) as (agent, server, _):
+        events: list[Event] = []
+        agent.on(None, events.append)
+        with anyio.fail_after(10):
+            if streamed:
+                async with agent.stream("hi") as run:
+                    await run.wait()
+                result = run.result
+            else:
+                result = await agent.run("hi")
+
+    assert result.output_text == "fine"
+    assert len(server.requests) == 2
+    names = [type(e).__name__ for e in events]
+    assert names.index("ModelRequest") < names.index("ModelRetry") < names.index("ModelCompleted")
+    [retry] = [e for e in events if isinstance(e, ModelRetry)]
+    assert (retry.attempt, retry.run_id, retry.step) == (2, result.run_id, 0)  # the attempt about to be made
+    assert "429" in retry.reason
