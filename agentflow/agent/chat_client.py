@@ -33,7 +33,7 @@ from ..model.stream import ModelStream
 from ..model.tools import ToolChoice
 from .client_base import ProtocolClient
 from .items import ChatMessageCache, assistant_item, to_chat_messages, with_call_ids
-from .prompt import AgentModelResult, AgentPrompt, ToolChoiceLike, relay_stream
+from .prompt import AgentModelResult, AgentPrompt, ToolChoiceLike, reasoning_effort, relay_stream
 
 __all__ = ["ChatModelClient", "chat_result", "to_chat_request"]
 
@@ -48,19 +48,6 @@ def _chat_tool_choice(value: ToolChoiceLike | None) -> tuple[ToolChoice | None, 
         choice = ToolChoice.from_mapping(value)
         return (None, value) if choice is None else (choice, None)
     return ToolChoice.coerce(value), None
-
-
-def _reasoning_effort(reasoning: Mapping[str, Any] | None) -> str | None:
-    if reasoning is None:
-        return None
-    if not isinstance(reasoning, Mapping):
-        raise TypeError(
-            f"reasoning must be a mapping such as {{'effort': 'low'}}, not {type(reasoning).__name__}"
-        )
-    effort = reasoning.get("effort")
-    if effort is not None and not isinstance(effort, str):
-        raise ValueError(f"reasoning effort must be a string, not {effort!r}")
-    return effort
 
 
 def _converted(prompt: AgentPrompt) -> ChatMessageCache | None:
@@ -107,7 +94,7 @@ def _chat_parameters(prompt: AgentPrompt) -> ChatParameters:
         tools=tools,
         tool_choice=tool_choice,
         parallel_tool_calls=prompt.parallel_tool_calls if tools else None,
-        reasoning_effort=_reasoning_effort(prompt.reasoning),
+        reasoning_effort=reasoning_effort(prompt.reasoning),
         user=prompt.user,
         custom=custom,
     )
@@ -132,7 +119,7 @@ def _settings_key(prompt: AgentPrompt) -> tuple[Any, ...] | None:
         prompt.tools,
         choice,
         prompt.parallel_tool_calls,
-        _reasoning_effort(prompt.reasoning),  # read anew: ``reasoning`` is a mutable map
+        reasoning_effort(prompt.reasoning),  # read anew: ``reasoning`` is a mutable map
         prompt.user,
     )
 

@@ -12,7 +12,7 @@ from typing import Any, Literal
 import attrs
 
 from ..model.tools import ToolChoice
-from .prompt import ToolChoiceLike
+from .prompt import ToolChoiceLike, reasoning_effort
 
 __all__ = ["DEFAULT_FINAL_ANSWER_PROMPT", "AgentOptions", "MaxStepsPolicy", "ModelSettings"]
 
@@ -138,15 +138,10 @@ def _tool_choice(_inst: object, _attr: object, value: Any) -> None:
 
 
 def _reasoning(_inst: object, _attr: object, value: Any) -> None:
-    if value is None:
-        return
-    if not isinstance(value, Mapping):
-        raise TypeError(
-            f"ModelSettings.reasoning must be a mapping such as {{'effort': 'low'}}, got {value!r}"
-        )
-    effort = value.get("effort")
-    if effort is not None and not isinstance(effort, str):
-        raise TypeError(f"ModelSettings.reasoning effort must be a str, got {effort!r}")
+    try:
+        reasoning_effort(value)
+    except TypeError as exc:
+        raise TypeError(f"ModelSettings.{exc}") from None
 
 
 @attrs.frozen

@@ -19,7 +19,14 @@ from ..model.response import FinishReason, TokenUsage
 from ..model.stream import ModelStream
 from ..model.tools import ToolChoice, ToolSpec
 
-__all__ = ["AgentModelResult", "AgentPrompt", "ModelClient", "ToolChoiceLike", "relay_stream"]
+__all__ = [
+    "AgentModelResult",
+    "AgentPrompt",
+    "ModelClient",
+    "ToolChoiceLike",
+    "reasoning_effort",
+    "relay_stream",
+]
 
 ToolChoiceLike: TypeAlias = ToolChoice | str | Mapping[str, Any]
 """A tool choice in any accepted form: a ``ToolChoice``, ``"auto"``/``"none"``/``"required"``, or a wire map
@@ -32,6 +39,26 @@ def _to_tuple(value: Iterable[Any]) -> tuple[Any, ...]:
     if isinstance(value, str | bytes | Mapping):
         raise TypeError(f"expected a sequence, got {type(value).__name__}")
     return tuple(value)
+
+
+def reasoning_effort(reasoning: Mapping[str, Any] | None) -> str | None:
+    """The ``effort`` of a ``reasoning`` setting (``{"effort": "low", "summary": "auto"}``), checked.
+
+    Raises ``TypeError`` when ``reasoning`` is not a mapping or its effort not a string.
+
+    >>> reasoning_effort({"effort": "low"}), reasoning_effort(None)
+    ('low', None)
+    """
+    if reasoning is None:
+        return None
+    if not isinstance(reasoning, Mapping):
+        raise TypeError(
+            f"reasoning must be a mapping such as {{'effort': 'low'}}, not {type(reasoning).__name__}"
+        )
+    effort = reasoning.get("effort")
+    if effort is not None and not isinstance(effort, str):
+        raise TypeError(f"reasoning effort must be a string, not {effort!r}")
+    return effort
 
 
 def _to_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:

@@ -374,41 +374,35 @@ class ProcessSandbox:
         detail = "still running" if status is None else f"exit status {status}"
         if status is not None and status < 0:
             detail = f"killed by signal {-status}"
-        lost = f"; {_LOST}" if self._persistent else ""
-        return CodeResult(
-            ok=False,
-            stdout=output.stdout.text(),
-            stderr=output.stderr.text(),
-            error=f"the sandbox process ended during the step ({detail}){lost}",
-            error_type=CodeErrorType.KILLED,
-            state_lost=self._persistent,
+        return self._process_lost(
+            output, f"the sandbox process ended during the step ({detail})", CodeErrorType.KILLED
         )
 
     def _over_cpu(self, limits: ExecutionLimits, output: _StepOutput) -> CodeResult:
-        lost = f"; {_LOST}" if self._persistent else ""
-        return CodeResult(
-            ok=False,
-            stdout=output.stdout.text(),
-            stderr=output.stderr.text(),
-            error=(
-                f"CpuTimeExceeded: the step used up its CPU time limit ({limits.cpu_seconds} s) inside a "
-                f"call that cannot be interrupted (a long call into C), so the process was stopped{lost}"
-            ),
-            error_type=CodeErrorType.CPU_LIMIT,
-            state_lost=self._persistent,
+        return self._process_lost(
+            output,
+            f"CpuTimeExceeded: the step used up its CPU time limit ({limits.cpu_seconds} s) inside a call "
+            "that cannot be interrupted (a long call into C), so the process was stopped",
+            CodeErrorType.CPU_LIMIT,
         )
 
     def _broken(self, error: FrameError, output: _StepOutput) -> CodeResult:
+        return self._process_lost(
+            output,
+            "the code broke the sandbox's channel to the host (it wrote to or closed a file descriptor it "
+            f"does not own) and was stopped: {error}",
+            CodeErrorType.PROTOCOL,
+        )
+
+    def _process_lost(self, output: _StepOutput, error: str, error_type: CodeErrorType) -> CodeResult:
+        """A step whose process is gone: what it printed, the error, and (persistent) its lost state."""
         lost = f"; {_LOST}" if self._persistent else ""
         return CodeResult(
             ok=False,
             stdout=output.stdout.text(),
             stderr=output.stderr.text(),
-            error=(
-                "the code broke the sandbox's channel to the host (it wrote to or closed a file "
-                f"descriptor it does not own) and was stopped: {error}{lost}"
-            ),
-            error_type=CodeErrorType.PROTOCOL,
+            error=error + lost,
+            error_type=error_type,
             state_lost=self._persistent,
         )
 
