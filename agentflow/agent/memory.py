@@ -74,7 +74,7 @@ class InMemoryMemory:
     Item dicts are stored as given; do not mutate one after adding it.
     """
 
-    __slots__ = ("_items",)
+    __slots__ = ("__weakref__", "_items")  # weakly referenced: sessions find the memory's lock by it
 
     def __init__(self, items: Iterable[Any] = ()) -> None:
         self._items: list[Any] = []

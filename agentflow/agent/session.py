@@ -1,13 +1,16 @@
 """``Session``: one conversation with an agent — a memory that persists across runs, one run at a time.
 
 Runs of a session share its memory, so they are serialised by an ``anyio.Lock``: a second ``run()`` (or
-``stream()``) waits until the first has ended, then sees its whole turn in memory. Nothing here talks to a
-model; the session hands its memory and lock to the agent's runs.
+``stream()``) waits until the first has ended, then sees its whole turn in memory. The lock belongs to the
+memory, not to the session: two sessions over one memory (a web app calling ``agent.session(store[id])`` per
+request) take turns too. Nothing here talks to a model; the session hands its memory and lock to the agent's
+runs.
 """
 
 from __future__ import annotations
 
 import uuid
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -18,7 +21,22 @@ from .run import RunStarter
 if TYPE_CHECKING:
     from .agent import Agent
 
-__all__ = ["Session"]
+__all__ = ["Session", "memory_lock"]
+
+_LOCKS: weakref.WeakKeyDictionary[Memory, anyio.Lock] = weakref.WeakKeyDictionary()
+
+
+def memory_lock(memory: Memory) -> anyio.Lock:
+    """The lock every session over ``memory`` shares, so the runs on one memory take turns whichever session
+    started them. A memory that cannot be hashed or weakly referenced gets a lock per session.
+    """
+    try:
+        lock = _LOCKS.get(memory)
+        if lock is None:
+            lock = _LOCKS[memory] = anyio.Lock()
+    except TypeError:
+        lock = anyio.Lock()
+    return lock
 
 
 class Session(RunStarter):
@@ -38,7 +56,7 @@ class Session(RunStarter):
         self.memory = memory
         """The conversation (shared by every run of the session)."""
         self.id = session_id or f"session_{uuid.uuid4().hex}"
-        self._lock = anyio.Lock()
+        self._lock = memory_lock(memory)
 
     def __repr__(self) -> str:
         return f"Session({self.id!r}, {len(self.memory.items)} items)"
@@ -50,7 +68,7 @@ class Session(RunStarter):
 
     @property
     def busy(self) -> bool:
-        """Whether a run of this session is in progress."""
+        """Whether a run on this session's memory is in progress."""
         return self._lock.locked()
 
     @property

@@ -200,3 +200,30 @@ async def test_a_session_run_cancelled_while_it_waits_its_turn_still_ends_with_r
     assert (await chat.run("q3")).output_text == "third answer"
     assert texts(chat.items) == ["user:q1", "assistant:first answer", "user:q3", "assistant:third answer"]
     assert not chat.busy
+
+
+async def test_two_sessions_over_one_memory_take_turns() -> None:
+    # A web app building a session per request over the conversation it stored: the runs must not interleave.
+    first_called = anyio.Event()
+    release_first = anyio.Event()
+
+    async def first(_prompt: AgentPrompt) -> AgentModelResult:
+        first_called.set()
+        await release_first.wait()
+        return reply("first answer")
+
+    memory = InMemoryMemory()
+    agent = Agent(FakeModelClient([first, reply("second answer")]))
+    one, other = agent.session(memory), agent.session(memory)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(one.run, "q1")
+        await first_called.wait()
+        tg.start_soon(other.run, "q2")
+        with anyio.fail_after(10):  # without a shared lock q2 never waits: a failure, not a hang
+            while other.waiting == 0:
+                await anyio.lowlevel.checkpoint()
+        assert texts(memory.items) == ["user:q1"]
+        release_first.set()
+
+    assert texts(memory.items) == ["user:q1", "assistant:first answer", "user:q2", "assistant:second answer"]
