@@ -79,8 +79,10 @@ async def sse_stream(
 ) -> AsyncIterator[bytes]:
     """The frames of ``events`` (e.g. an ``AgentRun``), in order, ending when ``events`` ends.
 
-    ``heartbeat`` (seconds) sends ``HEARTBEAT`` whenever that long passed without a frame, so proxies do
-    not close a connection while a tool runs for minutes. With a heartbeat the events are read by a task of
+    ``heartbeat`` (seconds) sends ``HEARTBEAT`` at the end of every period of that length in which no frame
+    went out, so proxies do not close a connection while a tool runs for minutes. The periods run on a fixed
+    clock, so a quiet connection hears something at least every ``2 * heartbeat`` seconds: choose at most
+    half the idle timeout of the proxies in between. With a heartbeat the events are read by a task of
     the stream's own task group: close the stream in the task that iterates it (run it to the end, or wrap
     it in ``contextlib.aclosing``). An exception raised by ``events`` is raised here, unchanged. ``sleep``
     is injectable for tests.

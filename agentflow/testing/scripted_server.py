@@ -86,7 +86,8 @@ class ScriptedServer:
     request body and returning one of them, possibly async), or one callable that answers every
     request. ``default`` answers once the script is used up; without it an exhausted script answers
     HTTP 500 with an error body that says so. Server-side problems (exhausted script, a callable that
-    raised, a bad fault position, an unknown path) are also listed in ``errors``.
+    raised, a bad fault position, an unknown path) are also listed in ``errors``; their answers carry
+    ``x-should-retry: false``, so a client fails at once instead of retrying into the next turn.
 
     >>> import asyncio
     >>> async def example() -> str:
@@ -161,8 +162,9 @@ class ScriptedServer:
 
     @property
     def url(self) -> str:
-        """The server root, e.g. ``http://127.0.0.1:8123``."""
-        return f"http://{self._host}:{self.port}"
+        """The server root, e.g. ``http://127.0.0.1:8123`` (an IPv6 host in brackets: ``http://[::1]:8123``)."""
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"http://{host}:{self.port}"
 
     @property
     def base_url(self) -> str:
@@ -217,8 +219,12 @@ class ScriptedServer:
 
     def _problem(self, status: int, message: str, error_type: str = "scripted_server_error") -> web.Response:
         self._errors.append(message)
+        # Final: a client that retried a 500 would take the next turn, and a broken script could pass.
         return web.Response(
-            status=status, body=pretty_json(openai_error(message, error_type)), content_type=_JSON
+            status=status,
+            body=pretty_json(openai_error(message, error_type)),
+            content_type=_JSON,
+            headers={"x-should-retry": "false"},
         )
 
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
