@@ -207,9 +207,7 @@ class _Interrupts:
     count: int = 0
 
 
-async def _watch_signals(
-    run: Any, scope: anyio.CancelScope, interrupts: _Interrupts, *, task_status: TaskStatus[None]
-) -> None:
+async def _watch_signals(run: Any, interrupts: _Interrupts, *, task_status: TaskStatus[None]) -> None:
     """First SIGINT/SIGTERM: cancel the run (it ends with ``RunCancelled``); second: stop waiting for it."""
     try:
         receiver = anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM)
@@ -220,9 +218,18 @@ async def _watch_signals(
                 if interrupts.count == 1:
                     await run.cancel()
                 else:
-                    scope.cancel()
+                    _abandon()
     except NotImplementedError:  # no signal receiver on this platform: Ctrl-C raises KeyboardInterrupt
         task_status.started()
+
+
+def _abandon() -> NoReturn:
+    """Leave now, clean-up or not: the run's clean-up (memory, a tool's own) is shielded from cancellation,
+    so asking twice means not waiting for it at all."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+    _fail("cancelled; clean-up abandoned", EXIT_CANCELLED)
+    os._exit(EXIT_CANCELLED)
 
 
 async def _run(args: argparse.Namespace, config: CliConfig) -> int:
@@ -256,7 +263,7 @@ async def _run(args: argparse.Namespace, config: CliConfig) -> int:
             agent = Agent(model, runtime=args.runtime, tools=BUILTIN_TOOLS, options=options)
         interrupts = _Interrupts()
         async with agent.stream(args.question) as run, anyio.create_task_group() as tasks:
-            await tasks.start(_watch_signals, run, tasks.cancel_scope, interrupts)
+            await tasks.start(_watch_signals, run, interrupts)
             async for event in run:
                 emit(event)
                 if isinstance(event, RunFailed):

@@ -67,7 +67,9 @@ async def serve(app: web.Application, host: str = "127.0.0.1", port: int = 8080)
     """Start serving ``app``; the caller calls ``await runner.cleanup()`` to stop."""
     # aiohttp does NOT cancel a handler when its client disconnects unless asked to: without this, a run
     # whose client left would go on until its next write fails (or forever, while a tool waits).
-    runner = web.AppRunner(app, handler_cancellation=True)
+    # On shutdown, open event streams get a few seconds, not aiohttp's default 60: an SSE stream is never
+    # idle, so it would hold a redeploy up for the whole timeout; cancelled handlers cancel their runs.
+    runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=5.0)
     await runner.setup()
     await web.TCPSite(runner, host, port).start()
     return runner

@@ -197,3 +197,52 @@ async def test_ctrl_c_cancels_the_run_cleanly() -> None:
     assert tail[-1]["type"] == "run_cancelled"
     assert tail[-1]["partial"]["stop_reason"] == "cancelled"
     assert errors.decode().splitlines() == ["agentflow: error: cancelled"]
+
+
+_SLOW_CLEAN_UP = '''
+import sys, anyio
+import agentflow.demo.tools as demo_tools
+from agentflow.tools import tool
+
+@tool
+async def calculator(expression: str) -> str:
+    """Evaluate arithmetic (and take forever to clean up)."""
+    print("TOOL STARTED", file=sys.stderr, flush=True)
+    try:
+        await anyio.sleep(600)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.sleep(600)  # a shielded clean-up that never ends
+    return "0"
+
+demo_tools.BUILTIN_TOOLS = (calculator,)
+from agentflow.cli import main
+sys.exit(main())
+'''
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process is POSIX behaviour")
+async def test_a_second_ctrl_c_stops_waiting_for_the_clean_up() -> None:
+    process = await anyio.open_process(
+        [sys.executable, "-c", _SLOW_CLEAN_UP, "run", "What is 1234 * 5678?", "--offline"],
+        env=clean_env(),
+        cwd=ROOT,
+    )
+    async with process:
+        assert process.stderr is not None
+        errors = BufferedByteReceiveStream(process.stderr)
+        try:
+            with anyio.fail_after(60):  # a safety net against a hang, not a timing assertion
+                await errors.receive_until(b"TOOL STARTED\n", 1 << 20)
+                # Signals sent back to back may merge into one: repeat until the process has gone.
+                while process.returncode is None:
+                    process.send_signal(signal.SIGINT)
+                    with anyio.move_on_after(0.2):
+                        await process.wait()
+                rest = b"".join([chunk async for chunk in errors])
+        finally:
+            if process.returncode is None:
+                process.kill()  # never wait on a hung child when leaving the block
+    code = process.returncode
+    assert code == 130
+    assert rest.decode().splitlines()[-1] == "agentflow: error: cancelled; clean-up abandoned"
