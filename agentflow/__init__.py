@@ -26,6 +26,7 @@ from .model.errors import (
     NotFoundError,
     ProtocolError,
     RateLimitError,
+    ResponseNotFinishedError,
     ServerError,
     StreamCutOffError,
 )
@@ -306,6 +307,7 @@ __all__ = [
     "ReActRuntime",
     "ReasoningDelta",
     "RefusalDelta",
+    "ResponseNotFinishedError",
     "ResponsesModelClient",
     "ResponsesRequest",
     "ResponsesResponse",

@@ -6,28 +6,42 @@ How a prompt lands on the Responses protocol (seed 000 §3, kept deliberately):
 - passed through: ``model``, ``tools`` (sent flat: ``{type, name, description, parameters, strict}``),
   ``tool_choice`` in any form, ``parallel_tool_calls``, ``temperature``, ``top_p``, ``max_output_tokens``,
   ``reasoning``, ``store``, ``user`` and ``extra_body``;
+- ``store=False`` (stateless: the server keeps nothing) also asks for ``include:
+  ["reasoning.encrypted_content"]``, added to any ``include`` of ``extra_body`` or the model's defaults:
+  replayed reasoning items must carry their content, as a bare ``rs_…`` id cannot be looked up;
 - items: dicts verbatim (see ``agentflow.agent.items.to_responses_input`` for the two Chat shapes it fixes),
   ``Message`` values converted;
 - memory items are the response's raw output items, verbatim (a reasoning item with ``encrypted_content``
-  survives the round trip); better than the seed, reasoning text, tool calls and their argument deltas
-  stream mid-call, and ``reasoning_text`` is filled.
+  survives the round trip), less what the API would refuse as input: a ``function_call`` the model did not
+  finish (an incomplete response) and a reasoning item with nothing after it; better than the seed,
+  reasoning text, tool calls and their argument deltas stream mid-call, and ``reasoning_text`` is filled.
 
 The mapping functions are pure; only the client awaits.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping
+import re
+from collections.abc import Awaitable, Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from ..model.messages import ToolCall
 from ..model.stream import ModelStream
+from ..providers.openai.responses_codec import UNFINISHED_STATUSES
 from ..providers.openai.responses_types import ResponsesRequest, ResponsesResponse
 from .client_base import ProtocolClient
 from .items import system_item, to_responses_input, with_call_ids
 from .prompt import AgentModelResult, AgentPrompt
 
-__all__ = ["ResponsesModel", "ResponsesModelClient", "responses_result", "to_responses_request"]
+__all__ = [
+    "ENCRYPTED_REASONING",
+    "ResponsesModel",
+    "ResponsesModelClient",
+    "replayable_items",
+    "responses_result",
+    "to_responses_request",
+    "wants_encrypted_reasoning",
+]
 
 
 @runtime_checkable
@@ -51,14 +65,48 @@ def _non_blank(text: str | None) -> str | None:
     return text if text and text.strip() else None
 
 
-def to_responses_request(prompt: AgentPrompt) -> ResponsesRequest:
+ENCRYPTED_REASONING = "reasoning.encrypted_content"
+"""The ``include`` entry that returns reasoning items with their ``encrypted_content`` (stateless replay)."""
+
+
+_REASONING_MODEL = re.compile(r"(?:^|/)(?:o\d|gpt-5)(?![\w.-]*-chat)", re.IGNORECASE)
+"""OpenAI's reasoning model names (``o3``, ``o4-mini``, ``gpt-5.1``, ``openai/o3`` on a router), less the
+``-chat`` variants of gpt-5, which do not reason."""
+
+
+def wants_encrypted_reasoning(
+    prompt: AgentPrompt, *, model: str | None = None, setting: bool | None = None
+) -> bool:
+    """Whether a request for ``prompt`` asks for ``"reasoning.encrypted_content"``.
+
+    Only a stateless prompt (``store=False``) needs it. ``setting`` decides when given; otherwise a prompt
+    that sets ``reasoning``, or whose model (``prompt.model``, else ``model``) is a reasoning model, asks
+    for it: OpenAI's other models refuse it ("Encrypted content is not supported with this model").
+
+    >>> stateless = AgentPrompt(store=False)
+    >>> [wants_encrypted_reasoning(stateless, model=m) for m in ("o4-mini", "gpt-5-chat-latest", "gpt-4o")]
+    [True, False, False]
+    """
+    if prompt.store is not False:
+        return False
+    if setting is not None:
+        return setting
+    name = prompt.model or model
+    return prompt.reasoning is not None or (name is not None and _REASONING_MODEL.search(name) is not None)
+
+
+def to_responses_request(prompt: AgentPrompt, *, encrypted_reasoning: bool = False) -> ResponsesRequest:
     """The Responses request for ``prompt`` (see the module docstring for the mapping).
+
+    ``encrypted_reasoning`` adds ``"reasoning.encrypted_content"`` to ``include`` (``ResponsesModelClient``
+    decides it with ``wants_encrypted_reasoning``).
 
     >>> from agentflow.agent.items import user_item
     >>> request = to_responses_request(AgentPrompt(system_prompt="Be brief.", instructions="Use tools.",
-    ...                                            items=[user_item("hi")], store=False))
-    >>> request.instructions, [item["role"] for item in request.input], request.store
-    ('Be brief.', ['system', 'user'], False)
+    ...                                            items=[user_item("hi")], store=False),
+    ...                                encrypted_reasoning=True)
+    >>> request.instructions, [item["role"] for item in request.input], request.store, request.include
+    ('Be brief.', ['system', 'user'], False, ('reasoning.encrypted_content',))
     """
     if not isinstance(prompt, AgentPrompt):
         raise TypeError(f"expected an AgentPrompt, got {type(prompt).__name__}")
@@ -66,6 +114,11 @@ def to_responses_request(prompt: AgentPrompt) -> ResponsesRequest:
     instructions = _non_blank(prompt.instructions)
     if instructions is not None:
         items.insert(0, system_item(instructions))
+    # Stateless runs replay their reasoning items as input; without their encrypted content the server looks
+    # the ``rs_…`` ids up and fails ("Items are not persisted when `store` is set to false"). An ``include``
+    # given elsewhere is kept beside this entry: ``encode_request`` merges ``extra_body``'s, and
+    # ``ResponsesRequest.merged`` the model's defaults.
+    include = (ENCRYPTED_REASONING,) if encrypted_reasoning else None
     return ResponsesRequest(
         items,
         model=prompt.model,
@@ -79,15 +132,52 @@ def to_responses_request(prompt: AgentPrompt) -> ResponsesRequest:
         reasoning=prompt.reasoning,
         store=prompt.store,
         user=prompt.user,
+        include=include,
         extra_body=dict(prompt.extra_body),
     )
+
+
+def replayable_items(output: Iterable[Any]) -> tuple[Any, ...]:
+    """The output items of one response that can be sent back as input, in order.
+
+    Left out: a ``function_call`` the model did not finish (status ``in_progress`` / ``incomplete``: its
+    arguments may be truncated, and it is not a ``ToolCall`` either), then any reasoning item that no other
+    item follows (the token limit hit while reasoning): the API rejects a reasoning item "provided without its
+    required following item".
+
+    >>> rs = {"type": "reasoning", "id": "rs_1", "summary": []}
+    >>> cut = {"type": "function_call", "status": "incomplete", "call_id": "c", "name": "f", "arguments": "{"}
+    >>> replayable_items([rs, cut])
+    ()
+    """
+    kept = [
+        item
+        for item in output
+        if not (
+            isinstance(item, Mapping)
+            and item.get("type") == "function_call"
+            and item.get("status") in UNFINISHED_STATUSES
+        )
+    ]
+    # Walk back from the end: a reasoning item stays only when something other than reasoning comes after it.
+    followed = False
+    replayable: list[Any] = []
+    for item in reversed(kept):
+        if isinstance(item, Mapping) and item.get("type") == "reasoning":
+            if not followed:
+                continue
+        else:
+            followed = True
+        replayable.append(item)
+    replayable.reverse()
+    return tuple(replayable)
 
 
 def _with_filled_ids(output: tuple[Any, ...], calls: tuple[ToolCall, ...]) -> tuple[Any, ...]:
     """The output items with each blank ``function_call`` id replaced by the id its ``ToolCall`` was given.
 
-    Calls are matched to items in order (only finished calls are ``ToolCall`` values, so a truncated item
-    is skipped by matching name and arguments).
+    Calls are matched to items in order, by name and arguments (the items are replayable ones: every
+    ``function_call`` among them is a finished call).
     """
     pending = list(calls)
     patched: list[Any] = []
@@ -103,7 +193,11 @@ def _with_filled_ids(output: tuple[Any, ...], calls: tuple[ToolCall, ...]) -> tu
 
 
 def responses_result(response: ResponsesResponse) -> AgentModelResult:
-    """The agent's view of a Responses result: text, reasoning, tool calls and the raw output items.
+    """The agent's view of a Responses result: text, reasoning, tool calls, and as memory items the raw output
+    items that can be replayed (``replayable_items``).
+
+    ``finish_reason`` is the response's: ``LENGTH`` for a response cut at ``max_output_tokens`` (returned with
+    ``on_incomplete="return"``), even when nothing of it was kept.
 
     >>> r = ResponsesResponse("resp_1", "m", "completed",
     ...     ({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Hi"}]},),
@@ -113,7 +207,7 @@ def responses_result(response: ResponsesResponse) -> AgentModelResult:
     ('Hi', True, 'stop')
     """
     calls = with_call_ids(response.tool_calls)
-    output = tuple(response.output)
+    output = replayable_items(response.output)
     if calls != tuple(response.tool_calls):
         output = _with_filled_ids(output, calls)
     return AgentModelResult(
@@ -131,18 +225,23 @@ def responses_result(response: ResponsesResponse) -> AgentModelResult:
 class ResponsesModelClient(ProtocolClient[ResponsesModel, ResponsesRequest, ResponsesResponse]):
     """Runs agent prompts over the OpenAI Responses protocol through ``OpenAIResponsesModel``.
 
+    A stateless prompt (``store=False``) asks for ``"reasoning.encrypted_content"`` when it sets
+    ``reasoning`` or its model is a reasoning model (``wants_encrypted_reasoning``); ``encrypted_reasoning``
+    overrides that guess either way, e.g. ``ResponsesModelClient(model, encrypted_reasoning=True)`` for a
+    reasoning model under another name.
     ``aclose()`` (or leaving ``async with``) closes the wrapped model.
     """
 
-    __slots__ = ()
+    __slots__ = ("_encrypted_reasoning",)
 
-    def __init__(self, responses_model: ResponsesModel) -> None:
+    def __init__(self, responses_model: ResponsesModel, *, encrypted_reasoning: bool | None = None) -> None:
         if not isinstance(responses_model, ResponsesModel):
             raise TypeError(
                 "ResponsesModelClient needs a Responses model with create/create_stream/aclose "
                 f"(e.g. OpenAIResponsesModel), got {type(responses_model).__name__}"
             )
         super().__init__(responses_model)
+        self._encrypted_reasoning = encrypted_reasoning
 
     @property
     def responses_model(self) -> ResponsesModel:
@@ -150,7 +249,11 @@ class ResponsesModelClient(ProtocolClient[ResponsesModel, ResponsesRequest, Resp
         return self._model
 
     def _request(self, prompt: AgentPrompt) -> ResponsesRequest:
-        return to_responses_request(prompt)
+        model = getattr(self._model, "model", None)
+        wanted = wants_encrypted_reasoning(
+            prompt, model=model if isinstance(model, str) else None, setting=self._encrypted_reasoning
+        )
+        return to_responses_request(prompt, encrypted_reasoning=wanted)
 
     def _project(self, response: ResponsesResponse) -> AgentModelResult:
         return responses_result(response)

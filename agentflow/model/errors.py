@@ -22,6 +22,7 @@ __all__ = [
     "NotFoundError",
     "ProtocolError",
     "RateLimitError",
+    "ResponseNotFinishedError",
     "ServerError",
     "StreamCutOffError",
     "error_from_payload",
@@ -134,6 +135,27 @@ class IncompleteResponseError(ModelError):
         self.partial = partial
 
 
+class ResponseNotFinishedError(ModelError):
+    """A blocking call got back a response that is still ``queued`` or ``in_progress`` (a ``background``
+    response): there is no answer yet. ``response_id`` and ``response_status`` say which and where it stands;
+    ``partial`` holds the decoded response. Not retryable: sending again would start another response.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        response_id: str | None = None,
+        response_status: str | None = None,
+        partial: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(message, **kwargs)
+        self.response_id = response_id
+        self.response_status = response_status
+        self.partial = partial
+
+
 def _str_or_none(value: Any) -> str | None:
     return None if value is None else str(value)
 
@@ -192,12 +214,42 @@ def error_from_payload(
     if markers & {"content_filter", "content_policy_violation"}:
         return ContentFilterError(label, **kwargs)
     if status is None:
-        if markers & {"rate_limit_exceeded", "rate_limit_error"}:
-            return RateLimitError(label, **kwargs)
-        if markers & {"server_error", "internal_error", "service_unavailable"}:
-            return ServerError(label, **kwargs)
-        return ModelError(label, **kwargs)
+        return _class_for_markers(error_type, code)(label, **kwargs)
     return _class_for_status(status)(label, **kwargs)
+
+
+# An error without an HTTP status (an in-band stream error, a ``failed`` response) is typed from its error
+# code, else its error type, so ``context_length_exceeded`` in an ``error`` event is the ``BadRequestError``
+# it is as an HTTP 400, with the same retry rules. The code goes first: it refines the type
+# (``invalid_request_error`` with ``model_not_found`` is a ``NotFoundError``).
+_CLASS_BY_MARKER: dict[str, type[ModelError]] = {
+    # error types
+    "invalid_request_error": BadRequestError,
+    "authentication_error": AuthenticationError,
+    "permission_error": AuthenticationError,
+    "not_found_error": NotFoundError,
+    "rate_limit_error": RateLimitError,
+    "server_error": ServerError,
+    "api_error": ServerError,
+    "overloaded_error": ServerError,
+    # error codes
+    "context_length_exceeded": BadRequestError,
+    "invalid_prompt": BadRequestError,
+    "invalid_api_key": AuthenticationError,
+    "insufficient_permissions": AuthenticationError,
+    "model_not_found": NotFoundError,
+    "rate_limit_exceeded": RateLimitError,
+    "internal_error": ServerError,
+    "service_unavailable": ServerError,
+}
+
+
+def _class_for_markers(error_type: str | None, code: str | None) -> type[ModelError]:
+    for marker in (code, error_type):
+        cls = _CLASS_BY_MARKER.get(marker or "")
+        if cls is not None:
+            return cls
+    return ModelError
 
 
 def _class_for_status(status: int) -> type[ModelError]:

@@ -16,7 +16,13 @@ from typing import Any, Literal
 
 import orjson
 
-from ...model.errors import IncompleteResponseError, ModelError, ProtocolError, error_from_payload
+from ...model.errors import (
+    IncompleteResponseError,
+    ModelError,
+    ProtocolError,
+    ResponseNotFinishedError,
+    error_from_payload,
+)
 from ...model.messages import (
     AiMessage,
     DeveloperMessage,
@@ -30,9 +36,17 @@ from ...model.messages import (
 from ...model.request import ChatParameters, ChatRequest
 from ...model.response import TokenUsage
 from ...model.tools import ToolChoice, ToolSpec
-from .responses_types import InputItem, ResponsesRequest, ResponsesResponse, ToolChoiceLike, ToolLike
+from .responses_types import (
+    InputItem,
+    ResponsesRequest,
+    ResponsesResponse,
+    ToolChoiceLike,
+    ToolLike,
+    merge_include,
+)
 
 __all__ = [
+    "PENDING_STATUSES",
     "UNFINISHED_STATUSES",
     "IncompletePolicy",
     "build_response",
@@ -58,6 +72,9 @@ IncompletePolicy = Literal["raise", "return"]
 def encode_request(request: ResponsesRequest, *, stream: bool) -> dict[str, Any]:
     """The JSON body of ``POST /responses``: ``extra_body`` first, then every set standard field over it.
 
+    ``include`` is the exception: its entries are added to those of an ``extra_body`` ``include`` (each once),
+    since both ask for extra output and neither should silently drop the other.
+
     ``stream`` is written as ``true`` for a streaming call; for a blocking call an ``extra_body`` ``stream``
     is forced to ``false`` (a blocking call cannot read an event stream). Raises ``ValueError`` when no model
     is set and ``TypeError`` for an input item it cannot map.
@@ -71,11 +88,24 @@ def encode_request(request: ResponsesRequest, *, stream: bool) -> dict[str, Any]
         value = getattr(request, name)
         if value is not None:
             body[name] = encode(value)
+    if request.include is not None and "include" in request.extra_body:
+        body["include"] = list(
+            merge_include(_extra_include(request.extra_body["include"]), request.include) or ()
+        )
     if stream:
         body["stream"] = True
     elif "stream" in body:
         body["stream"] = False
     return body
+
+
+def _extra_include(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise TypeError(f"extra_body['include'] must be a list of strings, not {type(value).__name__}")
+    entries = tuple(value)
+    if not all(isinstance(entry, str) for entry in entries):
+        raise TypeError(f"extra_body['include'] must be a list of strings, not {value!r}")
+    return entries
 
 
 def _same(value: Any) -> Any:
@@ -90,8 +120,16 @@ def encode_tool(tool: ToolLike) -> dict[str, Any]:
     """A flat function tool ``{"type": "function", "name", "description", "parameters", "strict"}``.
 
     ``description`` is sent when non-empty and ``strict`` when set (OpenAI's ``/responses`` treats an unset
-    ``strict`` as ``true``). A mapping (a hosted tool, or a hand-written function tool) is sent verbatim.
+    ``strict`` as ``true``). A function tool mapping in the Chat shape (``{"type": "function", "function":
+    {…}}``) is flattened like a ``ToolSpec``; any other mapping (a hosted tool, or a flat function tool) is
+    sent verbatim.
     """
+    if (
+        isinstance(tool, Mapping)
+        and tool.get("type") == "function"
+        and isinstance(tool.get("function"), Mapping)
+    ):
+        tool = ToolSpec.coerce(tool)
     if isinstance(tool, ToolSpec):
         wire: dict[str, Any] = {"type": "function", "name": tool.name}
         if tool.description:
@@ -108,19 +146,27 @@ def encode_tool(tool: ToolLike) -> dict[str, Any]:
 def encode_tool_choice(choice: ToolChoiceLike) -> str | dict[str, Any]:
     """``auto``/``none``/``required`` as strings, a function as ``{"type": "function", "name": …}``.
 
-    A mapping (e.g. ``{"type": "web_search"}`` or ``{"type": "allowed_tools", …}``) is sent verbatim.
+    A function choice mapping in the Chat shape (``{"type": "function", "function": {"name": …}}``) is
+    flattened, as ``/responses`` wants, and ``{"type": "auto"}`` and the like become their string; any other
+    mapping (e.g. ``{"type": "web_search"}`` or ``{"type": "allowed_tools", …}``) is sent verbatim.
 
     >>> encode_tool_choice(ToolChoice.function("get_weather"))
     {'type': 'function', 'name': 'get_weather'}
+    >>> encode_tool_choice({"type": "function", "function": {"name": "get_weather"}})
+    {'type': 'function', 'name': 'get_weather'}
     """
+    if isinstance(choice, Mapping):
+        # One reading of the wire shapes for both protocols: ``ToolChoice.from_mapping``.
+        typed = ToolChoice.from_mapping(choice)
+        if typed is None:
+            return dict(choice)
+        choice = typed
     if isinstance(choice, ToolChoice):
         if choice.mode == "function":
             return {"type": "function", "name": choice.name}
         return choice.mode
     if isinstance(choice, str):
         return choice
-    if isinstance(choice, Mapping):
-        return dict(choice)
     raise TypeError(f"tool_choice must be a ToolChoice, a string or a mapping, not {type(choice).__name__}")
 
 
@@ -139,6 +185,7 @@ _OPTIONAL_FIELDS: tuple[tuple[str, Callable[[Any], Any]], ...] = (
     ("text", dict),
     ("include", list),
     ("metadata", dict),
+    ("truncation", _same),
 )
 """The optional ``ResponsesRequest`` fields in body order, each with its wire encoding (sent when set)."""
 
@@ -324,6 +371,9 @@ def tool_call_from_item(item: Mapping[str, Any]) -> ToolCall:
 UNFINISHED_STATUSES = frozenset({"in_progress", "incomplete"})
 """Item statuses of calls the model did not finish (their arguments may be truncated)."""
 
+PENDING_STATUSES = frozenset({"queued", "in_progress"})
+"""Response statuses of a response that has no answer yet (a ``background`` response)."""
+
 
 def build_response(envelope: Mapping[str, Any], output: Iterable[Any]) -> ResponsesResponse:
     """A ``ResponsesResponse`` from a response envelope and its output items, deriving every view.
@@ -405,7 +455,8 @@ def check_response(
     """``response`` itself when it succeeded; otherwise the typed error.
 
     ``failed`` or an ``error`` object → the ``ModelError`` subclass for its code (``insufficient_quota`` →
-    non-retryable ``RateLimitError``…); ``cancelled`` → ``ModelError``; ``incomplete`` →
+    non-retryable ``RateLimitError``…); ``cancelled`` → ``ModelError``; ``queued`` / ``in_progress`` (a
+    ``background`` response, which has no answer yet) → ``ResponseNotFinishedError``; ``incomplete`` →
     ``IncompleteResponseError`` (``reason`` from ``incomplete_details``) unless ``on_incomplete="return"``.
     ``partial`` is what the error carries (default: the response itself).
     """
@@ -414,6 +465,16 @@ def check_response(
         raise error_from_payload(response.error or {}, default_message=f"response {response.id} failed")
     if status == "cancelled":
         raise ModelError(f"response {response.id} was cancelled")
+    if status in PENDING_STATUSES:
+        # Never an empty success: the answer does not exist yet (``background: true``, or a server that
+        # answered before finishing). Sending again would start another response, so it is not retryable.
+        raise ResponseNotFinishedError(
+            f"response {response.id} is {status}, not finished: background responses are not supported by "
+            f"this call; drop 'background' from the request, or poll GET /responses/{response.id} yourself",
+            response_id=response.id,
+            response_status=status,
+            partial=response if partial is None else partial,
+        )
     if status == "incomplete" and on_incomplete == "raise":
         reason = response.incomplete_reason
         raise IncompleteResponseError(

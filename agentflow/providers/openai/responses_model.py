@@ -101,6 +101,7 @@ class OpenAIResponsesModel:
             defaults["model"] = model
         if custom_parameters:
             defaults["extra_body"] = {**custom_parameters, **(defaults.get("extra_body") or {})}
+        ResponsesRequest((), **defaults)  # a default of the wrong type fails here, not at the first call
         self._defaults: dict[str, Any] = defaults
         self._on_incomplete: IncompletePolicy = on_incomplete
         self._client = OpenAIHttpClient(

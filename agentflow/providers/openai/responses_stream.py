@@ -44,6 +44,7 @@ from ...model.events import (
     UsageReported,
 )
 from .responses_codec import (
+    PENDING_STATUSES,
     UNFINISHED_STATUSES,
     IncompletePolicy,
     build_response,
@@ -412,6 +413,10 @@ class ResponsesStreamDecoder(Generic[R]):
         if payload.get("type") == "response.failed" or envelope.get("status") == "failed":
             check_response(build_response(envelope, ()))
             raise ModelError("the response failed without an error object")
+        if payload.get("type") == "response.completed" and envelope.get("status") in PENDING_STATUSES:
+            # The event is final whatever a stale envelope status says: a stream ends only when the response
+            # does, so a "still queued" reading (an error for blocking calls) cannot apply here.
+            envelope["status"] = "completed"
         output = envelope.get("output")
         if not isinstance(output, list) or not output:
             # Some compatible servers leave the final output empty and expect it to be aggregated; after

@@ -6,7 +6,7 @@ I/O or knows about HTTP.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 import attrs
@@ -15,7 +15,15 @@ from ...model.messages import AiMessage, ToolCall, UserMessage
 from ...model.response import ChatResponse, FinishReason, TokenUsage
 from ...model.tools import ToolChoice, ToolSpec
 
-__all__ = ["InputItem", "ResponsesRequest", "ResponsesResponse", "ToolChoiceLike", "ToolLike"]
+__all__ = [
+    "InputItem",
+    "ResponsesRequest",
+    "ResponsesResponse",
+    "ToolChoiceLike",
+    "ToolLike",
+    "check_request_fields",
+    "merge_include",
+]
 
 InputItem: TypeAlias = Any
 """An input item: an agentflow message, or a raw wire item (a mapping sent verbatim)."""
@@ -29,20 +37,49 @@ ToolChoiceLike: TypeAlias = ToolChoice | str | Mapping[str, Any]
 _TOOL_CHOICE_STRINGS = frozenset({"auto", "none", "required"})
 
 
+_INPUT_FORMS = "a string or a sequence of input items (agentflow messages or raw item mappings)"
+
+
 def _to_input(value: str | Iterable[InputItem]) -> tuple[InputItem, ...]:
     if isinstance(value, str):
         return (UserMessage(value),)
-    if isinstance(value, bytes | Mapping):
-        raise TypeError("input must be a string or a sequence of items (messages or raw item mappings)")
+    if isinstance(value, bytes | Mapping) or not isinstance(value, Iterable):
+        raise TypeError(f"input must be {_INPUT_FORMS}, not {type(value).__name__}")
     return tuple(value)
 
 
-def _opt_tuple(value: Iterable[Any] | None) -> tuple[Any, ...] | None:
+def _optional_sequence(value: Iterable[Any] | None, name: str, forms: str) -> tuple[Any, ...] | None:
+    """``None``, or any sequence as a tuple; a string, bytes, a mapping or a scalar raise ``TypeError`` naming
+    the field (a lone string would otherwise become a tuple of characters)."""
     if value is None:
         return None
-    if isinstance(value, str | bytes | Mapping):
-        raise TypeError(f"expected a sequence, got {type(value).__name__}")
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise TypeError(f"{name} must be {forms}, not {type(value).__name__}")
     return tuple(value)
+
+
+def _to_tools(value: Iterable[ToolLike] | None) -> tuple[ToolLike, ...] | None:
+    return _optional_sequence(value, "tools", "a sequence of ToolSpec values or tool mappings")
+
+
+def _to_include(value: Iterable[str] | None) -> tuple[str, ...] | None:
+    return _optional_sequence(
+        value, "include", "a sequence of strings such as ['reasoning.encrypted_content']"
+    )
+
+
+def merge_include(*groups: Iterable[str] | None) -> tuple[str, ...] | None:
+    """The ``include`` entries of every group, in order, each once; ``None`` when no group is set.
+
+    ``include`` lists extra output to return, so entries from different places add up rather than replace.
+
+    >>> merge_include(["message.output_text.logprobs"], None, ["reasoning.encrypted_content"])
+    ('message.output_text.logprobs', 'reasoning.encrypted_content')
+    """
+    present = [group for group in groups if group is not None]
+    if not present:
+        return None
+    return tuple(dict.fromkeys(entry for group in present for entry in group))
 
 
 def _check_tool_choice(_: Any, __: attrs.Attribute[Any], value: ToolChoiceLike | None) -> None:
@@ -51,6 +88,48 @@ def _check_tool_choice(_: Any, __: attrs.Attribute[Any], value: ToolChoiceLike |
             f"tool_choice {value!r} is not one of 'auto', 'none', 'required'; use ToolChoice.function(name) "
             "or a mapping such as {'type': 'web_search'}"
         )
+    if isinstance(value, Mapping):
+        ToolChoice.from_mapping(value)  # a function choice without a name fails here, not at the server
+    elif value is not None and not isinstance(value, str | ToolChoice):
+        raise TypeError(
+            "tool_choice must be a ToolChoice, 'auto', 'none', 'required' or a mapping, "
+            f"not {type(value).__name__}"
+        )
+
+
+Validator: TypeAlias = Callable[[Any, "attrs.Attribute[Any]", Any], None]
+
+
+def _optional(kinds: type | tuple[type, ...], forms: str) -> Validator:
+    """A validator: ``None``, or an instance of ``kinds`` (``bool`` only when asked for: it is an ``int``).
+
+    The ``TypeError`` names the field and what it takes, so ``reasoning="low"`` does not fail deep in the
+    encoder with a message about dictionary update sequences.
+    """
+    allows_bool = kinds is bool or (isinstance(kinds, tuple) and bool in kinds)
+
+    def check(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if value is None:
+            return
+        if not isinstance(value, kinds) or (isinstance(value, bool) and not allows_bool):
+            raise TypeError(f"{attribute.name} must be {forms}, not {type(value).__name__} ({value!r:.80})")
+
+    return check
+
+
+def _check_include(_: Any, __: attrs.Attribute[Any], value: tuple[Any, ...] | None) -> None:
+    if value is not None and not all(isinstance(entry, str) for entry in value):
+        raise TypeError(
+            f"include must be a sequence of strings such as ['reasoning.encrypted_content'], not {value!r}"
+        )
+
+
+def _to_extra_body(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"extra_body must be a mapping of top-level body fields, not {type(value).__name__}")
+    return value
 
 
 @attrs.frozen
@@ -59,29 +138,42 @@ class ResponsesRequest:
 
     ``input`` holds agentflow messages or raw item mappings (e.g. reasoning items with ``encrypted_content``
     from an earlier response, passed through verbatim); a plain string is one user message.
-    ``extra_body`` is written into the body first, so any standard field set here wins over it.
+    ``extra_body`` is written into the body first, so any standard field set here wins over it, except
+    ``include``, whose entries are added to an ``extra_body`` ``include`` list. A field of the wrong type
+    (``reasoning="low"``, ``input=None``) raises ``TypeError`` naming the field and the forms it takes.
 
     >>> ResponsesRequest("Say hi", model="gpt-5-mini", max_output_tokens=50).input
     (UserMessage(content='Say hi', name=None),)
     """
 
     input: tuple[InputItem, ...] = attrs.field(converter=_to_input)
-    model: str | None = None
-    instructions: str | None = None
-    tools: tuple[ToolLike, ...] | None = attrs.field(default=None, converter=_opt_tuple)
+    model: str | None = attrs.field(default=None, validator=_optional(str, "a model name"))
+    instructions: str | None = attrs.field(default=None, validator=_optional(str, "a string"))
+    tools: tuple[ToolLike, ...] | None = attrs.field(default=None, converter=_to_tools)
     tool_choice: ToolChoiceLike | None = attrs.field(default=None, validator=_check_tool_choice)
-    parallel_tool_calls: bool | None = None
-    temperature: float | None = None
-    top_p: float | None = None
-    max_output_tokens: int | None = None
-    reasoning: Mapping[str, Any] | None = None
-    store: bool | None = None
-    user: str | None = None
-    previous_response_id: str | None = None
-    text: Mapping[str, Any] | None = None
-    include: tuple[str, ...] | None = attrs.field(default=None, converter=_opt_tuple)
-    metadata: Mapping[str, str] | None = None
-    extra_body: Mapping[str, Any] = attrs.field(factory=dict)
+    parallel_tool_calls: bool | None = attrs.field(default=None, validator=_optional(bool, "True or False"))
+    temperature: float | None = attrs.field(default=None, validator=_optional((int, float), "a number"))
+    top_p: float | None = attrs.field(default=None, validator=_optional((int, float), "a number"))
+    max_output_tokens: int | None = attrs.field(default=None, validator=_optional(int, "an integer"))
+    reasoning: Mapping[str, Any] | None = attrs.field(
+        default=None, validator=_optional(Mapping, "a mapping such as {'effort': 'low', 'summary': 'auto'}")
+    )
+    store: bool | None = attrs.field(default=None, validator=_optional(bool, "True or False"))
+    user: str | None = attrs.field(default=None, validator=_optional(str, "a string"))
+    previous_response_id: str | None = attrs.field(default=None, validator=_optional(str, "a response id"))
+    text: Mapping[str, Any] | None = attrs.field(
+        default=None, validator=_optional(Mapping, "a mapping such as {'format': {'type': 'json_object'}}")
+    )
+    include: tuple[str, ...] | None = attrs.field(
+        default=None,
+        converter=_to_include,
+        validator=_check_include,
+    )
+    metadata: Mapping[str, str] | None = attrs.field(
+        default=None, validator=_optional(Mapping, "a mapping of string keys to string values")
+    )
+    truncation: str | None = attrs.field(default=None, validator=_optional(str, "'auto' or 'disabled'"))
+    extra_body: Mapping[str, Any] = attrs.field(factory=dict, converter=_to_extra_body)
 
     @classmethod
     def coerce(cls, value: ResponsesRequest | str | Sequence[InputItem]) -> ResponsesRequest:
@@ -95,8 +187,9 @@ class ResponsesRequest:
     ) -> ResponsesRequest:
         """This request with ``defaults`` filling its unset fields and ``overrides`` replacing fields.
 
-        ``extra_body`` maps merge key by key (defaults < request < overrides). Unknown names raise
-        ``TypeError``; ``None`` in ``overrides`` leaves a field as it is.
+        ``extra_body`` maps merge key by key (defaults < request < overrides) and ``include`` entries of the
+        defaults are added to the request's; an override replaces either. Unknown names raise ``TypeError``;
+        ``None`` in ``overrides`` leaves a field as it is.
 
         >>> r = ResponsesRequest("hi", temperature=0.2)
         >>> r = r.merged({"model": "m", "temperature": 1.0}, {"top_p": 0.5})
@@ -111,6 +204,10 @@ class ResponsesRequest:
         for name, value in defaults.items():
             if name == "extra_body":
                 changes["extra_body"] = {**(value or {}), **self.extra_body}
+            elif name == "include" and value is not None and self.include is not None:
+                # Extra output adds up: a default entry is kept beside the request's own (e.g. the
+                # ``reasoning.encrypted_content`` a stateless agent run adds).
+                changes["include"] = merge_include(value, self.include)
             elif getattr(self, name) is None and value is not None:
                 changes[name] = value
         for name, value in overrides.items():

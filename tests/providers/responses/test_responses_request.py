@@ -370,6 +370,7 @@ def test_every_request_field_is_sent_when_set() -> None:
         "text": {"verbosity": "low"},
         "include": ["reasoning.encrypted_content"],
         "metadata": {"k": "v"},
+        "truncation": "auto",
     }
     # A new ResponsesRequest field must be added here, and so checked to reach the wire.
     assert set(values) == {f.name for f in attrs.fields(ResponsesRequest)} - {"input", "extra_body"}
