@@ -10,7 +10,11 @@ How a prompt lands on the Chat protocol (seed 000 §2, kept deliberately):
   map; other maps, e.g. ``allowed_tools``, go through verbatim), and ``reasoning={"effort": X}`` becomes
   ``reasoning_effort`` (the other ``reasoning`` keys, such as ``summary``, have no Chat form).
 - Not sent: ``store`` (a Responses notion here; put it in ``extra_body`` to send it anyway).
-- The result's memory item is one converted assistant item (text and tool calls); reasoning is not stored.
+- The result's memory item is one converted assistant item: text, tool calls, and the reasoning under the
+  wire field the server sent it in (``reasoning_content`` from DeepSeek, ``reasoning`` from OpenRouter or
+  Groq), so the next request sends it back under that name (DeepSeek's thinking mode answers 400 without it).
+  A server that sent none (OpenAI) is sent none. ``ChatModelClient(model, echo_reasoning=False)`` sends none
+  at all, e.g. when a conversation held on DeepSeek goes on with a server that rejects the field.
   Text, reasoning and tool-call events stream as they arrive.
 
 The mapping functions are pure; only the client awaits. Between calls the client keeps the last prompt's
@@ -24,6 +28,8 @@ from __future__ import annotations
 import operator
 from collections.abc import Awaitable, Mapping
 from typing import Any
+
+import attrs
 
 from ..model.messages import AiMessage, Message, SystemMessage
 from ..model.protocol import ChatModel
@@ -126,7 +132,8 @@ def _settings_key(prompt: AgentPrompt) -> tuple[Any, ...] | None:
 
 def chat_result(response: ChatResponse) -> AgentModelResult:
     """The agent's view of a Chat response: text, reasoning, tool calls (blank ids filled in) and one
-    assistant memory item (none when the model said nothing at all).
+    assistant memory item (none when the model said nothing at all), which keeps the reasoning when the
+    message names the field it came in (``AiMessage.reasoning_field``).
 
     >>> from agentflow.model.messages import AiMessage
     >>> chat_result(ChatResponse(AiMessage("Paris."))).memory_items
@@ -136,7 +143,17 @@ def chat_result(response: ChatResponse) -> AgentModelResult:
     calls = with_call_ids(message.tool_calls)
     text = message.text or ""
     memory = (
-        (assistant_item(text, calls, refusal=message.refusal),) if text or calls or message.refusal else ()
+        (
+            assistant_item(
+                text,
+                calls,
+                refusal=message.refusal,
+                reasoning=message.reasoning,
+                reasoning_field=message.reasoning_field,
+            ),
+        )
+        if text or calls or message.refusal
+        else ()
     )
     return AgentModelResult(
         output_text=text,
@@ -154,30 +171,47 @@ def _remember_reply(prompt: AgentPrompt, result: AgentModelResult) -> AgentModel
     """``result``, its memory item's Chat message noted in the run's cache.
 
     The next step's prompt carries that item back, and converting it would rebuild exactly this message
-    (``chat_result`` made the item from the same text, tool calls and refusal; reasoning is not stored).
+    (``chat_result`` made the item from the same text, tool calls, refusal and — with its field — reasoning).
     """
     converted = _converted(prompt)
     if converted is not None and len(result.memory_items) == 1:
         item = result.memory_items[0]
+        raw = result.raw
+        field = raw.message.reasoning_field if isinstance(raw, ChatResponse) else None
         message = AiMessage(
-            text=result.output_text or None, tool_calls=result.tool_calls, refusal=result.refusal or None
+            result.output_text or None,
+            result.tool_calls,
+            (result.reasoning_text or None) if field is not None else None,
+            result.refusal or None,
+            field,
         )
         converted[id(item)] = (item, message)
     return result
 
 
+def _without_reasoning(messages: list[Message]) -> list[Message]:
+    """``messages`` with no reasoning to send back (``echo_reasoning=False``)."""
+    return [
+        attrs.evolve(m, reasoning_field=None) if isinstance(m, AiMessage) and m.reasoning_field else m
+        for m in messages
+    ]
+
+
 class ChatModelClient(ProtocolClient[ChatModel, ChatRequest, ChatResponse]):
     """Runs agent prompts over the Chat Completions protocol through a ``ChatModel``.
 
-    ``aclose()`` (or leaving ``async with``) closes the wrapped model.
+    ``echo_reasoning`` (default ``True``): send an assistant turn's reasoning back under the field the server
+    sent it in. ``False`` sends no reasoning at all (memory still keeps it), for a conversation that goes on
+    with a server that rejects the field. ``aclose()`` (or leaving ``async with``) closes the wrapped model.
     """
 
-    __slots__ = ("_last_parameters",)
+    __slots__ = ("_echo_reasoning", "_last_parameters")
 
-    def __init__(self, chat_model: ChatModel) -> None:
+    def __init__(self, chat_model: ChatModel, *, echo_reasoning: bool = True) -> None:
         if not isinstance(chat_model, ChatModel):
             raise TypeError(f"ChatModelClient needs a ChatModel, got {type(chat_model).__name__}")
         super().__init__(chat_model)
+        self._echo_reasoning = echo_reasoning
         # The parameters of the last prompt, by its settings key: an agent's prompts all carry the same
         # settings objects, so every call reuses one ``ChatParameters`` (and a model can reuse its merge).
         self._last_parameters: tuple[tuple[Any, ...], ChatParameters] | None = None
@@ -204,7 +238,10 @@ class ChatModelClient(ProtocolClient[ChatModel, ChatRequest, ChatResponse]):
     def _request(self, prompt: AgentPrompt) -> ChatRequest:
         if not isinstance(prompt, AgentPrompt):
             raise TypeError(f"expected an AgentPrompt, got {type(prompt).__name__}")
-        return ChatRequest(_chat_messages(prompt), self._parameters(prompt))
+        messages = _chat_messages(prompt)
+        if not self._echo_reasoning:
+            messages = _without_reasoning(messages)
+        return ChatRequest(messages, self._parameters(prompt))
 
     def _parameters(self, prompt: AgentPrompt) -> ChatParameters:
         key = _settings_key(prompt)

@@ -7,8 +7,13 @@ each protocol: ``to_chat_messages`` for Chat Completions, ``to_responses_input``
 
 Pure functions only: no I/O, no awaits. Nothing is silently dropped: an item that has no form on the target
 protocol raises ``TypeError`` (not an item at all) or ``ValueError`` (an item this protocol cannot carry),
-naming the item's position. The one documented exception: ``reasoning`` items are skipped on Chat
-Completions, which has no way to send reasoning back.
+naming the item's position. Two documented exceptions, both about reasoning, which goes back only in the
+form the protocol that made it takes: ``reasoning`` items (Responses) are skipped on Chat Completions, and a
+Chat assistant item's ``reasoning_content`` / ``reasoning`` text is left out on Responses.
+
+A Chat assistant item keeps its reasoning under the key the server sent it in (``reasoning_content`` from
+DeepSeek, ``reasoning`` from OpenRouter or Groq), so the next Chat request sends it back under that name —
+DeepSeek's thinking mode answers 400 without it — and a server that never sent one (OpenAI) never gets one.
 
 Where this differs from the reference's ``AgentInputItem`` shapes, on purpose, so that every item built
 here is also valid Responses input: assistant text is an ``output_text`` part (the Responses API rejects
@@ -28,6 +33,7 @@ import attrs
 import orjson
 
 from ..model.messages import (
+    REASONING_FIELDS,
     AiMessage,
     ContentPart,
     DeveloperMessage,
@@ -116,14 +122,24 @@ def developer_item(text: str) -> dict[str, Any]:
 
 
 def assistant_item(
-    text: str | None, tool_calls: Iterable[ToolCall] = (), *, refusal: str | None = None
+    text: str | None,
+    tool_calls: Iterable[ToolCall] = (),
+    *,
+    refusal: str | None = None,
+    reasoning: str | None = None,
+    reasoning_field: str | None = None,
 ) -> dict[str, Any]:
     """An assistant turn in the Chat memory shape: text and, when present, Chat-style ``tool_calls``.
 
     ``content`` is present only when there is text (or a refusal), ``tool_calls`` only when there are calls.
+    ``reasoning`` is kept only with a ``reasoning_field`` (``"reasoning_content"`` or ``"reasoning"``: the
+    wire field the server sent it in, see ``AiMessage.reasoning_field``), under that key (``""`` when the
+    server sent the field empty), for Chat Completions to send back.
 
     >>> assistant_item("", [ToolCall("call_1", "f", "{}")])["tool_calls"][0]["function"]
     {'name': 'f', 'arguments': '{}'}
+    >>> assistant_item("4", reasoning="2+2", reasoning_field="reasoning_content")["reasoning_content"]
+    '2+2'
     """
     item: dict[str, Any] = {"type": "message", "role": "assistant"}
     content: list[dict[str, Any]] = []
@@ -139,6 +155,13 @@ def assistant_item(
     ]
     if calls:
         item["tool_calls"] = calls
+    if reasoning_field is not None:
+        if reasoning_field not in REASONING_FIELDS:
+            raise ValueError(
+                f"assistant_item: reasoning_field must be one of {', '.join(map(repr, REASONING_FIELDS))} "
+                f"or None, got {reasoning_field!r}"
+            )
+        item[reasoning_field] = reasoning or ""
     return item
 
 
@@ -341,13 +364,36 @@ def _message_from_map(item: Mapping[str, Any], index: int) -> Message:
     if role == "assistant":
         calls = _chat_tool_calls(item.get("tool_calls"), index)
         text = body.text if body.has_text and (body.text or not calls) else None
-        return AiMessage(text=text, tool_calls=calls, refusal=body.refusal)
+        reasoning, field = _chat_reasoning(item, index)
+        return AiMessage(text, calls, reasoning, body.refusal, field)
     if role == "tool":
         call_id = item.get("tool_call_id")
         if not isinstance(call_id, str):
             raise ValueError(f"{_where(index)}: a tool message needs a string 'tool_call_id'")
         return ToolResultMessage(call_id, body.text)
     raise ValueError(f"{_where(index)}: unknown message role {role!r}")
+
+
+def _chat_reasoning(item: Mapping[str, Any], index: int) -> tuple[str | None, str | None]:
+    """The reasoning an assistant item keeps for Chat Completions, and the key (wire field) it is under.
+
+    Read as the Chat codec reads an answer: a non-empty ``reasoning_content`` first, then ``reasoning``; a
+    key that is present but empty still names the field (it goes back empty).
+    """
+    if "reasoning_content" not in item and "reasoning" not in item:  # the usual case, read at once
+        return None, None
+    found: tuple[str | None, str | None] = (None, None)
+    for key in REASONING_FIELDS:
+        value = item.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise ValueError(f"{_where(index)}: {key!r} must be a string, got {type(value).__name__}")
+        if value:
+            return value, key
+        if found[1] is None:
+            found = (None, key)
+    return found
 
 
 def _output_text(output: Any, index: int) -> str:
@@ -381,7 +427,9 @@ def to_chat_messages(items: Iterable[Any], *, cache: ChatMessageCache | None = N
     image makes a multimodal ``UserMessage``; an assistant dict's Chat-style ``tool_calls`` are kept.
     ``function_call_output`` becomes a ``ToolResultMessage``. ``function_call`` items become tool calls of
     the assistant message right before them (a Responses turn — text, then calls — is one Chat turn), or of
-    a new assistant message. ``reasoning`` items are skipped: Chat Completions cannot send them back.
+    a new assistant message. An assistant dict's ``reasoning_content`` or ``reasoning`` (what a Chat server
+    sent) becomes the message's ``reasoning`` with that key as its ``reasoning_field``, so it goes back under
+    the same name. ``reasoning`` items are skipped: Chat Completions cannot send them back.
     Anything else raises ``TypeError`` / ``ValueError``.
 
     With a ``cache`` (one per run), a ``message`` or ``function_call_output`` dict converted once is not
@@ -390,7 +438,7 @@ def to_chat_messages(items: Iterable[Any], *, cache: ChatMessageCache | None = N
 
     >>> to_chat_messages([function_call_item("c1", "f", "{}"), function_call_item("c2", "g", "{}")])
     [AiMessage(text=None, tool_calls=(ToolCall(id='c1', name='f', arguments='{}'), \
-ToolCall(id='c2', name='g', arguments='{}')), reasoning=None, refusal=None)]
+ToolCall(id='c2', name='g', arguments='{}')), reasoning=None, refusal=None, reasoning_field=None)]
     """
     out: list[Message] = []
     for index, item in enumerate(items):
@@ -486,7 +534,11 @@ def _message_to_responses(message: Message) -> list[dict[str, Any]]:
 
 
 def _assistant_map_to_responses(item: Mapping[str, Any], index: int) -> list[Any]:
-    """An assistant message dict in the Chat memory shape, made valid Responses input."""
+    """An assistant message dict in the Chat memory shape, made valid Responses input.
+
+    Its Chat reasoning (``reasoning_content`` / ``reasoning``) is left out: Responses takes reasoning back
+    only as its own ``reasoning`` items, and rejects unknown message fields.
+    """
     content = item.get("content")
     fixed_content: Any = content
     if (
@@ -500,16 +552,21 @@ def _assistant_map_to_responses(item: Mapping[str, Any], index: int) -> list[Any
             else part
             for part in content
         ]
-    if fixed_content is content and "tool_calls" not in item:
+    chat_only = "tool_calls" in item or "reasoning_content" in item or "reasoning" in item
+    if fixed_content is content and not chat_only:
         return [item]
     calls = _chat_tool_calls(item.get("tool_calls"), index)
-    head = {k: v for k, v in item.items() if k != "tool_calls"}
+    head = {k: v for k, v in item.items() if k not in _CHAT_ONLY_KEYS}
     out: list[Any] = []
-    if fixed_content:
-        head["content"] = fixed_content
+    if fixed_content or "tool_calls" not in item:  # an item that made no calls stays, minus its reasoning
+        if fixed_content:
+            head["content"] = fixed_content
         out.append(head)
     out.extend(function_call_item(c.id, c.name, c.arguments) for c in calls)
     return out
+
+
+_CHAT_ONLY_KEYS = frozenset({"tool_calls", *REASONING_FIELDS})
 
 
 def to_responses_input(items: Iterable[Any]) -> list[Any]:
@@ -517,8 +574,10 @@ def to_responses_input(items: Iterable[Any]) -> list[Any]:
 
     Dict items are sent verbatim (unknown fields such as ``encrypted_content`` survive), except two Chat
     shapes that the Responses API would reject: an assistant message with Chat-style ``tool_calls`` becomes
-    the message plus ``function_call`` items (and its ``input_text`` parts become ``output_text``), and a
-    ``{"role": "tool"}`` dict becomes a ``function_call_output``. ``Message`` values are converted to items.
+    the message plus ``function_call`` items (and its ``input_text`` parts become ``output_text``; its Chat
+    ``reasoning_content`` / ``reasoning`` is left out), and a ``{"role": "tool"}`` dict becomes a
+    ``function_call_output``. ``Message`` values are converted to items (an ``AiMessage``'s reasoning is not
+    sent either).
 
     >>> to_responses_input([assistant_item("", [ToolCall("c1", "f", "{}")])])
     [{'type': 'function_call', 'call_id': 'c1', 'name': 'f', 'arguments': '{}'}]

@@ -14,6 +14,7 @@ import attrs
 from ..exact_json import loads as exact_loads
 
 __all__ = [
+    "REASONING_FIELDS",
     "AiMessage",
     "ContentPart",
     "DeveloperMessage",
@@ -121,11 +122,26 @@ def _to_calls(value: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
     return tuple(value)
 
 
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+"""The wire fields an assistant turn's reasoning comes in and goes back in (``AiMessage.reasoning_field``):
+DeepSeek's ``reasoning_content``, and ``reasoning`` (OpenRouter, Groq)."""
+
+
 @attrs.frozen
 class AiMessage:
     """An assistant turn: text, tool calls, reasoning and refusal (any of them may be absent).
 
     ``text`` is ``None`` when the model only called tools, as on the wire.
+
+    ``reasoning_field`` names the wire field the reasoning came in (``"reasoning_content"`` from DeepSeek,
+    ``"reasoning"`` from OpenRouter or Groq), or is ``None`` when the server sent none. A codec sends the
+    reasoning back under that name, and only then: DeepSeek's thinking mode rejects a tool-call turn without
+    its ``reasoning_content``, while OpenAI rejects fields it does not know. It may be set while
+    ``reasoning`` is ``None``: the server sent the field empty, and it goes back empty. A field other than
+    those of ``REASONING_FIELDS`` is refused (``ValueError``) when the message is sent.
+
+    >>> AiMessage("4", reasoning="2+2", reasoning_field="reasoning_content").reasoning_field
+    'reasoning_content'
     """
 
     role: ClassVar[str] = "assistant"
@@ -133,6 +149,9 @@ class AiMessage:
     tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=_to_calls)
     reasoning: str | None = None
     refusal: str | None = None
+    # Not validated here (an attrs validator costs every answer decoded): a codec refuses a field it does not
+    # know (``REASONING_FIELDS``) when it sends the message.
+    reasoning_field: str | None = None
 
     @property
     def has_tool_calls(self) -> bool:

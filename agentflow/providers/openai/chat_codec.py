@@ -17,6 +17,7 @@ import orjson
 
 from ...model.errors import ProtocolError, error_from_payload
 from ...model.messages import (
+    REASONING_FIELDS,
     AiMessage,
     DeveloperMessage,
     ImagePart,
@@ -69,10 +70,15 @@ _SCALARS = (
 def encode_message(message: Message) -> dict[str, Any]:
     """One unified message as a Chat Completions message object.
 
+    An assistant message's reasoning goes back under its ``reasoning_field`` (the field the server sent it
+    in), and not at all when that is ``None``.
+
     >>> encode_message(AiMessage(tool_calls=[ToolCall("call_1", "getWeather", '{"city":"hangzhou"}')]))
     ... # doctest: +NORMALIZE_WHITESPACE
     {'role': 'assistant', 'content': None, 'tool_calls': [{'id': 'call_1', 'type': 'function',
      'function': {'name': 'getWeather', 'arguments': '{"city":"hangzhou"}'}}]}
+    >>> encode_message(AiMessage("4", reasoning="2+2", reasoning_field="reasoning_content"))
+    {'role': 'assistant', 'content': '4', 'reasoning_content': '2+2'}
     """
     if isinstance(message, UserMessage):
         content = message.content
@@ -118,7 +124,6 @@ def _user_content(content: str | tuple[TextPart | ImagePart, ...]) -> str | list
 
 
 def _assistant(message: AiMessage) -> dict[str, Any]:
-    # Reasoning is never sent back: Chat Completions has no input field for it.
     content: str | None = message.text
     if content is None and not message.tool_calls and message.refusal is None:
         content = ""
@@ -130,6 +135,16 @@ def _assistant(message: AiMessage) -> dict[str, Any]:
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
             for c in message.tool_calls
         ]
+    field = message.reasoning_field
+    if field is not None:
+        # Back under the name the server used, and only to a server that sent it: DeepSeek's thinking mode
+        # answers 400 without it, OpenAI (which never sends one) rejects unknown fields.
+        if field not in REASONING_FIELDS:  # never write reasoning over some other key (``content``…)
+            raise ValueError(
+                f"AiMessage.reasoning_field must be one of {', '.join(map(repr, REASONING_FIELDS))} or None, "
+                f"got {field!r}"
+            )
+        out[field] = message.reasoning or ""
     return out
 
 
@@ -400,9 +415,18 @@ def decode_chat_response(payload: Any) -> ChatResponse:
         text = _text(text, "choices[0].message.content")
     if not text and calls:
         text = None
+    # ``reasoning_content`` (DeepSeek) unless it is empty and ``reasoning`` (OpenRouter, Groq) is not. The
+    # field is noted even when its text is empty: DeepSeek's thinking mode wants ``reasoning_content`` back
+    # on a tool-call turn also when it thought nothing on it.
     reasoning = message.get("reasoning_content")
-    if not isinstance(reasoning, str) or not reasoning:
-        reasoning = message.get("reasoning")
+    other = message.get("reasoning")
+    reasoning_field: str | None
+    if type(reasoning) is str and (reasoning or type(other) is not str or not other):
+        reasoning_field = "reasoning_content"
+    elif type(other) is str:
+        reasoning, reasoning_field = other, "reasoning"
+    else:  # the usual case (OpenAI): neither field
+        reasoning = reasoning_field = None
     refusal = message.get("refusal")
     usage = payload.get("usage")
     reason = choice.get("finish_reason")
@@ -412,11 +436,12 @@ def decode_chat_response(payload: Any) -> ChatResponse:
     # Positional arguments, in field order: measurably cheaper than keywords for attrs' ``__init__`` (twice
     # per tool loop).
     return ChatResponse(
-        AiMessage(  # text, tool_calls, reasoning, refusal
+        AiMessage(  # text, tool_calls, reasoning, refusal, reasoning_field
             text,
             calls,
-            reasoning if isinstance(reasoning, str) and reasoning else None,
+            reasoning or None,
             refusal if isinstance(refusal, str) else None,
+            reasoning_field,
         ),
         decode_usage(usage) if isinstance(usage, _OBJECT) else None,  # usage
         finish,  # finish_reason

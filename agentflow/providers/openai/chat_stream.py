@@ -2,7 +2,8 @@
 
 Pure and synchronous (no I/O): the HTTP client feeds it one ``SseEvent`` at a time. Per chunk it reads
 ``choices[0].delta`` — ``content`` → ``TextDelta`` at once; ``reasoning_content`` (DeepSeek) or
-``reasoning`` (OpenRouter, Groq) → ``ReasoningDelta``; ``refusal`` → ``RefusalDelta``; ``tool_calls``
+``reasoning`` (OpenRouter, Groq) → ``ReasoningDelta``, the field noted for sending the reasoning back (also
+an empty ``reasoning_content``, which DeepSeek wants back); ``refusal`` → ``RefusalDelta``; ``tool_calls``
 fragments aggregated **by index** → ``ToolCallStarted`` (once the name is known), ``ToolCallArgumentsDelta``
 per fragment, ``ToolCallReady`` when the next call starts or at the finish — and ``usage`` (also on a
 ``choices: []`` chunk) → ``UsageReported``. ``finish()`` ends with ``ModelCompleted(ChatResponse)``.
@@ -103,6 +104,7 @@ class ChatStreamDecoder:
         "_last",
         "_metadata",
         "_reasoning",
+        "_reasoning_field",
         "_refusal",
         "_retired",
         "_text",
@@ -113,6 +115,7 @@ class ChatStreamDecoder:
     def __init__(self) -> None:
         self._text: list[str] = []
         self._reasoning: list[str] = []
+        self._reasoning_field: str | None = None  # the wire field the reasoning came in
         self._refusal: list[str] = []
         self._calls: dict[int, _CallBuffer] = {}  # by wire index: the call its fragments go to
         self._retired: tuple[_CallBuffer, ...] = ()  # calls displaced from their wire index by a new id
@@ -203,10 +206,17 @@ class ChatStreamDecoder:
         self._wants_metadata = not chunk.get("choices") and not all(metadata.values())
 
     def _other_deltas(self, delta: dict[str, Any], out: list[ModelEvent], content: Any) -> None:
-        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        native = delta.get("reasoning_content")
+        reasoning = native or delta.get("reasoning")
         if reasoning and type(reasoning) is str:
+            if not self._reasoning:  # the first piece names the field it is sent back in
+                self._reasoning_field = "reasoning_content" if native else "reasoning"
             self._reasoning.append(reasoning)
             out.append(ReasoningDelta(reasoning))
+        elif native is not None and native == "" and self._reasoning_field is None:
+            # DeepSeek's streams open with ``reasoning_content: ""``; its thinking mode wants the field back
+            # even when no reasoning follows. (Elsewhere ``native`` is ``None``: one identity test.)
+            self._reasoning_field = "reasoning_content"
         refusal = delta.get("refusal")
         if refusal:
             if type(refusal) is not str:
@@ -308,6 +318,7 @@ class ChatStreamDecoder:
                 tool_calls=calls,
                 reasoning="".join(self._reasoning) if self._reasoning else None,
                 refusal="".join(self._refusal) if self._refusal else None,
+                reasoning_field=self._reasoning_field,
             ),
             usage=self._usage,
             finish_reason=self._finish_reason,
