@@ -20,6 +20,9 @@ class StopReason(enum.Enum):
     """Why a run ended."""
 
     FINAL_ANSWER = "final_answer"
+    TRUNCATED = "truncated"
+    """The model's last answer was cut at its output-token limit (``finish_reason`` ``length``), so it is
+    not a whole final answer; ``output_text`` holds what it wrote."""
     MAX_STEPS = "max_steps"
     MAX_TOOL_CALLS = "max_tool_calls"
     MAX_TOKENS = "max_tokens"

@@ -55,7 +55,7 @@ from ..events import (
 from ..model.errors import StreamCutOffError
 from ..model.events import ModelCompleted, ReasoningDelta, TextDelta, UsageReported
 from ..model.messages import ToolCall
-from ..model.response import TokenUsage
+from ..model.response import FinishReason, TokenUsage
 from ..model.retries import retry_listener
 from ..model.tools import ToolChoice
 from ..result import AgentResult, StopReason, ToolResult
@@ -360,6 +360,9 @@ class AgentRuntime:
         """
         calls = self.store_turn(ctx, result)
         if not calls:
+            # An answer cut at the output-token limit must not pass for a final one.
+            if result.finish_reason is FinishReason.LENGTH:
+                return StopReason.TRUNCATED
             return StopReason.FINAL_ANSWER
         if final:
             await self.refuse_calls(ctx, calls, "not run: the run reached its step limit")

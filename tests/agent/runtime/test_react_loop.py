@@ -29,7 +29,7 @@ from agentflow.events import (
 )
 from agentflow.model.events import ModelCompleted, TextDelta, ToolCallReady
 from agentflow.model.messages import ToolCall
-from agentflow.model.response import TokenUsage
+from agentflow.model.response import FinishReason, TokenUsage
 from agentflow.result import StopReason
 from agentflow.runtimes import ReActRuntime
 from agentflow.runtimes.context import RunContext
@@ -588,3 +588,16 @@ async def test_a_finished_run_is_freed_at_once_without_the_garbage_collector(str
     finally:
         gc.enable()
     assert alive == []
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "stream"])
+async def test_an_answer_cut_at_the_token_limit_stops_as_truncated(streamed: bool) -> None:
+    agent = Agent(FakeModelClient([reply("The answer is a long expl", finish_reason=FinishReason.LENGTH)]))
+    if streamed:
+        async with agent.stream("explain") as run:
+            await run.wait()
+        result = run.result
+    else:
+        result = await agent.run("explain")
+    assert result.stop_reason is StopReason.TRUNCATED
+    assert result.output_text == "The answer is a long expl"  # what the model wrote is kept
