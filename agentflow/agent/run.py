@@ -282,7 +282,8 @@ class AgentRun:
             if self.ctx.error is None:
                 self.ctx.error = exc
         finally:
-            self._release()  # in the task that took the session's lock, which must be the one to release it
+            if self._lock is not None:
+                self._release()  # in the task that took the session's lock, the one that must release it
             self._ended = True
             if self._done is not None:
                 self._done.set()

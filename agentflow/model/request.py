@@ -62,8 +62,11 @@ def _check_response_format(_: Any, __: attrs.Attribute[Any], value: Any) -> None
 
 
 def _to_messages(value: Iterable[Message]) -> tuple[Message, ...]:
-    if type(value) is tuple:
-        return value
+    kind = type(value)
+    if kind is tuple:
+        return value  # type: ignore[return-value]
+    if kind is list:
+        return tuple(value)
     if isinstance(value, str | bytes):
         # ``tuple("hello")`` would be five one-letter "messages".
         raise TypeError(

@@ -107,6 +107,10 @@ def output_text(value: Any) -> str:
     if value is None:
         return ""
     try:
+        return orjson.dumps(value, default=_default, option=orjson.OPT_NON_STR_KEYS).decode()
+    except orjson.JSONEncodeError:
+        pass  # perhaps an integer beyond 64 bits, which ``exact_dumps`` writes (orjson first is the hot path)
+    try:
         return exact_dumps(value, default=_default, option=orjson.OPT_NON_STR_KEYS).decode()
     except orjson.JSONEncodeError as exc:
         raise TypeError(f"the tool's return value cannot be sent to the model as JSON: {exc}") from None
