@@ -277,9 +277,11 @@ class _Callback:
         except Exception as exc:
             self._bus._record_failure(event, self.fn, exc)
         except asyncio.CancelledError as exc:
-            if cancel_requested():
+            # A real cancel propagates, except during the run's ending: that runs shielded, so what reaches
+            # a callback there is something it awaited being cancelled elsewhere (a connection that went
+            # away), its own failure — as it is anywhere when no cancel was requested.
+            if cancel_requested() and self._bus._state == _OPEN:
                 raise
-            # The callback awaited something cancelled elsewhere (a connection that went away): its failure.
             self._bus._record_failure(event, self.fn, exc)
 
     def _end(self) -> None:

@@ -40,6 +40,7 @@ from .prompt import ModelClient
 from .responses_client import ResponsesModelClient
 from .run import AgentRun, RunStarter, run_sync
 from .session import Session
+from .turns import Turns
 
 if TYPE_CHECKING:
     from ..runtimes.codeact import CodeActOptions
@@ -202,7 +203,7 @@ class Agent(RunStarter):
 
     # -- runs ------------------------------------------------------------------------------------------------
 
-    def _run_on(self) -> tuple[Agent, Memory | None, anyio.Lock | None]:
+    def _run_on(self) -> tuple[Agent, Memory | None, Turns | None]:
         session = self._default_session
         if session is not None:
             return session._run_on()
@@ -222,7 +223,7 @@ class Agent(RunStarter):
         input: AgentInput,
         *,
         memory: Memory | None = None,
-        lock: anyio.Lock | None = None,
+        turns: Turns | None = None,
         subscribe: bool,
         types: Sequence[type[Event]] | type[Event] | None = None,
         buffer: int = 256,
@@ -253,7 +254,7 @@ class Agent(RunStarter):
             cancel_scope=anyio.CancelScope() if subscribe else None,
         )
         return AgentRun(
-            self.runtime, ctx, subscribe=subscribe, types=types, buffer=buffer, policy=policy, lock=lock
+            self.runtime, ctx, subscribe=subscribe, types=types, buffer=buffer, policy=policy, turns=turns
         )
 
     # -- resources -------------------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ from ..runtimes.context import RunContext
 if TYPE_CHECKING:
     from .agent import Agent, AgentInput
     from .memory import Memory
+    from .turns import Turns
 
 __all__ = ["AgentRun", "RunStarter", "run_sync"]
 
@@ -51,8 +52,8 @@ class RunStarter:
 
     __slots__ = ()
 
-    def _run_on(self) -> tuple[Agent, Memory | None, anyio.Lock | None]:
-        """The agent, the memory of the next run (``None``: a fresh one) and the lock serialising its runs."""
+    def _run_on(self) -> tuple[Agent, Memory | None, Turns | None]:
+        """The agent, the memory of the next run (``None``: a fresh one) and the turns its runs take."""
         raise NotImplementedError
 
     def stream(
@@ -69,11 +70,11 @@ class RunStarter:
         ``types`` limits the events delivered, ``buffer``/``policy`` shape the subscription (see
         ``EventBus.subscribe``). Model calls stream unless ``options.stream`` is ``False``.
         """
-        agent, memory, lock = self._run_on()
+        agent, memory, turns = self._run_on()
         return agent._new_run(
             input,
             memory=memory,
-            lock=lock,
+            turns=turns,
             subscribe=True,
             types=types,
             buffer=buffer,
@@ -88,8 +89,8 @@ class RunStarter:
         ``options.timeout`` returns its partial result (``StopReason.DEADLINE``); cancelling the calling task
         cancels the run cleanly and re-raises the cancellation.
         """
-        agent, memory, lock = self._run_on()
-        run = agent._new_run(input, memory=memory, lock=lock, subscribe=False, run_id=run_id)
+        agent, memory, turns = self._run_on()
+        run = agent._new_run(input, memory=memory, turns=turns, subscribe=False, run_id=run_id)
         return await run._run_here()
 
     def run_sync(self, input: AgentInput) -> AgentResult:
@@ -142,13 +143,13 @@ class AgentRun:
         "_done",
         "_ended",
         "_entered",
-        "_holding",
-        "_lock",
+        "_held",
         "_policy",
         "_runtime",
         "_subscribe",
         "_subscription",
         "_task_group",
+        "_turns",
         "_types",
         "ctx",
     )
@@ -162,7 +163,7 @@ class AgentRun:
         types: Sequence[type[Event]] | type[Event] | None = None,
         buffer: int = 256,
         policy: Policy = "backpressure",
-        lock: anyio.Lock | None = None,
+        turns: Turns | None = None,
     ) -> None:
         self._runtime = runtime
         self.ctx = ctx
@@ -171,9 +172,9 @@ class AgentRun:
         self._types = tuple(types) if isinstance(types, Sequence) else types
         self._buffer = buffer
         self._policy: Policy = policy
-        self._lock = lock
-        self._holding = False
-        if lock is not None:
+        self._turns = turns
+        self._held: anyio.Lock | None = None
+        if turns is not None:
             # Taken by the run itself, inside its scopes (``RunContext.wait_turn``); ``_release`` drops the
             # reference again, so the context and this handle do not keep each other alive.
             ctx.wait_turn = self._wait_turn
@@ -262,17 +263,17 @@ class AgentRun:
         return self.result
 
     async def _wait_turn(self) -> None:
-        # A session's runs share memory: one at a time, in the order they start.
-        assert self._lock is not None
-        await self._lock.acquire()
-        self._holding = True
+        # A session's runs share memory: one at a time, in the order they start (in this event loop).
+        assert self._turns is not None
+        lock = self._turns.lock()
+        await lock.acquire()
+        self._held = lock
 
     def _release(self) -> None:
         self.ctx.wait_turn = None
-        if self._holding:
-            assert self._lock is not None
-            self._lock.release()
-            self._holding = False
+        if self._held is not None:
+            self._held.release()
+            self._held = None
 
     async def _drive(self) -> None:
         try:
@@ -282,7 +283,7 @@ class AgentRun:
             if self.ctx.error is None:
                 self.ctx.error = exc
         finally:
-            if self._lock is not None:
+            if self._turns is not None:
                 self._release()  # in the task that took the session's lock, the one that must release it
             self._ended = True
             if self._done is not None:

@@ -14,9 +14,11 @@ How ``AiohttpTransport`` enforces the limits — chosen for the per-chunk cost, 
   connection (more concurrent calls than ``limit``) counts against no limit but the client's total: the
   server has not seen the request yet, so it is not slow;
 - ``read``, not streaming: aiohttp's ``sock_read`` (no data for ``read`` seconds, headers or body);
-- ``read``, streaming, until the headers: aiohttp's ``sock_read`` too (its timer starts once the request is
-  written, so time queued for a connection does not count), switched off once the headers are in —
-  aiohttp would re-arm it on every chunk;
+- ``read``, streaming, until the headers: one anyio deadline of ``connect + read`` over the whole request
+  (resolving, connecting, sending the body, the first answer), unless the pool is full when the call
+  starts — then the call queues for a connection, which is no timeout — plus aiohttp's ``sock_read``
+  (its timer starts once the request is written), switched off once the headers are in: aiohttp would
+  re-arm it on every chunk;
 - ``read``, streaming, between chunks: a watchdog timer armed once per ``read`` period, which counts only
   the time spent *waiting* in ``next_chunk`` (a slow consumer is not a slow server). Re-arming a timer or
   entering a cancel scope per chunk would cost as much as a raw aiohttp loop spends per delta.
@@ -26,11 +28,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 import aiohttp
+import anyio
 
 from ..model.errors import ModelConnectionError, ModelTimeoutError
 from .timeouts import Timeout
@@ -206,6 +210,17 @@ def _client_timeout(timeout: Timeout) -> tuple[Timeout, aiohttp.ClientTimeout]:
     return timeout, aiohttp.ClientTimeout(total=None, sock_connect=timeout.connect, sock_read=timeout.read)
 
 
+def _pool_is_full(session: aiohttp.ClientSession) -> bool:
+    """Whether a new request would queue for a pooled connection (every one of ``limit`` is in use).
+
+    Best effort, from the connector's own count (aiohttp has no public one); unknown means not full.
+    """
+    connector = session.connector
+    limit = getattr(connector, "limit", 0)
+    acquired = getattr(connector, "_acquired", None)
+    return bool(limit) and acquired is not None and len(acquired) >= limit
+
+
 def _stop_socket_timer(response: aiohttp.ClientResponse) -> None:
     """Switch aiohttp's ``sock_read`` off for the rest of a stream (the watchdog takes over), as aiohttp
     itself does for a websocket. Pooled connections get it back: aiohttp sets it anew for every request.
@@ -279,11 +294,28 @@ class AiohttpTransport:
         limits = self._timeouts
         if limits is None or limits[0] is not timeout:
             limits = self._timeouts = _client_timeout(timeout)
+        scope: anyio.CancelScope | None = None
+        wait = math.inf
         try:
-            response = await session.request(
-                method, url, data=body, headers=headers, timeout=limits[1], allow_redirects=True
-            )
+            if stream and timeout.read is not None and not _pool_is_full(session):
+                # Until the headers, one deadline over all of it: resolving and opening the connection and
+                # sending the body, which aiohttp's ``sock_read`` (it starts once the body is out) and
+                # ``sock_connect`` (the socket only) leave unbounded. Not when the call will queue for a
+                # pooled connection: waiting for the calls ahead of it is not the server being slow.
+                wait = timeout.read + (timeout.connect or 0.0)
+                with anyio.CancelScope(deadline=anyio.current_time() + wait) as scope:
+                    response = await session.request(
+                        method, url, data=body, headers=headers, timeout=limits[1], allow_redirects=True
+                    )
+            else:
+                response = await session.request(
+                    method, url, data=body, headers=headers, timeout=limits[1], allow_redirects=True
+                )
             if stream:
+                if scope is not None and scope.cancelled_caught:
+                    raise ModelTimeoutError(
+                        f"no response headers from {_where(url)} within {wait:g} s (connect + read)"
+                    )
                 _stop_socket_timer(response)
                 data = None
             else:

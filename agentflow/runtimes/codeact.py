@@ -45,6 +45,7 @@ from ..agent.prompt import AgentModelResult, AgentPrompt
 from ..events import CodeExecuted, ToolCallRequested, ToolFailed
 from ..exact_json import dumps as exact_dumps
 from ..model.messages import ToolCall
+from ..model.response import FinishReason
 from ..result import AgentResult, StopReason, ToolResult
 from ..sandbox.code_api import code_api_text
 from ..sandbox.code_result import CodeResult
@@ -283,6 +284,9 @@ class CodeActRuntime(AgentRuntime):
                 ctx.remember([system_item(correction_text(answer.reason))])
                 return None
             ctx.output_text = text
+            # Text cut at the output-token limit is not an answer (as in the base runtime).
+            if result.finish_reason is FinishReason.LENGTH:
+                return StopReason.TRUNCATED
             return StopReason.FINAL_ANSWER
         state.corrected = False
         ctx.output_text = ""

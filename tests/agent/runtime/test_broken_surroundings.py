@@ -187,3 +187,32 @@ async def test_an_async_callback_awaiting_something_cancelled_elsewhere_is_a_cal
     assert run.result.output_text == "fine"
     assert [type(e) for e in recorder.terminals()] == [RunFinished]
     assert failures == ["RunFinished"]
+
+
+@pytest.mark.parametrize("on", [ToolFailed, RunCancelled], ids=["tool-failed", "run-cancelled"])
+async def test_a_callback_failing_so_during_the_ending_of_a_run_cancelled_from_outside(on: type[Any]) -> None:
+    # The task is being cancelled, but the ending runs shielded: a CancelledError from what the callback
+    # awaited is that callback's failure, and every later callback still gets the run's last events.
+    started = anyio.Event()
+
+    @tool
+    async def slow() -> str:
+        """Waits."""
+        started.set()
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async def forward(_event: object) -> None:
+        await _cancelled_elsewhere()
+
+    agent = Agent(FakeModelClient([reply(tool_calls=[("slow", {})])]), tools=[slow])
+    agent.on(on, forward)
+    recorder = Recorder(agent)
+    with anyio.fail_after(10), anyio.CancelScope() as scope:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(agent.run, "go")
+            await started.wait()
+            scope.cancel()
+
+    assert [type(e) for e in recorder.events[-2:]] == [ToolFailed, RunCancelled]
+    assert len(recorder.terminals()) == 1

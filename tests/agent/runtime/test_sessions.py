@@ -227,3 +227,36 @@ async def test_two_sessions_over_one_memory_take_turns() -> None:
         release_first.set()
 
     assert texts(memory.items) == ["user:q1", "assistant:first answer", "user:q2", "assistant:second answer"]
+
+
+def test_sessions_over_one_memory_in_two_threads_both_finish() -> None:
+    # Each run_sync() call runs in an event loop of its own; an anyio lock belongs to one loop, so runs in
+    # different loops must not share one (a release in one thread would never wake the other's waiter).
+    import threading
+
+    memory = InMemoryMemory()
+    a_inside = threading.Event()
+    release_a = threading.Event()
+
+    async def held(_prompt: AgentPrompt) -> AgentModelResult:
+        a_inside.set()
+        await anyio.to_thread.run_sync(release_a.wait)
+        return reply("answer A")
+
+    results: dict[str, str] = {}
+
+    def turn(name: str, model: FakeModelClient) -> None:
+        results[name] = Agent(model).session(memory).run_sync(f"question {name}").output_text
+
+    # Daemons: if a turn hangs, the test fails without holding the test process up.
+    first = threading.Thread(target=turn, args=("A", FakeModelClient([held])), daemon=True)
+    first.start()
+    assert a_inside.wait(10)
+    second = threading.Thread(target=turn, args=("B", FakeModelClient([reply("answer B")])), daemon=True)
+    second.start()
+    second.join(10)
+    release_a.set()
+    first.join(10)
+    assert not first.is_alive()
+    assert not second.is_alive()
+    assert results == {"A": "answer A", "B": "answer B"}

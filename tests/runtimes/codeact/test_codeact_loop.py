@@ -171,6 +171,14 @@ async def test_an_answer_that_is_not_the_protocol_is_the_final_text() -> None:
     assert (result.stop_reason, result.output_text) == (StopReason.FINAL_ANSWER, "Pears cost 0.75 euros.")
 
 
+async def test_an_answer_cut_at_the_token_limit_is_truncated_not_final() -> None:
+    cut = Reply(text='{"type": "code", "language": "python", "code": "total = sum(', finish_reason="length")
+    async with codeact_agent([cut], codeact=CodeActOptions(react=True)) as (agent, _):
+        result = await agent.run("Sum it.")
+    assert result.stop_reason is StopReason.TRUNCATED
+    assert result.output_text.startswith('{"type": "code"')
+
+
 async def test_correct_format_sends_a_non_protocol_answer_back_once_in_a_row() -> None:
     def corrected(body: Any) -> Reply:
         [text] = seen_results(body)
