@@ -74,3 +74,17 @@ def test_the_scripted_model_answers_a_tool_loop_and_a_long_story() -> None:
     story = respond({"stream": True, "messages": [{"role": "user", "content": "story"}]})
     assert story.text == " word" * 4
     assert story.chunk_size == len(" word")
+
+
+async def test_the_model_layer_of_agent_layers_does_a_whole_tool_loop() -> None:
+    # ``benchmarks.agent_layers`` times it; here only that it really is the tool loop (checked answer).
+    from agentflow.testing import ScriptedServer
+    from benchmarks.agent_layers import _model_layer
+
+    async with ScriptedServer(agent_responder(4)) as server:
+        tool_run, close = await _model_layer(server.base_url)
+        try:
+            await tool_run()
+        finally:
+            await close()
+        assert [len(r.body["messages"]) for r in server.requests] == [2, 6]
