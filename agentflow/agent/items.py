@@ -568,6 +568,89 @@ def _assistant_map_to_responses(item: Mapping[str, Any], index: int) -> list[Any
 
 _CHAT_ONLY_KEYS = frozenset({"tool_calls", *REASONING_FIELDS})
 
+_RESPONSES_ROLES = frozenset({"user", "system", "developer"})
+"""Message roles sent verbatim; ``assistant`` and ``tool`` (Chat shapes) may need converting first."""
+
+_RESPONSES_TEXT_PARTS = frozenset({"input_text", "output_text"})
+
+
+def _check_responses_parts(content: Any, index: int) -> None:
+    """Check a Responses ``content`` (or tool ``output``) list: each part an object with a type, and the part
+    types every server knows well formed.
+
+    Only what the API would certainly refuse is an error: other part types (``input_file``, ``input_audio``,
+    future ones) are for the server to judge, as are fields beyond the ones checked here.
+    """
+    for part in content:
+        kind = part.get("type") if isinstance(part, MAPPINGS) else None
+        if kind in _RESPONSES_TEXT_PARTS:
+            if not isinstance(part.get("text"), str):
+                raise ValueError(f"{_where(index)}: a {kind} part needs a string 'text'")
+        elif kind == "input_image":
+            url = part.get("image_url")
+            file_id = part.get("file_id")
+            if not (isinstance(url, str) and url.strip()) and not (isinstance(file_id, str) and file_id):
+                raise ValueError(
+                    f"{_where(index)}: an input_image part needs a non-blank string 'image_url' or a "
+                    f"'file_id', got image_url={url!r:.80}"
+                )
+        elif kind == "refusal":
+            if not isinstance(part.get("refusal"), str):
+                raise ValueError(f"{_where(index)}: a refusal part needs a string 'refusal'")
+        elif not isinstance(kind, str):
+            raise ValueError(
+                f"{_where(index)}: each content part must be an object with a 'type', got {part!r:.80}"
+            )
+
+
+def _check_responses_content(content: Any, index: int) -> None:
+    """Check a Responses message's ``content``: a string, or a list of parts (``_check_responses_parts``)."""
+    if isinstance(content, str):
+        return
+    if not isinstance(content, _SEQUENCES):
+        raise ValueError(f"{_where(index)}: 'content' must be a string or a list of parts")
+    _check_responses_parts(content, index)
+
+
+def _responses_function_call(item: Mapping[str, Any], index: int) -> Mapping[str, Any]:
+    """A ``function_call`` item as sent: checked, and with its ``arguments`` made JSON text when they are not.
+
+    Arguments given as an object (or left out) are what some compatible servers answer, and what
+    ``tool_call_from_item`` accepts, so memory can hold them: they go out as the JSON text the API wants, as
+    on the Chat path. Anything else that is not a string is an error.
+    """
+    name = item.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{_where(index)}: a function_call item needs a non-empty 'name'")
+    _call_id(item, index)
+    arguments = item.get("arguments")
+    if isinstance(arguments, str):
+        return item
+    if arguments is not None and not isinstance(arguments, MAPPINGS):
+        raise ValueError(
+            f"{_where(index)}: a function_call item's 'arguments' must be JSON text (a string), "
+            f"got {type(arguments).__name__}"
+        )
+    try:
+        text = _arguments_text(arguments)
+    except TypeError as exc:  # a value JSON has no form for (a Decimal, a set…)
+        raise TypeError(f"{_where(index)}: a function_call item's 'arguments' cannot be JSON: {exc}") from exc
+    return {**item, "arguments": text}
+
+
+def _check_responses_tool_output(item: Mapping[str, Any], index: int) -> None:
+    """Check a ``function_call_output`` item: a call id, and an ``output`` string or list of content parts."""
+    _call_id(item, index)
+    output = item.get("output")
+    if isinstance(output, str):
+        return
+    if not isinstance(output, _SEQUENCES):
+        raise ValueError(
+            f"{_where(index)}: a function_call_output item's 'output' must be a string or a list of "
+            f"content parts, got {type(output).__name__}"
+        )
+    _check_responses_parts(output, index)
+
 
 def to_responses_input(items: Iterable[Any]) -> list[Any]:
     """Convert conversation items to Responses ``input`` items, in order.
@@ -579,27 +662,72 @@ def to_responses_input(items: Iterable[Any]) -> list[Any]:
     ``function_call_output``. ``Message`` values are converted to items (an ``AiMessage``'s reasoning is not
     sent either).
 
+    The item types this module builds are checked before anything is sent, as on the Chat path: a ``message``
+    (a dict with a ``role`` and no ``type`` is one) needs a known role (``user``, ``assistant``, ``system``,
+    ``developer``, or the Chat ``tool``) and a string or a list of content parts (``input_text`` /
+    ``output_text`` with a string ``text``, ``input_image`` with a non-blank ``image_url`` or a ``file_id``,
+    ``refusal`` with a string ``refusal``; other part types pass); a ``function_call`` a non-empty ``call_id``
+    and ``name`` and JSON-text ``arguments`` (an object is serialised, as on Chat); a ``function_call_output``
+    a non-empty ``call_id`` and an ``output`` string or list of content parts. A dict with neither ``type``
+    nor ``role`` is an error. A problem raises ``ValueError`` (``TypeError`` for what is not an item at all,
+    or object arguments JSON cannot encode) naming the item's position. Other item types (``reasoning``,
+    hosted tool calls, item references, types added later) are forwarded verbatim: the server knows them
+    better than this function does.
+
     >>> to_responses_input([assistant_item("", [ToolCall("c1", "f", "{}")])])
     [{'type': 'function_call', 'call_id': 'c1', 'name': 'f', 'arguments': '{}'}]
+    >>> to_responses_input([{"role": "robot", "content": "hi"}])
+    Traceback (most recent call last):
+    ...
+    ValueError: item 0: unknown message role 'robot'
     """
     out: list[Any] = []
     for index, item in enumerate(items):
-        if isinstance(item, _MESSAGE_TYPES):
-            out.extend(_message_to_responses(item))
-        elif not isinstance(item, Mapping):
-            raise TypeError(
-                f"{_where(index)}: cannot use a {type(item).__name__} as a conversation item; "
-                "pass a Message or an item dict (see agentflow.agent.items)"
-            )
-        elif _kind(item) == "message" and item.get("role") == "assistant":
-            out.extend(_assistant_map_to_responses(item, index))
-        elif _kind(item) == "message" and item.get("role") == "tool":
-            call_id = item.get("tool_call_id")
-            if not isinstance(call_id, str) or not call_id:
-                raise ValueError(f"{_where(index)}: a tool message needs a non-empty 'tool_call_id'")
-            out.append(function_call_output_item(call_id, _output_text(item.get("content"), index)))
-        else:
+        if type(item) is not dict:  # nearly every item is a plain dict: it skips both checks
+            if isinstance(item, _MESSAGE_TYPES):
+                out.extend(_message_to_responses(item))
+                continue
+            if not isinstance(item, Mapping):
+                raise TypeError(
+                    f"{_where(index)}: cannot use a {type(item).__name__} as a conversation item; "
+                    "pass a Message or an item dict (see agentflow.agent.items)"
+                )
+        kind = item.get("type")
+        if type(kind) is not str:  # a typeless message dict, or no kind at all
+            kind = _kind(item)
+        # Most frequent kinds first, and the usual shape of each checked with a few lookups: this runs over
+        # the whole memory on every request.
+        if kind == "function_call_output":
+            call_id = item.get("call_id")
+            if type(call_id) is not str or not call_id or type(item.get("output")) is not str:
+                _check_responses_tool_output(item, index)
             out.append(item)
+        elif kind == "message":
+            role = item.get("role")
+            if role == "assistant":
+                content = item.get("content")
+                if content is not None or "tool_calls" not in item:  # Chat calls alone need no content
+                    _check_responses_content(content, index)
+                out.extend(_assistant_map_to_responses(item, index))
+            elif isinstance(role, str) and role in _RESPONSES_ROLES:
+                _check_responses_content(item.get("content"), index)
+                out.append(item)
+            elif role == "tool":
+                call_id = item.get("tool_call_id")
+                if not isinstance(call_id, str) or not call_id:
+                    raise ValueError(f"{_where(index)}: a tool message needs a non-empty 'tool_call_id'")
+                out.append(function_call_output_item(call_id, _output_text(item.get("content"), index)))
+            else:
+                raise ValueError(f"{_where(index)}: unknown message role {role!r}")
+        elif kind == "function_call":
+            out.append(_responses_function_call(item, index))
+        elif kind is None:
+            raise ValueError(
+                f"{_where(index)}: an item needs a string 'type' (or a 'role', for a message), "
+                f"got keys {sorted(map(str, item))}"
+            )
+        else:
+            out.append(item)  # reasoning, hosted tool calls, item references, future types: verbatim
     return out
 
 

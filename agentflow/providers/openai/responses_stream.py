@@ -10,10 +10,12 @@ relied on, so missing or out-of-order numbers are harmless):
 - ``response.output_text.delta`` → ``TextDelta``; ``response.refusal.delta`` → ``RefusalDelta``;
 - ``response.reasoning_summary_text.delta`` / ``response.reasoning_text.delta`` → ``ReasoningDelta`` (a
   ``"\\n\\n"`` delta separates consecutive reasoning parts, as in ``ResponsesResponse.reasoning``);
-- ``response.output_item.added`` of a ``function_call`` → ``ToolCallStarted(index=output_index)``;
+- ``response.output_item.added`` of a ``function_call`` → ``ToolCallStarted``;
   ``response.function_call_arguments.delta`` → ``ToolCallArgumentsDelta``;
   ``response.function_call_arguments.done`` or ``response.output_item.done`` → ``ToolCallReady`` (once per
-  call);
+  call). Their ``index`` is the call's position among the response's function calls (0, 1, …, in the order
+  the stream first shows each call), as on Chat Completions, not its ``output_index``, which counts reasoning
+  and message items too;
 - ``response.completed`` → ``UsageReported`` then ``ModelCompleted``; ``response.incomplete`` → the same
   when incomplete results are returned, else ``IncompleteResponseError``; ``response.failed`` and ``error``
   events (nested ``{"error": {…}}`` or flat) → the typed ``ModelError``;
@@ -86,6 +88,7 @@ class ResponsesStreamDecoder(Generic[R]):
 
     __slots__ = (
         "_call_args",
+        "_call_index",
         "_dispatch",
         "_done",
         "_envelope",
@@ -130,6 +133,7 @@ class ResponsesStreamDecoder(Generic[R]):
         self._reasoning_buf: list[str] = []
         self._reasoning_break = False
         self._call_args: dict[int, list[str]] = {}
+        self._call_index: dict[int, int] = {}  # output_index → the call's position (the events' ``index``)
         self._pending_args: dict[int, str] = {}
         self._started: set[str] = set()
         self._ready: set[str] = set()
@@ -204,7 +208,10 @@ class ResponsesStreamDecoder(Generic[R]):
             if args is None:
                 args = self._call_args[idx] = []
             args.append(delta)
-            return [ToolCallArgumentsDelta(idx, delta)]
+            position = self._call_index.get(idx)
+            if position is None:
+                position = self._call_position(idx)
+            return [ToolCallArgumentsDelta(position, delta)]
         handler = self._dispatch.get(kind)
         if handler is not None:
             return handler(payload)
@@ -267,6 +274,17 @@ class ResponsesStreamDecoder(Generic[R]):
             idx = known if known is not None else max(self._items, default=-1) + 1
         return idx
 
+    def _call_position(self, idx: int) -> int:
+        """The events' ``index`` of the function call at output index ``idx``: the next free one when new.
+
+        Positions are given in the order calls first show up, which is the order of the output items on any
+        server that streams items one after another (and stays unique on one that does not).
+        """
+        position = self._call_index.get(idx)
+        if position is None:
+            position = self._call_index[idx] = len(self._call_index)
+        return position
+
     def _on_envelope(self, payload: dict[str, Any]) -> list[ModelEvent]:
         response = payload.get("response")
         if isinstance(response, dict):
@@ -296,7 +314,7 @@ class ResponsesStreamDecoder(Generic[R]):
             name = item.get("name")
             if isinstance(call_id, str) and isinstance(name, str) and call_id not in self._started:
                 self._started.add(call_id)
-                return [ToolCallStarted(idx, call_id, name)]
+                return [ToolCallStarted(self._call_position(idx), call_id, name)]
         elif kind == "reasoning" and self._reasoning_idx is not None:
             self._reasoning_break = True
         return []
@@ -354,11 +372,12 @@ class ResponsesStreamDecoder(Generic[R]):
         if call.id in self._ready:
             return []
         self._ready.add(call.id)
+        position = self._call_position(idx)
         events: list[ModelEvent] = []
         if call.id not in self._started:
             self._started.add(call.id)
-            events.append(ToolCallStarted(idx, call.id, call.name))
-        events.append(ToolCallReady(idx, call))
+            events.append(ToolCallStarted(position, call.id, call.name))
+        events.append(ToolCallReady(position, call))
         return events
 
     def _catch_up(self, idx: int, item: dict[str, Any]) -> list[ModelEvent]:
@@ -418,17 +437,19 @@ class ResponsesStreamDecoder(Generic[R]):
             # does, so a "still queued" reading (an error for blocking calls) cannot apply here.
             envelope["status"] = "completed"
         output = envelope.get("output")
-        if not isinstance(output, list) or not output:
+        if isinstance(output, list) and output:
+            indexed: list[tuple[int, Any]] = list(enumerate(output))
+        else:
             # Some compatible servers leave the final output empty and expect it to be aggregated; after
             # ``response.completed`` every item it aggregates is finished.
-            output = envelope["output"] = self._aggregated_items(
-                finished=envelope.get("status") in ("completed", None)
-            )
+            indexed = self._aggregated_items(finished=envelope.get("status") in ("completed", None))
+            output = envelope["output"] = [item for _, item in indexed]
         response = build_response(envelope, output)
         events: list[ModelEvent] = []
         # Content the stream never delivered as deltas, and calls never announced as ready: every finished
-        # call gets exactly one ToolCallReady, whichever events the server chose to send.
-        for idx, item in enumerate(output):
+        # call gets exactly one ToolCallReady, whichever events the server chose to send. ``idx`` is the
+        # item's output index (an aggregated output skips unnamed calls, so it is not the list position).
+        for idx, item in indexed:
             if idx not in self._finished or item.get("type") == "function_call":
                 events.extend(self._catch_up(idx, item))
         result = self._finalize(response)
@@ -450,23 +471,24 @@ class ResponsesStreamDecoder(Generic[R]):
         # A server that skipped ``response.created`` left no status: the partial must never read as completed.
         if envelope.get("status") in ("completed", None):
             envelope["status"] = "in_progress"
-        output = self._aggregated_items()
+        output = [item for _, item in self._aggregated_items()]
         envelope["output"] = output
         partial = self._finalize(build_response(envelope, output))
         raise StreamCutOffError("the response stream ended before response.completed", partial=partial)
 
-    def _aggregated_items(self, *, finished: bool = False) -> list[dict[str, Any]]:
-        """Output items so far: finished items verbatim, unfinished ones completed with the deltas seen.
+    def _aggregated_items(self, *, finished: bool = False) -> list[tuple[int, dict[str, Any]]]:
+        """Output items so far, each with its output index: finished items verbatim, unfinished ones completed
+        with the deltas seen.
 
         ``finished``: the response completed, so items without an ``output_item.done`` are complete too.
         """
         indexes = set(self._items) | set(self._text) | set(self._refusal) | set(self._reasoning)
         indexes |= set(self._call_args) | set(self._pending_args)
-        items: list[dict[str, Any]] = []
+        items: list[tuple[int, dict[str, Any]]] = []
         for idx in sorted(indexes):
             item = self._items.get(idx)
             if idx in self._finished and item is not None:
-                items.append(item)
+                items.append((idx, item))
                 continue
             item = dict(item) if item is not None else {}
             if idx in self._text or idx in self._refusal:
@@ -498,5 +520,5 @@ class ResponsesStreamDecoder(Generic[R]):
                 item["status"] = "completed"
             else:
                 item.setdefault("status", "in_progress")
-            items.append(item)
+            items.append((idx, item))
         return items

@@ -190,9 +190,10 @@ def check_stream_multi_item_phase() -> None:
     fragments = ['{"', "country", '":"', "Pot", "ato", "Land", '"}']
     assert events[:-1] == [
         *(TextDelta(t) for t in text),
-        ToolCallStarted(2, call.id, "get_capital"),
-        *(ToolCallArgumentsDelta(2, f) for f in fragments),
-        ToolCallReady(2, call),
+        # The call is output item 2 (after reasoning and a message) but the response's first call: index 0.
+        ToolCallStarted(0, call.id, "get_capital"),
+        *(ToolCallArgumentsDelta(0, f) for f in fragments),
+        ToolCallReady(0, call),
         UsageReported(TokenUsage(63, 69, 132, reasoning_tokens=26)),
     ]
     assert response.output_text == "I’ll check the capital lookup tool for “PotatoLand.”"
@@ -213,9 +214,9 @@ def check_stream_reasoning_summary_function_call() -> None:
     assert len(reasoning) == 32
     assert "".join(e.text for e in reasoning) == summary
     rest = [e for e in events[:-1] if not isinstance(e, ReasoningDelta)]
-    assert rest[0] == ToolCallStarted(1, call.id, "calculator")
+    assert rest[0] == ToolCallStarted(0, call.id, "calculator")
     assert "".join(e.delta for e in rest if isinstance(e, ToolCallArgumentsDelta)) == call.arguments
-    assert rest[-2:] == [ToolCallReady(1, call), UsageReported(TokenUsage(134, 28, 162))]
+    assert rest[-2:] == [ToolCallReady(0, call), UsageReported(TokenUsage(134, 28, 162))]
     assert kinds(events).index("tool_call_started") == 32  # all reasoning first, in stream order
     assert response.reasoning == summary
     assert response.tool_calls == (call,)

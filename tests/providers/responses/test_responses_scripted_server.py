@@ -43,7 +43,7 @@ async def test_scripted_stream_and_body_decode_alike() -> None:
         assert response.reasoning == "Because reasons"
         assert [(c.name, c.arguments) for c in response.tool_calls] == [("get", '{"a":1}')]
     ready = [e for e in events if isinstance(e, ToolCallReady)]
-    assert ready == [ToolCallReady(2, ToolCall(streamed.tool_calls[0].id, "get", '{"a":1}'))]
+    assert ready == [ToolCallReady(0, ToolCall(streamed.tool_calls[0].id, "get", '{"a":1}'))]
     assert kinds(events)[-2:] == ["usage_reported", "model_completed"]
 
 

@@ -340,12 +340,13 @@ def test_stream_without_completed_raises_cut_off_with_the_partial() -> None:
     assert events == [
         TextDelta("Let me "),
         TextDelta("check."),
-        ToolCallStarted(1, "call_1", "tool_1"),
-        ToolCallArgumentsDelta(1, '{"a":'),
-        ToolCallArgumentsDelta(1, "1}"),
-        ToolCallReady(1, ToolCall("call_1", "tool_1", '{"a":1}')),
-        ToolCallStarted(2, "call_2", "tool_2"),
-        ToolCallArgumentsDelta(2, '{"b":'),
+        # Output items 1 and 2, the response's calls 0 and 1.
+        ToolCallStarted(0, "call_1", "tool_1"),
+        ToolCallArgumentsDelta(0, '{"a":'),
+        ToolCallArgumentsDelta(0, "1}"),
+        ToolCallReady(0, ToolCall("call_1", "tool_1", '{"a":1}')),
+        ToolCallStarted(1, "call_2", "tool_2"),
+        ToolCallArgumentsDelta(1, '{"b":'),
     ]
     assert isinstance(error, StreamCutOffError)
     partial = error.partial
@@ -446,11 +447,11 @@ def test_events_without_output_index_are_correlated_by_item_id() -> None:
     )
     events, error = run_decoder(body)
     assert events == [
-        ToolCallStarted(1, "call_1", "tool_1"),
-        ToolCallArgumentsDelta(1, '{"x":'),
+        ToolCallStarted(0, "call_1", "tool_1"),
+        ToolCallArgumentsDelta(0, '{"x":'),
         TextDelta("Hi"),
-        ToolCallArgumentsDelta(1, "2}"),
-        ToolCallReady(1, ToolCall("call_1", "tool_1", '{"x":2}')),
+        ToolCallArgumentsDelta(0, "2}"),
+        ToolCallReady(0, ToolCall("call_1", "tool_1", '{"x":2}')),
     ]
     assert isinstance(error, StreamCutOffError)
     assert error.partial.output_text == "Hi"
@@ -468,7 +469,7 @@ def test_events_that_arrive_before_their_item_are_not_lost() -> None:
     )
     events, error = run_decoder(body)
     call = ToolCall("call_1", "tool_1", '{"n":1}')
-    assert events == [TextDelta("Hi"), ToolCallStarted(1, "call_1", "tool_1"), ToolCallReady(1, call)]
+    assert events == [TextDelta("Hi"), ToolCallStarted(0, "call_1", "tool_1"), ToolCallReady(0, call)]
     assert isinstance(error, StreamCutOffError)
     assert error.partial.output_text == "Hi"
     assert error.partial.tool_calls == (call,)
@@ -513,8 +514,8 @@ def test_server_that_sends_no_deltas_still_streams_the_content() -> None:
         TextDelta("Whole answer"),
         ReasoningDelta("Why"),
         RefusalDelta("No."),
-        ToolCallStarted(3, "call_3", "tool_3"),
-        ToolCallReady(3, ToolCall("call_3", "tool_3", '{"q":1}')),
+        ToolCallStarted(0, "call_3", "tool_3"),
+        ToolCallReady(0, ToolCall("call_3", "tool_3", '{"q":1}')),
     ]
     response = events[-1].response  # type: ignore[attr-defined]
     assert response.output_text == "Whole answer"
@@ -535,7 +536,7 @@ def test_completed_with_an_empty_output_is_aggregated_from_the_deltas() -> None:
     events, error = run_decoder(body)
     assert error is None
     call = ToolCall("call_1", "tool_1", '{"q":1}')
-    assert events[-3] == ToolCallReady(1, call)  # the response completed: its calls are finished
+    assert events[-3] == ToolCallReady(0, call)  # the response completed: its calls are finished
     response = events[-1].response  # type: ignore[attr-defined]
     assert response.output_text == "Hi"
     assert response.tool_calls == (call,)
