@@ -39,7 +39,7 @@ import anyio.lowlevel
 
 from ..agent.items import user_item
 from ..agent.prompt import AgentModelResult, AgentPrompt
-from ..bus import BusClosedError
+from ..bus import BusClosedError, EventBus
 from ..events import (
     ModelRequest,
     RunCancelled,
@@ -53,7 +53,7 @@ from ..events import (
     ToolFailed,
 )
 from ..model.errors import StreamCutOffError
-from ..model.events import ModelCompleted, ReasoningDelta, TextDelta, UsageReported
+from ..model.events import ModelCompleted, ModelRetry, ReasoningDelta, TextDelta, UsageReported
 from ..model.messages import ToolCall
 from ..model.response import FinishReason, TokenUsage
 from ..model.retries import retry_listener
@@ -83,6 +83,24 @@ def join_prompt(*parts: str | None) -> str | None:
     """
     kept = [p.strip() for p in parts if p and p.strip()]
     return "\n\n".join(kept) if kept else None
+
+
+class _RetryRelay:
+    """Publishes a blocking model call's retries on the run's bus while the call lasts.
+
+    Emptied when the call ends: the tasks the HTTP library starts during the call keep a copy of the
+    context, hence of this listener, for as long as it keeps them (a pooled connection keeps its last
+    request's); through a bound ``ctx.publish`` that copy would hold the whole run, in a reference cycle.
+    """
+
+    __slots__ = ("bus",)
+
+    def __init__(self, bus: EventBus) -> None:
+        self.bus: EventBus | None = bus
+
+    async def __call__(self, retry: ModelRetry) -> None:
+        if self.bus is not None:
+            await self.bus.publish(retry)
 
 
 class AgentRuntime:
@@ -302,11 +320,13 @@ class AgentRuntime:
         await ctx.emit(ModelRequest(model=prompt.model, items=len(prompt.items), tools=names))
         if not prompt.stream:
             # A blocking call has no stream to carry its retries: they come through the context's listener.
-            token = retry_listener.set(ctx.publish)
+            relay = _RetryRelay(ctx.bus)
+            token = retry_listener.set(relay)
             try:
                 result = await ctx.model.create(prompt)
             finally:
                 retry_listener.reset(token)
+                relay.bus = None
             ctx.add_usage(result.usage)
             ctx.unhandled = result  # kept by the run's ending if a cancel lands while it is published
             await self._publish_whole(ctx, result, text=True, reasoning=True)

@@ -300,3 +300,32 @@ async def test_a_retried_model_call_shows_model_retry_whether_streamed_or_not(
     [retry] = [e for e in events if isinstance(e, ModelRetry)]
     assert (retry.attempt, retry.run_id, retry.step) == (2, result.run_id, 0)  # the attempt about to be made
     assert "429" in retry.reason
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "stream"])
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_a_run_over_http_is_freed_at_once_without_the_garbage_collector(
+    protocol: Protocol, streamed: bool
+) -> None:
+    # The HTTP library's tasks copy the context of the call that started them and a pooled connection keeps
+    # its last request's: nothing the run puts in that context may lead back to the run (a cycle through
+    # the model's session would keep every run alive until the collector runs).
+    import gc
+
+    from agentflow.runtimes.context import RunContext
+
+    async with agent_on(protocol, [TOOL_TURN, ANSWER_TURN]) as (agent, _, _):
+        gc.collect()
+        gc.disable()
+        try:
+            with anyio.fail_after(10):
+                if streamed:
+                    async with agent.stream("Weather and time in Paris?") as run:
+                        await run.wait()
+                    del run
+                else:
+                    await agent.run("Weather and time in Paris?")
+            alive = [o for o in gc.get_objects() if isinstance(o, RunContext)]
+        finally:
+            gc.enable()
+    assert alive == []
