@@ -256,6 +256,21 @@ def is_model_output_item(item: Any) -> bool:
 # --- Chat Completions ---------------------------------------------------------------------------------
 
 
+def _is_message_value(item: Any, index: int) -> bool:
+    """For an item that is not a plain dict: whether it is a ``Message`` (else it is a mapping).
+
+    Raises ``TypeError`` when it is neither, so it is no conversation item at all.
+    """
+    if isinstance(item, _MESSAGE_TYPES):
+        return True
+    if not isinstance(item, Mapping):
+        raise TypeError(
+            f"{_where(index)}: cannot use a {type(item).__name__} as a conversation item; "
+            "pass a Message or an item dict (see agentflow.agent.items)"
+        )
+    return False
+
+
 def _where(index: int) -> str:
     return f"item {index}"
 
@@ -449,15 +464,10 @@ ToolCall(id='c2', name='g', arguments='{}')), reasoning=None, refusal=None, reas
             if known is not None and known[0] is item:
                 out.append(known[1])
                 continue
-        if type(item) is not dict:  # nearly every item is a plain dict: it skips both checks
-            if isinstance(item, _MESSAGE_TYPES):
-                out.append(item)
-                continue
-            if not isinstance(item, Mapping):
-                raise TypeError(
-                    f"{_where(index)}: cannot use a {type(item).__name__} as a conversation item; "
-                    "pass a Message or an item dict (see agentflow.agent.items)"
-                )
+        # Nearly every item is a plain dict: it skips both checks.
+        if type(item) is not dict and _is_message_value(item, index):
+            out.append(item)
+            continue
         kind = item.get("type")
         if type(kind) is not str:  # a typeless message dict, or no kind at all
             kind = _kind(item)
@@ -683,15 +693,10 @@ def to_responses_input(items: Iterable[Any]) -> list[Any]:
     """
     out: list[Any] = []
     for index, item in enumerate(items):
-        if type(item) is not dict:  # nearly every item is a plain dict: it skips both checks
-            if isinstance(item, _MESSAGE_TYPES):
-                out.extend(_message_to_responses(item))
-                continue
-            if not isinstance(item, Mapping):
-                raise TypeError(
-                    f"{_where(index)}: cannot use a {type(item).__name__} as a conversation item; "
-                    "pass a Message or an item dict (see agentflow.agent.items)"
-                )
+        # Nearly every item is a plain dict: it skips both checks.
+        if type(item) is not dict and _is_message_value(item, index):
+            out.extend(_message_to_responses(item))
+            continue
         kind = item.get("type")
         if type(kind) is not str:  # a typeless message dict, or no kind at all
             kind = _kind(item)
