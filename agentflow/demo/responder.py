@@ -276,8 +276,9 @@ def _number(text: str) -> float | None:
 
 
 def _shown(value: float) -> str:
-    # Every digit, as the evidence shows it: ``:g`` would write 7006652 as 7.00665e+06.
-    return str(int(value)) if value.is_integer() else repr(value)
+    # The digits the evidence shows: ``:g`` would write 7006652 as 7.00665e+06, ``repr`` a difference of
+    # two decimals with its binary noise (78.53975000000003).
+    return str(int(value)) if value.is_integer() else f"{value:.12g}"
 
 
 def _findings(exchange: Exchange) -> list[tuple[str, Mapping[str, Any], str]]:

@@ -232,3 +232,24 @@ def test_codeact_answers_at_once_when_there_is_nothing_to_compute() -> None:
     answer = orjson.loads(respond(_chat(system, {"role": "user", "content": "hi"}, tools=())).text or "")
     assert answer["type"] == "final"
     assert "your question: 'hi'" in answer["output"]
+
+
+def test_the_research_conclusion_shows_numbers_as_the_evidence_does() -> None:
+    # Not ``:g`` (7006652 → 7.00665e+06) and not ``repr`` (a difference as 78.53975000000003).
+    system = {"role": "system", "content": DEEP_RESEARCH_INSTRUCTIONS}
+    question = {"role": "user", "content": "Which is larger, 3.14159 * 15 ** 2 or 2 * 3.14159 * 10 ** 2?"}
+    done: list[dict[str, object]] = []
+    for call_id, expression, value in (
+        ("a", "3.14159 * 15 ** 2", "706.85775"),
+        ("b", "2 * 3.14159 * 10 ** 2", "628.318"),
+    ):
+        arguments = orjson.dumps({"expression": expression}).decode()
+        done.append(
+            {
+                "role": "assistant",
+                "tool_calls": [{"id": call_id, "function": {"name": "calculator", "arguments": arguments}}],
+            }
+        )
+        done.append({"role": "tool", "tool_call_id": call_id, "content": value})
+    summary = respond(_chat(system, question, *done)).text or ""
+    assert "gives the largest value, 706.85775: 78.53975 more than" in summary
