@@ -128,7 +128,9 @@ class WindowedMemory(InMemoryMemory):
       output never loses its call; a call still waiting for its output is never cut off either;
     - the window never starts with a tool output;
     - the items of one model turn (``reasoning``, assistant message, calls) are never split;
-    - the system (and developer) items at the very start are always kept and do not count.
+    - the system (and developer) items at the very start — written before anything else — are always kept
+      and do not count. A system item written later (a DeepResearch plan, a CodeAct ``CODE_RESULT``) is
+      part of the conversation and is trimmed like any other item.
 
     The window holds at most ``max_items`` items whenever such a cut exists; when one indivisible group is
     longer than that, the window keeps the group whole (so it may briefly exceed ``max_items``).
@@ -142,22 +144,44 @@ class WindowedMemory(InMemoryMemory):
     ['system', 'function_call', 'function_call_output']
     """
 
-    __slots__ = ("max_items",)
+    __slots__ = ("_pinned", "max_items")
 
     def __init__(self, max_items: int, items: Iterable[Any] = ()) -> None:
         if not isinstance(max_items, int) or isinstance(max_items, bool) or max_items <= 0:
             raise ValueError(f"max_items must be a positive integer, got {max_items!r}")
         self.max_items = max_items
+        self._pinned: int | None = None
         super().__init__(items)
 
     def __repr__(self) -> str:
         return f"WindowedMemory(max_items={self.max_items}, {len(self._items)} items)"
 
+    def clear(self) -> None:
+        """Forget everything (the next system items at the start are pinned again)."""
+        super().clear()
+        self._pinned = None
+
+    def restore(self, snapshot: Iterable[Any]) -> None:
+        """Replace the state with ``snapshot``; its leading system items are the pinned ones."""
+        self._pinned = None
+        super().restore(snapshot)
+
+    def _pinned_count(self) -> int:
+        # Settled when the first other item arrives: counting the system items at the head again after a
+        # trim would pin a later one (a plan, a code result) that the cut brought to the front, for good.
+        pinned = self._pinned
+        if pinned is None:
+            items = self._items
+            pinned = 0
+            while pinned < len(items) and is_system_item(items[pinned]):
+                pinned += 1
+            if pinned < len(items):
+                self._pinned = pinned
+        return pinned
+
     def _trim(self) -> None:
         items = self._items
-        pinned = 0
-        while pinned < len(items) and is_system_item(items[pinned]):
-            pinned += 1
+        pinned = self._pinned_count()
         tail = items[pinned:]
         if len(tail) <= self.max_items:
             return

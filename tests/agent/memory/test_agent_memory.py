@@ -84,6 +84,22 @@ def test_windowed_memory_keeps_the_last_items_and_leading_system_items() -> None
     assert _items(memory) == (system_item("s"), SystemMessage("s2"), user_item("3"), user_item("4"))
 
 
+def test_windowed_memory_trims_system_items_written_later_like_any_other() -> None:
+    # CodeAct writes each step's CODE_RESULT, DeepResearch each re-plan, as system items mid-conversation:
+    # a cut that brings one to the front must not pin it, or memory grows without bound.
+    memory = WindowedMemory(3, [system_item("instructions")])
+    for n in range(10):
+        memory.extend([assistant_item(f"code {n}"), system_item(f"CODE_RESULT: {n}")])
+    assert len(memory) <= 4
+    assert _items(memory)[0] == system_item("instructions")
+    assert system_item("CODE_RESULT: 0") not in _items(memory)
+    memory.clear()
+    memory.extend([system_item("new instructions"), user_item("q")])
+    for n in range(5):
+        memory.add(user_item(str(n)))
+    assert _items(memory)[0] == system_item("new instructions")  # pinned anew after clear()
+
+
 def test_windowed_memory_drops_a_whole_tool_turn_rather_than_orphan_an_output() -> None:
     memory = WindowedMemory(3)
     memory.extend(
