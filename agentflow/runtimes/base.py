@@ -229,6 +229,10 @@ class AgentRuntime:
         """Run steps until one returns a stop reason, or handle ``max_steps`` exhaustion."""
         max_steps = ctx.options.max_steps
         while max_steps is None or ctx.step < max_steps:
+            if ctx.token_budget_reached:
+                # Tokens spent outside the steps (a DeepResearch plan or re-plan) count against the budget
+                # too: no model call once it is reached.
+                return ctx.result_for(StopReason.MAX_TOKENS)
             stop = await self.run_step(ctx)
             if stop is not None:
                 return ctx.result_for(stop)

@@ -179,6 +179,16 @@ async def test_planning_tokens_count_towards_the_run_usage() -> None:
     assert result.usage.total_tokens == 135
 
 
+async def test_a_plan_that_uses_up_the_token_budget_stops_the_run_before_any_model_call() -> None:
+    planner = ScriptedPlanner([["a"]], usage=TokenUsage(100, 10, 110))
+    model = FakeModelClient([reply("never asked", usage=(20, 5))])
+    agent = Agent(model, runtime=DeepResearchRuntime(planner), options=AgentOptions(max_tokens=100))
+    result = await agent.run("goal")
+    assert result.stop_reason is StopReason.MAX_TOKENS
+    assert model.prompts == []
+    assert result.usage.total_tokens == 110
+
+
 async def test_the_model_planner_over_the_agent_s_own_chat_model() -> None:
     chat = FakeChatModel(
         [
