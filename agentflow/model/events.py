@@ -2,7 +2,8 @@
 
 Every event is an immutable attrs value. The agent layer stamps ``run_id``, ``step`` and ``seq`` when it
 publishes a model event on a run's bus (``attrs.evolve``); at the model layer they keep their defaults.
-``to_dict()`` gives a JSON-ready mapping (``orjson.dumps(event.to_dict())``) for SSE or WebSocket forwarding.
+``to_dict()`` gives a JSON-ready mapping (``agentflow.exact_json.dumps(event.to_dict())``: orjson, with
+integers beyond 64 bits exact) for SSE or WebSocket forwarding.
 """
 
 from __future__ import annotations
