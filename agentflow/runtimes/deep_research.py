@@ -33,7 +33,7 @@ from ..model.response import TokenUsage
 from ..plan import Plan
 from ..result import StopReason
 from .context import RunContext
-from .planner import PlanContext, Planner, SimplePlanner
+from .planner import PlanContext, Planner, PlanningError, SimplePlanner
 from .react import ReActRuntime
 
 __all__ = ["DEEP_RESEARCH_INSTRUCTIONS", "DeepResearchRuntime", "PlanHook"]
@@ -109,8 +109,7 @@ class DeepResearchRuntime(ReActRuntime):
     async def start(self, ctx: RunContext) -> None:
         """The user input, then the plan (as a system item) → memory, then ``PlanCreated``."""
         await super().start(ctx)
-        made = await self.planner.plan(ctx.input_text, self.planning_context(ctx, None))
-        self._count_usage(ctx, made)
+        made = await self._ask_planner(ctx, None)
         plan = await self.review(attrs.evolve(made, revision=0), usage=made.usage)
         ctx.runtime_state = plan
         if plan.steps:
@@ -137,14 +136,24 @@ class DeepResearchRuntime(ReActRuntime):
         current = self.plan_of(ctx)
         if current is None:
             raise RuntimeError("replan() was called before the run's first plan was made")
-        made = await self.planner.plan(ctx.input_text, self.planning_context(ctx, current))
-        self._count_usage(ctx, made)
+        made = await self._ask_planner(ctx, current)
         plan = await self.review(attrs.evolve(made, revision=current.revision + 1), usage=made.usage)
         ctx.runtime_state = plan
         if plan.steps and (plan.steps != current.steps or plan.goal != current.goal):
             ctx.remember((system_item(plan.to_text(UPDATED_PLAN_HEADER)),))
         await ctx.emit(PlanUpdated(plan=plan))
         return plan
+
+    async def _ask_planner(self, ctx: RunContext, current: Plan | None) -> Plan:
+        try:
+            made = await self.planner.plan(ctx.input_text, self.planning_context(ctx, current))
+        except PlanningError as exc:
+            # A planning call that failed on its answer spent tokens too: the failed run's result counts them.
+            if exc.usage is not None:
+                ctx.add_usage(exc.usage)
+            raise
+        self._count_usage(ctx, made)
+        return made
 
     def planning_context(self, ctx: RunContext, current: Plan | None) -> PlanContext:
         """What the planner is told: the agent's tools and, when re-planning, the plan and the progress."""

@@ -25,6 +25,7 @@ import attrs
 from ..model.messages import SystemMessage, ToolCall, UserMessage
 from ..model.protocol import ChatModel
 from ..model.request import ChatRequest
+from ..model.response import TokenUsage
 from ..model.tools import ToolSpec
 from ..plan import Plan, PlanStep, StepStatus
 from ..result import ToolResult
@@ -72,7 +73,12 @@ _RESULT_CHARS = 500
 
 
 class PlanningError(Exception):
-    """Planning failed (the base of the planners' own errors)."""
+    """Planning failed (the base of the planners' own errors).
+
+    ``usage`` is what the failed planning call spent, when it got an answer (the run counts it).
+    """
+
+    usage: TokenUsage | None = None
 
 
 class PlanParseError(PlanningError):
@@ -212,6 +218,7 @@ class ModelPlanner(Planner):
             steps = parse_plan_steps(response.text)
         except PlanParseError as exc:
             if self.on_invalid == "raise":
+                exc.usage = response.usage
                 raise
             _log.warning("ModelPlanner: %s; using the simple plan instead", exc)
             fallback = await SimplePlanner().plan(goal, context)

@@ -172,6 +172,17 @@ async def test_a_planner_that_cannot_plan_fails_the_run_with_its_typed_error() -
         await agent.run("goal")
 
 
+async def test_a_plan_that_cannot_be_read_still_counts_its_tokens_in_the_failed_run() -> None:
+    chat = FakeChatModel([chat_reply("I will not plan.", usage=(300, 50))])
+    agent = Agents.deep_research(chat, planner=ModelPlanner(chat, on_invalid="raise"))
+    async with agent.stream("goal") as run:
+        events = [e async for e in run]
+    assert isinstance(events[-1], RunFailed)
+    assert isinstance(run.error, PlanParseError)
+    assert run.partial is not None
+    assert run.partial.usage.total_tokens == 350
+
+
 async def test_planning_tokens_count_towards_the_run_usage() -> None:
     planner = ScriptedPlanner([["a"]], usage=TokenUsage(100, 10, 110))
     model = FakeModelClient([reply("ok", usage=(20, 5))])
