@@ -412,6 +412,23 @@ class CodeActRuntime(AgentRuntime):
 
     # -- interrupted runs ------------------------------------------------------------------------------------
 
+    def keep_turn(self, ctx: RunContext, result: AgentModelResult) -> None:
+        """A turn that completed but was cut short before it was handled, stored as this runtime reads it: a
+        code turn gets its ``CODE_ERROR`` (the code never ran), a final answer gives its output."""
+        if result.tool_calls:
+            super().keep_turn(ctx, result)  # native calls: kept pending, settled as ReAct's are
+            return
+        ctx.remember(result.memory_items)
+        ctx.reasoning_text = result.reasoning_text
+        answer = parse_answer(result.output_text)
+        if isinstance(answer, FinalMessage):
+            ctx.output_text = answer.output
+        elif isinstance(answer, NotProtocol):
+            ctx.output_text = result.output_text
+        else:
+            ctx.output_text = ""
+            ctx.remember([system_item(code_error_text("the run ended before this code step ran"))])
+
     async def settle_pending(self, ctx: RunContext, reason: str) -> None:
         """Also close a code step cut short: a ``CODE_ERROR`` in memory, cancelled results for its calls.
 

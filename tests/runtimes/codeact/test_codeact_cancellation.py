@@ -145,3 +145,29 @@ async def test_the_run_deadline_stops_spinning_code_and_kills_the_process() -> N
     assert system_texts(memory.items) == [
         'CODE_ERROR: {"error":"the run\'s time limit (1.0 s) was reached before this code step finished"}'
     ]
+
+
+async def test_a_cancel_while_a_code_turn_is_published_leaves_it_with_its_code_error() -> None:
+    # The model's code turn has completed but is not handled yet (a slow callback holds its ModelCompleted)
+    # when the run is cancelled: memory keeps the turn and says the code never ran.
+    from agentflow.model.events import ModelCompleted
+
+    async with codeact_agent([says(code("1 + 1"))], codeact=CodeActOptions(react=True)) as (agent, _):
+        in_callback = anyio.Event()
+
+        async def slow(_event: object) -> None:
+            in_callback.set()
+            await anyio.sleep_forever()
+
+        agent.on(ModelCompleted, slow)
+        with anyio.fail_after(30):
+            async with agent.stream("two?") as run:
+                await in_callback.wait()
+                await run.cancel()
+                await run.wait()
+
+    result = run.result
+    assert result.stop_reason is StopReason.CANCELLED
+    assert result.output_text == ""
+    assert system_texts(result.new_items)[-1].startswith("CODE_ERROR:")
+    assert_codeact_memory_valid(result.new_items)
