@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import orjson
 
-__all__ = ["SHORTEST_ROUNDED", "dumps", "loads", "reread"]
+__all__ = ["dumps", "loads"]
 
 _MIN_INT: Final = -(2**63)
 _MAX_INT: Final = 2**64 - 1
@@ -27,7 +27,7 @@ _MAX_DEPTH: Final = 254
 """The deepest nesting orjson writes; the walk stops below it and lets orjson refuse the rest."""
 _ROUNDED: Final = 2.0**63
 """orjson reads every integer literal outside its range as a float at least this large (in magnitude)."""
-SHORTEST_ROUNDED: Final = 19
+_SHORTEST_ROUNDED: Final = 19
 """Digits in the shortest literal orjson rounds (``-9223372036854775809``): shorter texts are exact."""
 
 
@@ -44,19 +44,9 @@ def loads(text: str | bytes) -> Any:
     [18446744073709551616]
     """
     value = orjson.loads(text)  # validates: NaN, lone surrogates, trailing commas… are refused here
-    if len(text) < SHORTEST_ROUNDED:
-        return value
-    return reread(text, value)
-
-
-def reread(text: str | bytes, value: Any) -> Any:
-    """``value`` (what ``orjson.loads(text)`` returned) with integers beyond 64 bits read exactly.
-
-    For hot paths that call orjson themselves: a text shorter than ``SHORTEST_ROUNDED`` needs no reread.
-    """
     # Looking for large floats in the result, not for long digit runs in the text: the cost follows the
     # number of values, never the length of the strings (a 50 kB file's content costs one type check).
-    if not _holds_large_float(value):
+    if len(text) < _SHORTEST_ROUNDED or not _holds_large_float(value):
         return value
     # Rare: maybe a rounded integer (or just a float such as 1e300). The stdlib reads every integer
     # exactly and, on text orjson has accepted, agrees with it on everything else.

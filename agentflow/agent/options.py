@@ -119,22 +119,14 @@ def _optional(kind: type | tuple[type, ...], name: str) -> Any:
     return attrs.validators.optional(_is(kind, name, "ModelSettings"))
 
 
-_TOOL_CHOICE_MODES = ("auto", "none", "required")
-
-
 def _tool_choice(_inst: object, _attr: object, value: Any) -> None:
-    if value is None or isinstance(value, ToolChoice | Mapping):
+    # Any mapping passes: on Responses a hosted-tool choice ({"type": "file_search"}) has no ToolChoice form.
+    if value is None or isinstance(value, Mapping):
         return
-    if isinstance(value, str):
-        if value not in _TOOL_CHOICE_MODES:
-            raise ValueError(
-                f"ModelSettings.tool_choice must be 'auto', 'none', 'required', a ToolChoice (e.g. "
-                f"ToolChoice.function(name)) or a mapping, got {value!r}"
-            )
-        return
-    raise TypeError(
-        f"ModelSettings.tool_choice must be a str, a ToolChoice or a mapping, got {type(value).__name__}"
-    )
+    try:
+        ToolChoice.coerce(value)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"ModelSettings.{exc}") from None
 
 
 def _reasoning(_inst: object, _attr: object, value: Any) -> None:

@@ -39,6 +39,8 @@ import anyio
 from ..model.errors import ModelConnectionError, ModelTimeoutError
 from .timeouts import Timeout
 
+_NO_SCOPE = contextlib.nullcontext()  # reusable: entering it does nothing
+
 __all__ = ["AiohttpResponse", "AiohttpTransport", "HttpResponse", "HttpTransport"]
 
 
@@ -296,18 +298,15 @@ class AiohttpTransport:
             limits = self._timeouts = _client_timeout(timeout)
         scope: anyio.CancelScope | None = None
         wait = math.inf
+        if stream and timeout.read is not None and not _pool_is_full(session):
+            # Until the headers, one deadline over all of it: resolving and opening the connection and
+            # sending the body, which aiohttp's ``sock_read`` (it starts once the body is out) and
+            # ``sock_connect`` (the socket only) leave unbounded. Not when the call will queue for a pooled
+            # connection: waiting for the calls ahead of it is not the server being slow.
+            wait = timeout.read + (timeout.connect or 0.0)
+            scope = anyio.CancelScope(deadline=anyio.current_time() + wait)
         try:
-            if stream and timeout.read is not None and not _pool_is_full(session):
-                # Until the headers, one deadline over all of it: resolving and opening the connection and
-                # sending the body, which aiohttp's ``sock_read`` (it starts once the body is out) and
-                # ``sock_connect`` (the socket only) leave unbounded. Not when the call will queue for a
-                # pooled connection: waiting for the calls ahead of it is not the server being slow.
-                wait = timeout.read + (timeout.connect or 0.0)
-                with anyio.CancelScope(deadline=anyio.current_time() + wait) as scope:
-                    response = await session.request(
-                        method, url, data=body, headers=headers, timeout=limits[1], allow_redirects=True
-                    )
-            else:
+            with scope or _NO_SCOPE:
                 response = await session.request(
                     method, url, data=body, headers=headers, timeout=limits[1], allow_redirects=True
                 )

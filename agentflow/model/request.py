@@ -14,7 +14,7 @@ import attrs
 from .messages import Message
 from .tools import ToolChoice, ToolSpec
 
-__all__ = ["ChatParameters", "ChatRequest", "coerce_messages"]
+__all__ = ["ChatParameters", "ChatRequest", "coerce_messages", "parameters_from"]
 
 
 def _opt_tuple(value: Sequence[Any] | None) -> tuple[Any, ...] | None:
@@ -61,16 +61,25 @@ def _check_response_format(_: Any, __: attrs.Attribute[Any], value: Any) -> None
         )
 
 
-def _to_messages(value: Iterable[Message]) -> tuple[Message, ...]:
+def coerce_messages(value: Iterable[Message]) -> tuple[Message, ...]:
+    """The messages of a plain sequence (a ``ChatRequest``'s, or one given where a request may be).
+
+    >>> from agentflow import UserMessage
+    >>> coerce_messages([UserMessage("hi")])
+    (UserMessage(content='hi', name=None),)
+    """
     kind = type(value)
     if kind is tuple:
         return value  # type: ignore[return-value]
-    if kind is list:
+    if kind is list:  # the usual case: neither a string nor a non-iterable
         return tuple(value)
     if isinstance(value, str | bytes):
         # ``tuple("hello")`` would be five one-letter "messages".
+        raise TypeError("expected a list of messages, not a string: [UserMessage(text)]")
+    if not isinstance(value, Iterable):
         raise TypeError(
-            "ChatRequest takes a list of messages, not a string: ChatRequest([UserMessage(text)])"
+            f"expected a ChatRequest or a sequence of messages, not a {type(value).__name__} "
+            "(wrap a single message in a list: [message])"
         )
     return tuple(value)
 
@@ -143,7 +152,7 @@ class ChatRequest:
     'What is CAS?'
     """
 
-    messages: tuple[Message, ...] = attrs.field(converter=_to_messages)
+    messages: tuple[Message, ...] = attrs.field(converter=coerce_messages)
     parameters: ChatParameters = attrs.field(factory=ChatParameters)
 
     @classmethod
@@ -151,24 +160,24 @@ class ChatRequest:
         """Accept either a request or a plain sequence of messages."""
         if isinstance(value, ChatRequest):
             return value
-        return cls(coerce_messages(value))
+        return cls(value)
 
 
-def coerce_messages(value: Iterable[Message]) -> tuple[Message, ...]:
-    """The messages of a plain sequence given where a ``ChatRequest`` may be: what ``ChatRequest.coerce``
-    makes of it, without the request (a model merges no parameters for it: it has none).
+_OVERRIDABLE = frozenset(field.name for field in attrs.fields(ChatParameters)) - {"custom"}
 
-    >>> from agentflow import UserMessage
-    >>> coerce_messages([UserMessage("hi")])
-    (UserMessage(content='hi', name=None),)
+
+def parameters_from(values: Mapping[str, Any], where: str) -> ChatParameters:
+    """``ChatParameters`` from keyword values (a model's defaults, a call's overrides), named ``where`` in
+    the error. ``TypeError`` for a name that is no field (``custom`` included: provider-specific fields go
+    in the model's ``custom_parameters``); a bad value raises its own error.
+
+    >>> parameters_from({"temperature": 0}, "override").temperature
+    0
     """
-    if type(value) is list:  # the usual case: neither a string nor a non-iterable
-        return tuple(value)
-    if isinstance(value, str | bytes):
-        raise TypeError("expected a ChatRequest or a sequence of messages, not a string")
-    if not isinstance(value, Iterable):
+    unknown = set(values) - _OVERRIDABLE
+    if unknown:
         raise TypeError(
-            f"expected a ChatRequest or a sequence of messages, not a {type(value).__name__} "
-            "(wrap a single message in a list: [message])"
+            f"unknown {where} {sorted(unknown)}; expected ChatParameters fields: {sorted(_OVERRIDABLE)} "
+            "(put provider-specific fields in custom_parameters)"
         )
-    return value if type(value) is tuple else tuple(value)
+    return ChatParameters(**values)

@@ -271,11 +271,8 @@ class CodeActRuntime(AgentRuntime):
         if result.tool_calls:
             await self._refuse_native_calls(ctx, result)
             return None
-        ctx.remember(result.memory_items)
-        text = result.output_text
-        answer = parse_answer(text)
+        answer = self._take_answer(ctx, result)
         if isinstance(answer, FinalMessage):
-            ctx.output_text = answer.output
             return StopReason.FINAL_ANSWER
         if isinstance(answer, NotProtocol):
             if self.options.correct_format and not state.corrected and not final:
@@ -283,13 +280,11 @@ class CodeActRuntime(AgentRuntime):
                 ctx.output_text = ""
                 ctx.remember([system_item(correction_text(answer.reason))])
                 return None
-            ctx.output_text = text
             # Text cut at the output-token limit is not an answer (as in the base runtime).
             if result.finish_reason is FinishReason.LENGTH:
                 return StopReason.TRUNCATED
             return StopReason.FINAL_ANSWER
         state.corrected = False
-        ctx.output_text = ""
         if final:
             await self._not_run(ctx, answer, "the run reached its step limit")
             return None
@@ -418,8 +413,16 @@ class CodeActRuntime(AgentRuntime):
         if result.tool_calls:
             super().keep_turn(ctx, result)  # native calls: kept pending, settled as ReAct's are
             return
-        ctx.remember(result.memory_items)
         ctx.reasoning_text = result.reasoning_text
+        answer = self._take_answer(ctx, result)
+        if isinstance(answer, CodeMessage):
+            ctx.remember([system_item(code_error_text(not_run_text("the run ended before it ran")))])
+
+    @staticmethod
+    def _take_answer(ctx: RunContext, result: AgentModelResult) -> CodeMessage | FinalMessage | NotProtocol:
+        """Store a model turn without native calls and read its protocol answer; the run's ``output_text`` is
+        the final answer's output, the text of a non-protocol answer, or nothing for code."""
+        ctx.remember(result.memory_items)
         answer = parse_answer(result.output_text)
         if isinstance(answer, FinalMessage):
             ctx.output_text = answer.output
@@ -427,7 +430,7 @@ class CodeActRuntime(AgentRuntime):
             ctx.output_text = result.output_text
         else:
             ctx.output_text = ""
-            ctx.remember([system_item(code_error_text("the run ended before this code step ran"))])
+        return answer
 
     async def settle_pending(self, ctx: RunContext, reason: str) -> None:
         """Also close a code step cut short: a ``CODE_ERROR`` in memory, cancelled results for its calls.

@@ -29,7 +29,7 @@ import attrs
 import orjson
 
 from ..sandbox.code_result import CodeResult
-from .json_text import json_spans
+from .json_text import MAX_SCANNED_CHARS, json_spans
 
 __all__ = [
     "CODE_ERROR_PREFIX",
@@ -59,7 +59,7 @@ RESULT_TRUNCATED: Final = (
 )
 """The marker ending a step's value cut by ``result_preview`` (``{missing}``: characters left out)."""
 
-MAX_ANSWER_CHARS: Final = 200_000
+MAX_ANSWER_CHARS: Final = MAX_SCANNED_CHARS
 """The most characters of an answer ``parse_answer`` reads (as many as the model-backed planner reads).
 
 Finding the objects is linear in the text, but each candidate is decoded on its own, so the text is bounded

@@ -22,10 +22,12 @@ from typing import Any, Final
 import attrs
 import orjson
 
-__all__ = ["JsonSpan", "json_spans"]
+__all__ = ["MAX_SCANNED_CHARS", "JsonSpan", "json_spans"]
 
-_CLOSING: Final = {"{": "}", "[": "]"}
-_BRACKETS: Final = "{}[]"
+MAX_SCANNED_CHARS: Final = 200_000
+"""The most characters of a model's answer the runtimes read for JSON (CodeAct's protocol, the planner's
+plan): a bound on the work a runaway answer can cause."""
+
 _CONTROL_ESCAPES: Final = {code: f"\\u{code:04x}" for code in range(0x20)} | str.maketrans(
     {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
 )

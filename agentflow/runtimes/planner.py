@@ -29,7 +29,7 @@ from ..model.response import TokenUsage
 from ..model.tools import ToolSpec
 from ..plan import Plan, PlanStep, StepStatus
 from ..result import ToolResult
-from .json_text import json_spans
+from .json_text import MAX_SCANNED_CHARS, json_spans
 
 __all__ = [
     "PLANNER_PROMPT",
@@ -66,7 +66,6 @@ REPLANNER_PROMPT = (
 )
 """The planner's system prompt when the runtime re-plans (``{max_steps}`` is filled in)."""
 
-_MAX_ANSWER_CHARS = 200_000  # the longest model answer scanned for a plan
 _MAX_JSON_SPANS = 256  # bracketed spans tried in it (prose may hold many: "[1]", "[draft]"…)
 _EXCERPT = 200
 _RESULT_CHARS = 500
@@ -436,7 +435,7 @@ def parse_plan_steps(text: str) -> tuple[PlanStep, ...]:
     """
     if not isinstance(text, str):
         raise TypeError(f"expected the model's answer as text, got {type(text).__name__}")
-    scanned = text[:_MAX_ANSWER_CHARS]
+    scanned = text[:MAX_SCANNED_CHARS]
     fences = _json_fences(scanned)
     fence_starts = [start for start, _end in fences]
     reasons: list[str] = []

@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 
-from ..exact_json import SHORTEST_ROUNDED, reread
 from ..exact_json import dumps as exact_dumps
+from ..exact_json import loads as exact_loads
 from .outcome import exception_message
 
 __all__ = ["ArgumentParser", "ToolArgumentsError"]
@@ -85,9 +85,7 @@ class ArgumentParser:
                 value: Any = {}
             else:
                 try:
-                    value = orjson.loads(raw)
-                    if len(raw) >= SHORTEST_ROUNDED:  # inline: short arguments (most) need no reread
-                        value = reread(raw, value)  # an account number of 30 digits stays exact
+                    value = exact_loads(raw)  # an account number of 30 digits stays exact
                 except orjson.JSONDecodeError as exc:
                     raise ToolArgumentsError(f"{self._tool} arguments are not valid JSON: {exc}") from None
         else:

@@ -175,21 +175,17 @@ def encode_tool_choice(choice: ToolChoice) -> str | dict[str, Any]:
     return choice.mode
 
 
-def encode_chat_request(
-    request: ChatRequest, *, stream: bool = False, parameters: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
+def encode_chat_request(request: ChatRequest, *, stream: bool = False) -> dict[str, Any]:
     """The request body for ``POST /chat/completions``.
 
-    ``parameters``: ``encode_parameters(request.parameters)``, when the caller has it already (a model
-    keeps the encoding of parameters it sends again); computed here otherwise. Raises ``ValueError`` when no
-    model name is set (seed 003: it fails locally, before any request).
+    Raises ``ValueError`` when no model name is set (seed 003: it fails locally, before any request).
 
     >>> from agentflow import UserMessage
     >>> params = ChatParameters(model="m", custom={"model": "x", "n": 1})
     >>> encode_chat_request(ChatRequest([UserMessage("hi")], params))
     {'model': 'm', 'n': 1, 'messages': [{'role': 'user', 'content': 'hi'}]}
     """
-    return encode_chat_body(request.messages, request.parameters, stream=stream, parameters=parameters)
+    return encode_chat_body(request.messages, request.parameters, stream=stream)
 
 
 def encode_chat_body(
@@ -200,7 +196,9 @@ def encode_chat_body(
     parameters: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``encode_chat_request`` of ``ChatRequest(messages, params)``, without building that request (a
-    model encodes the messages and parameters it has merged, once per call).
+    model encodes the messages and parameters it has merged, once per call). ``parameters`` is
+    ``encode_parameters(params)`` when the caller has it already (a model keeps the encoding of parameters
+    it sends again); computed here otherwise.
     """
     if not params.model:
         raise ValueError(

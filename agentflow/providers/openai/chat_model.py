@@ -19,7 +19,7 @@ from ...http.transport import HttpTransport
 from ...model.events import ModelRetry
 from ...model.messages import Message
 from ...model.protocol import RequestLike
-from ...model.request import ChatParameters, ChatRequest, coerce_messages
+from ...model.request import ChatParameters, ChatRequest, coerce_messages, parameters_from
 from ...model.response import ChatResponse
 from ...model.stream import ModelStream
 from .chat_codec import decode_chat_response, encode_chat_body, encode_parameters
@@ -29,17 +29,6 @@ from .client import DEFAULT_BASE_URL, OpenAIHttpClient, redact_url
 __all__ = ["OpenAIChatModel"]
 
 _ENDPOINT = "/chat/completions"
-_PARAMETER_NAMES = frozenset(f.name for f in attrs.fields(ChatParameters)) - {"custom"}
-
-
-def _parameters(values: Mapping[str, Any], where: str) -> ChatParameters:
-    unknown = set(values) - _PARAMETER_NAMES
-    if unknown:
-        raise TypeError(
-            f"unknown {where} {sorted(unknown)}; expected ChatParameters fields: {sorted(_PARAMETER_NAMES)} "
-            "(put provider-specific fields in custom_parameters)"
-        )
-    return ChatParameters(**values)
 
 
 class OpenAIChatModel:
@@ -78,7 +67,7 @@ class OpenAIChatModel:
         on_retry: Callable[[ModelRetry], None] | None = None,
         **defaults: Any,
     ) -> None:
-        params = _parameters(defaults, "OpenAIChatModel keyword(s)")
+        params = parameters_from(defaults, "OpenAIChatModel keyword(s)")
         self._defaults = attrs.evolve(params, model=model, custom=dict(custom_parameters or {}))
         self._last_merge: tuple[ChatParameters, ChatParameters] | None = None
         self._last_encoding: tuple[ChatParameters, dict[str, Any]] | None = None
@@ -137,7 +126,7 @@ class OpenAIChatModel:
                     # taken anew.
                     self._last_merge = (requested, params)
         if overrides:
-            params = params.merged(_parameters(overrides, "parameter override(s)"))
+            params = params.merged(parameters_from(overrides, "parameter override(s)"))
         return messages, params
 
     def _encode(self, request: ChatRequest, *, stream: bool) -> dict[str, Any]:

@@ -80,7 +80,7 @@ class _CallBuffer:
         self.synthetic_id = False  # ``id`` is ours (``call_<index>``), not the server's
 
     def call(self) -> ToolCall:
-        return ToolCall(self.id or f"call_{self.index}", self.name, "".join(self.parts))
+        return ToolCall(self.id, self.name, "".join(self.parts))  # ``_start`` gave it an id if it had none
 
 
 class ChatStreamDecoder:
@@ -233,10 +233,13 @@ class ChatStreamDecoder:
 
     def _tool_calls(self, fragments: Sequence[Any], out: list[ModelEvent]) -> None:
         calls = self._calls
-        for fragment in fragments:
+        several = len(fragments) > 1
+        for position, fragment in enumerate(fragments):
             index = fragment.get("index")
             if type(index) is not int:
-                index = self._implicit_index(fragment, fragments)
+                # Several fragments in one delta are different calls: each takes its position, as OpenAI
+                # numbers them.
+                index = position if several else self._implicit_index(fragment)
             buffer = calls.get(index)
             call_id = fragment.get("id")
             # OpenAI sends the id on a call's first fragment only; a different one at a used index is a new
@@ -267,13 +270,9 @@ class ChatStreamDecoder:
             elif buffer.name:
                 _start(buffer, out)
 
-    def _implicit_index(self, fragment: dict[str, Any], fragments: Sequence[Any]) -> int:
-        """Wire index for servers that omit it. Several fragments in one delta are different calls, so each
-        takes its position (as OpenAI numbers them); a lone one starts a new call when it brings a new id,
-        otherwise it continues the current call.
-        """
-        if len(fragments) > 1:
-            return next(i for i, f in enumerate(fragments) if f is fragment)
+    def _implicit_index(self, fragment: dict[str, Any]) -> int:
+        """Wire index of a lone fragment from a server that omits it: a new call when it brings a new id,
+        otherwise the current call goes on."""
         current = self._current
         call_id = fragment.get("id")
         if current is None or (call_id and current.id and call_id != current.id):

@@ -327,12 +327,9 @@ class OpenAIHttpClient:
                 try:
                     for event in last:
                         yield event
-                except GeneratorExit:
+                finally:
                     if chunk:
                         await self._drain(response, deadline, url)
-                    raise
-                if chunk:
-                    await self._drain(response, deadline, url)
                 return
             except ModelError as error:
                 if emitted:

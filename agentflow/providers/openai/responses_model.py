@@ -12,14 +12,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import MappingProxyType, TracebackType
 from typing import Any
 
-import attrs
-
 from ...http.retry import RetryPolicy
 from ...http.timeouts import Timeout
 from ...http.transport import HttpTransport
 from ...model.events import ModelRetry
 from ...model.protocol import RequestLike
-from ...model.request import ChatParameters, ChatRequest
+from ...model.request import ChatRequest, parameters_from
 from ...model.response import ChatResponse
 from ...model.stream import ModelStream
 from .client import DEFAULT_BASE_URL, OpenAIHttpClient, redact_url
@@ -36,7 +34,6 @@ from .responses_types import InputItem, ResponsesRequest, ResponsesResponse, che
 __all__ = ["OpenAIResponsesModel"]
 
 _PATH = "/responses"
-_CHAT_FIELDS = frozenset(field.name for field in attrs.fields(ChatParameters))
 
 ResponsesRequestLike = ResponsesRequest | str | Sequence[InputItem]
 
@@ -180,13 +177,7 @@ class OpenAIResponsesModel:
         chat = ChatRequest.coerce(request)
         params = None
         if overrides:
-            unknown = set(overrides) - _CHAT_FIELDS
-            if unknown:
-                raise TypeError(
-                    f"unknown chat parameter(s) {sorted(unknown)}; expected ChatParameters fields"
-                )
-            # A bad value (``tool_choice="any"``…) raises its own TypeError / ValueError here.
-            params = ChatParameters(**overrides)
+            params = parameters_from(overrides, "chat parameter(s)")
         return request_from_chat(chat, params).merged(self._defaults)
 
     async def chat(self, request: RequestLike, /, **overrides: Any) -> ChatResponse:

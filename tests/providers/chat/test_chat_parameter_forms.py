@@ -117,7 +117,7 @@ def test_response_format_must_be_a_mapping(value: Any) -> None:
 
 
 def test_a_string_is_not_a_list_of_messages() -> None:
-    with pytest.raises(TypeError, match=r"ChatRequest takes a list of messages, not a string"):
+    with pytest.raises(TypeError, match=r"expected a list of messages, not a string"):
         ChatRequest("hello")  # type: ignore[arg-type]
 
 
