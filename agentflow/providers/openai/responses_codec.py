@@ -42,6 +42,7 @@ from .responses_types import (
     ResponsesResponse,
     ToolChoiceLike,
     ToolLike,
+    include_entries,
     merge_include,
 )
 
@@ -89,23 +90,13 @@ def encode_request(request: ResponsesRequest, *, stream: bool) -> dict[str, Any]
         if value is not None:
             body[name] = encode(value)
     if request.include is not None and "include" in request.extra_body:
-        body["include"] = list(
-            merge_include(_extra_include(request.extra_body["include"]), request.include) or ()
-        )
+        extra = include_entries(request.extra_body["include"], "extra_body['include']")
+        body["include"] = list(merge_include(extra, request.include) or ())
     if stream:
         body["stream"] = True
     elif "stream" in body:
         body["stream"] = False
     return body
-
-
-def _extra_include(value: Any) -> tuple[str, ...]:
-    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
-        raise TypeError(f"extra_body['include'] must be a list of strings, not {type(value).__name__}")
-    entries = tuple(value)
-    if not all(isinstance(entry, str) for entry in entries):
-        raise TypeError(f"extra_body['include'] must be a list of strings, not {value!r}")
-    return entries
 
 
 def _same(value: Any) -> Any:

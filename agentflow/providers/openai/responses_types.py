@@ -62,10 +62,14 @@ def _to_tools(value: Iterable[ToolLike] | None) -> tuple[ToolLike, ...] | None:
     return _optional_sequence(value, "tools", "a sequence of ToolSpec values or tool mappings")
 
 
-def _to_include(value: Iterable[str] | None) -> tuple[str, ...] | None:
-    return _optional_sequence(
-        value, "include", "a sequence of strings such as ['reasoning.encrypted_content']"
-    )
+def include_entries(value: Iterable[str] | None, name: str = "include") -> tuple[str, ...] | None:
+    """``include`` entries as a tuple of strings (``None`` stays ``None``); ``TypeError`` naming ``name``
+    for anything else."""
+    forms = "a sequence of strings such as ['reasoning.encrypted_content']"
+    entries = _optional_sequence(value, name, forms)
+    if entries is not None and not all(isinstance(entry, str) for entry in entries):
+        raise TypeError(f"{name} must be {forms}, not {value!r}")
+    return entries
 
 
 def merge_include(*groups: Iterable[str] | None) -> tuple[str, ...] | None:
@@ -117,13 +121,6 @@ def _optional(kinds: type | tuple[type, ...], forms: str) -> Validator:
     return check
 
 
-def _check_include(_: Any, __: attrs.Attribute[Any], value: tuple[Any, ...] | None) -> None:
-    if value is not None and not all(isinstance(entry, str) for entry in value):
-        raise TypeError(
-            f"include must be a sequence of strings such as ['reasoning.encrypted_content'], not {value!r}"
-        )
-
-
 def _to_extra_body(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     if value is None:
         return {}
@@ -166,8 +163,7 @@ class ResponsesRequest:
     )
     include: tuple[str, ...] | None = attrs.field(
         default=None,
-        converter=_to_include,
-        validator=_check_include,
+        converter=include_entries,
     )
     metadata: Mapping[str, str] | None = attrs.field(
         default=None, validator=_optional(Mapping, "a mapping of string keys to string values")

@@ -72,7 +72,7 @@ def test_encrypted_reasoning_joins_the_models_default_include() -> None:
 
 def test_a_malformed_extra_body_include_is_a_clear_error() -> None:
     prompt = AgentPrompt(model="o3", items=[user_item("hi")], store=False, extra_body={"include": LOGPROBS})
-    with pytest.raises(TypeError, match=r"extra_body\['include'\] must be a list of strings"):
+    with pytest.raises(TypeError, match=r"extra_body\['include'\] must be a sequence of strings"):
         _body(prompt)
 
 
