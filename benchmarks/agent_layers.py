@@ -6,10 +6,16 @@ in a fresh subprocess (as ``agent_many`` does), and prints the median wall time 
 - ``floor``: raw aiohttp + orjson (the ``agent_many`` floor);
 - ``model``: the typed model layer alone — two ``OpenAIChatModel.chat`` calls with typed messages, the
   three tools called by hand, no agent;
+- ``bare``: a lower bound for any agent that meets issue 4: the ``model`` layer plus the run's typed events
+  (built, kept in a list: no bus, no subscriber), the tool results and the ``AgentResult``; the tools are
+  awaited one after the other, with no validation, timeout, memory or cancellation handling;
+- ``bare-group``: ``bare`` with each step's tools in an anyio task group, one task per call, as the issue
+  asks for (agentflow starts a task only for a call that waits: ``add`` never does);
 - ``agent``: the whole agent (``Agent.run``), as ``agent_many`` measures it.
 
 ``model`` against ``floor`` is what the typed model layer costs under load; ``agent`` against ``model`` is the
-agent layer's share (events, the tool batch, memory, prompts, the result).
+agent layer's share (events, the tool batch, memory, prompts, the result); ``bare`` shows how much of the
+1.5× budget of target (b) is left once the issue's typed model layer and events are paid for.
 """
 
 from __future__ import annotations
@@ -23,13 +29,14 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import anyio
 import orjson
 
 from .agent_contenders import AGENTFLOW, FLOOR, open_runs
 from .agent_script import API_KEY, FINAL_TEXT, INSTRUCTIONS, MODEL, TOOL_NAME, TOOL_PROMPT, TOOL_SCHEMA, add
 from .harness import server_process
 
-LAYERS = ("floor", "model", "agent")
+LAYERS = ("floor", "model", "bare", "bare-group", "agent")
 RUNS = 500
 _ROOT = Path(__file__).resolve().parents[1]
 
@@ -58,9 +65,101 @@ async def _model_layer(base_url: str) -> tuple[Callable[[], Awaitable[None]], Ca
     return tool_run, model.aclose
 
 
+async def _bare_agent(
+    base_url: str, *, group: bool
+) -> tuple[Callable[[], Awaitable[None]], Callable[[], Awaitable[None]]]:
+    from agentflow import OpenAIChatModel
+    from agentflow.events import (
+        ModelRequest,
+        RunEvent,
+        RunFinished,
+        RunStarted,
+        StepFinished,
+        StepStarted,
+        ToolCallRequested,
+        ToolStarted,
+        ToolSucceeded,
+    )
+    from agentflow.model.events import Event, ModelCompleted, TextDelta
+    from agentflow.model.messages import Message, SystemMessage, ToolCall, ToolResultMessage, UserMessage
+    from agentflow.model.request import ChatParameters, ChatRequest
+    from agentflow.model.response import TokenUsage
+    from agentflow.model.tools import ToolSpec
+    from agentflow.result import AgentResult, StopReason, ToolResult
+
+    model = OpenAIChatModel(base_url=base_url, api_key=API_KEY, model=MODEL)
+    function = TOOL_SCHEMA["function"]
+    spec = ToolSpec(name=TOOL_NAME, description=function["description"], parameters=function["parameters"])
+    params = ChatParameters(tools=(spec,))
+    names = (TOOL_NAME,)
+
+    async def tool_run() -> None:
+        events: list[Event | RunEvent] = []
+        emit = events.append
+        emit(RunStarted(input=TOOL_PROMPT, runtime="react"))
+        messages: list[Message] = [SystemMessage(INSTRUCTIONS), UserMessage(TOOL_PROMPT)]
+        usage = TokenUsage()
+        all_calls: list[ToolCall] = []
+        all_results: list[ToolResult] = []
+        steps = 0
+        while True:
+            steps += 1
+            emit(StepStarted())
+            emit(ModelRequest(model=None, items=len(messages), tools=names))
+            response = await model.chat(ChatRequest(messages, params))
+            if response.usage is not None:
+                usage = usage + response.usage
+            if response.message.text:
+                emit(TextDelta(response.message.text))
+            emit(ModelCompleted(response))
+            messages.append(response.message)
+            calls = response.message.tool_calls
+            if not calls:
+                emit(StepFinished(usage=response.usage))
+                break
+            results: list[ToolResult | None] = [None] * len(calls)
+
+            async def call_tool(results: list[ToolResult | None], index: int, call: ToolCall) -> None:
+                emit(ToolStarted(call=call))
+                value = await add(**orjson.loads(call.arguments))
+                result = results[index] = ToolResult(call_id=call.id, name=call.name, output=str(value))
+                emit(ToolSucceeded(call=call, result=result))
+
+            for call in calls:
+                emit(ToolCallRequested(call=call))
+            if group:
+                async with anyio.create_task_group() as tasks:
+                    for index, call in enumerate(calls):
+                        tasks.start_soon(call_tool, results, index, call)
+            else:
+                for index, call in enumerate(calls):
+                    await call_tool(results, index, call)
+            done = [r for r in results if r is not None]
+            messages.extend(ToolResultMessage(r.call_id, r.output) for r in done)
+            all_calls.extend(calls)
+            all_results.extend(done)
+            emit(StepFinished(tool_calls=len(calls), usage=response.usage))
+        result = AgentResult(
+            run_id="bare",
+            output_text=response.message.text or "",
+            stop_reason=StopReason.FINAL_ANSWER,
+            steps=steps,
+            tool_calls=tuple(all_calls),
+            tool_results=tuple(all_results),
+            usage=usage,
+            new_items=tuple(messages[1:]),
+        )
+        emit(RunFinished(result=result))
+        assert result.output_text == FINAL_TEXT
+
+    return tool_run, model.aclose
+
+
 async def _batch(layer: str, base_url: str) -> tuple[float, float]:
     if layer == "model":
         tool_run, close = await _model_layer(base_url)
+    elif layer.startswith("bare"):
+        tool_run, close = await _bare_agent(base_url, group=layer == "bare-group")
     else:
         opened = open_runs(FLOOR if layer == "floor" else AGENTFLOW, base_url)
         runs = await opened.__aenter__()
@@ -105,7 +204,7 @@ def main() -> int:
         wall = statistics.median(s["wall"] for s in samples[layer])
         cpu = statistics.median(s["cpu"] for s in samples[layer]) / RUNS
         ratio = wall / floor
-        print(f"{layer:6s} wall {wall * 1e3:6.1f} ms ({ratio:.2f}× floor)  CPU {cpu * 1e6:6.1f} µs per run")
+        print(f"{layer:10s} wall {wall * 1e3:6.1f} ms ({ratio:.2f}× floor)  CPU {cpu * 1e6:6.1f} µs per run")
     return 0
 
 

@@ -88,3 +88,19 @@ async def test_the_model_layer_of_agent_layers_does_a_whole_tool_loop() -> None:
         finally:
             await close()
         assert [len(r.body["messages"]) for r in server.requests] == [2, 6]
+
+
+@pytest.mark.parametrize("group", [False, True])
+async def test_the_bare_agents_of_agent_layers_do_a_whole_tool_loop(group: bool) -> None:
+    # The lower bound that ``benchmarks.agent_layers`` times does the same work: two calls, the results sent.
+    from agentflow.testing import ScriptedServer
+    from benchmarks.agent_layers import _bare_agent
+
+    async with ScriptedServer(agent_responder(4)) as server:
+        tool_run, close = await _bare_agent(server.base_url, group=group)
+        try:
+            await tool_run()
+        finally:
+            await close()
+        assert [len(r.body["messages"]) for r in server.requests] == [2, 6]
+        assert [m["content"] for m in server.requests[1].body["messages"][3:]] == ["3", "7", "11"]
