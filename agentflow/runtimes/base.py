@@ -269,8 +269,9 @@ class AgentRuntime:
     # -- hooks -----------------------------------------------------------------------------------------------
 
     async def start(self, ctx: RunContext) -> None:
-        """Before the first step: write the run's input to memory."""
-        ctx.remember(ctx.input_items)
+        """Before the first step: write the run's input to memory (``RunContext.remember_input``: a call
+        the conversation holds without a result gets a synthetic one first)."""
+        ctx.remember_input()
 
     def system_prompt(self, ctx: RunContext) -> str | None:
         """The agent's system prompt followed by this runtime's ``instructions``."""

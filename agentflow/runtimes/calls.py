@@ -13,10 +13,20 @@ from typing import Any
 
 import attrs
 
-from ..agent.items import MAPPINGS, assistant_item
+from ..agent.items import MAPPINGS, assistant_item, function_call_output_item, tool_output_call_id
 from ..model.messages import AiMessage, ToolCall
+from ..tools.outcome import cancelled_result
 
-__all__ = ["MemoryItemsMismatchError", "complete_tool_calls", "fallback_call_id", "patch_memory_items"]
+__all__ = [
+    "MemoryItemsMismatchError",
+    "answer_unanswered_calls",
+    "complete_tool_calls",
+    "fallback_call_id",
+    "patch_memory_items",
+]
+
+UNANSWERED_REASON = "no result was stored for this call: the run that made it ended before the call finished"
+"""Why a call found without an output when a run starts gets a synthetic ``cancelled`` result."""
 
 FALLBACK_TOOL_NAME = "tool"
 """The name a call gets when the model sent none (the executor then reports an unknown tool)."""
@@ -165,4 +175,58 @@ def patch_memory_items(
             entries = list(item["tool_calls"])
             entries[position] = _rewrite_entry(entries[position], call)
             out[index] = {**item, "tool_calls": entries}
+    return tuple(out)
+
+
+def answer_unanswered_calls(items: Sequence[Any], reason: str = UNANSWERED_REASON) -> tuple[Any, ...] | None:
+    """``items`` with a synthetic ``cancelled`` ``TOOL_ERROR`` output for every function call no output
+    answers; ``None`` when every call has one.
+
+    A conversation stored by a process that died in the middle of a tool call holds the call without its
+    result, and both APIs refuse it. Each missing output goes right after its turn: after the run of call
+    and output items that follows the item making the call, where Chat needs its tool messages. An output
+    answers the oldest earlier call with its id that is still open (fallback ids repeat across runs). Items
+    are never mutated; the ones kept are the same objects.
+
+    >>> from agentflow.agent.items import function_call_item, user_item
+    >>> fixed = answer_unanswered_calls([function_call_item("c1", "f", "{}"), user_item("next")])
+    >>> [item.get("type") for item in fixed]
+    ['function_call', 'function_call_output', 'message']
+    >>> fixed[1]["output"].startswith('TOOL_ERROR: {"errorType":"cancelled"')
+    True
+    """
+    held = _held_calls(items)
+    if not held:
+        return None
+    calls_by_item: dict[int, list[tuple[str, str]]] = {}
+    for index, _, call_id, name in held:
+        if call_id:  # a call without an id cannot be answered (a run completes ids before it stores a turn)
+            calls_by_item.setdefault(index, []).append((call_id, name))
+    waiting: dict[str, list[tuple[int, str]]] = {}
+    for index, item in enumerate(items):
+        for call_id, name in calls_by_item.get(index, ()):
+            waiting.setdefault(call_id, []).append((index, name))
+        answered = tool_output_call_id(item)
+        if answered and waiting.get(answered):
+            waiting[answered].pop(0)
+    missing: dict[int, list[Any]] = {}
+    for call_id, left in waiting.items():
+        for index, name in left:
+            output = cancelled_result(ToolCall(call_id, name), reason).output
+            missing.setdefault(index, []).append((call_id, function_call_output_item(call_id, output)))
+    if not missing:
+        return None
+    out: list[Any] = []
+    due: list[Any] = []
+    for index, item in enumerate(items):
+        in_turn = index in calls_by_item or tool_output_call_id(item) is not None
+        if due and not in_turn:
+            out.extend(due)
+            due = []
+        out.append(item)
+        if index in missing:
+            # In call order within the item (the ``held`` order), whatever order the ids were collected in.
+            order = {call_id: k for k, (call_id, _) in enumerate(calls_by_item[index])}
+            due.extend(output for _, output in sorted(missing[index], key=lambda pair: order[pair[0]]))
+    out.extend(due)
     return tuple(out)

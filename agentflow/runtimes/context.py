@@ -28,6 +28,7 @@ from ..model.response import TokenUsage
 from ..result import AgentResult, StopReason, ToolResult
 from ..tools.executor import ToolExecutor
 from ..tools.registry import ToolRegistry
+from .calls import answer_unanswered_calls
 
 __all__ = ["NO_USAGE", "RunContext", "usage_total"]
 
@@ -136,6 +137,31 @@ class RunContext:
         if items:
             self.memory.extend(items)
             self.new_items.extend(items)
+
+    def remember_input(self) -> None:
+        """Write ``input_items`` to memory, answering first every function call the conversation holds
+        without an output (``answer_unanswered_calls``).
+
+        Such a call is what a process that died in the middle of a tool call leaves in a stored conversation
+        (a run that is cancelled or fails completes its own calls); both APIs refuse a conversation holding
+        one. Each gets a synthetic ``cancelled`` ``TOOL_ERROR`` output right after its turn. When only the
+        input needs them, or they go after everything memory holds (the usual case: the call was the stored
+        conversation's last item), they are appended like the input; otherwise memory is rewritten with
+        ``Memory.restore``. Either way ``new_items`` lists them with the input.
+        """
+        existing = self.memory.items
+        inputs = self.input_items
+        fixed = answer_unanswered_calls((*existing, *inputs) if existing else inputs)
+        if fixed is None:
+            self.remember(inputs)
+            return
+        kept = len(existing)
+        if all(a is b for a, b in zip(fixed[:kept], existing, strict=True)):
+            self.remember(fixed[kept:])
+            return
+        self.memory.restore(fixed)
+        old = {id(item) for item in existing}
+        self.new_items.extend(item for item in fixed if id(item) not in old)
 
     def record_results(self, calls: Iterable[ToolCall], results: Iterable[ToolResult]) -> None:
         """Write tool results to memory in call order (``function_call_output`` items) and to the run's state.
