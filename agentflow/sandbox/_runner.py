@@ -337,13 +337,25 @@ class _ReturnRewriter(ast.NodeTransformer):
         return ast.copy_location(ast.Raise(exc=call, cause=None), node)
 
 
+_MAX_EXACT_BITS = 1000
+"""Integers up to this many bits (up to 302 digits) cross to the host as JSON numbers."""
+
+
+def _big_int_text(value: int) -> str:
+    try:
+        return str(value)
+    except ValueError:  # more digits than sys.get_int_max_str_digits() allows
+        return f"<an integer of {value.bit_length()} bits>"
+
+
 def _jsonable(value: Any, depth: int = 0) -> Any:
     """A JSON-safe copy of ``value``: containers become lists/dicts, other objects their ``repr``."""
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, int):
-        # The host's JSON parser keeps 64-bit integers exact; bigger ones travel as text.
-        return int(value) if -(2**63) <= value < 2**64 else str(value)
+        # The host reads integers of any size exactly, up to the ~308 digits its JSON parser takes at all
+        # (agentflow.exact_json); a bigger one travels as text (and never meets str()'s digit limit here).
+        return int(value) if value.bit_length() <= _MAX_EXACT_BITS else _big_int_text(value)
     if isinstance(value, float):
         return float(value) if math.isfinite(value) else repr(value)
     if depth >= 64:

@@ -55,14 +55,17 @@ async def test_final_answer_ends_the_step_and_marks_it_final(
 async def test_values_are_made_json_safe(sandbox: ProcessSandbox, tools: HostTools) -> None:
     code = (
         "class Thing:\n    def __repr__(self): return 'Thing()'\n"
-        "{'set': {1}, 'tuple': (1, 2), 'big': 2**70, 'nan': float('nan'), 'obj': Thing(), 3: b'bytes'}"
+        "{'set': {1}, 'tuple': (1, 2), 'big': 2**70, 'huge': 10**400, 'enormous': 10**5000,\n"
+        " 'nan': float('nan'), 'obj': Thing(), 3: b'bytes'}"
     )
     result = await sandbox.execute(code, tools)
     assert result.ok
     assert result.value == {
         "set": [1],
         "tuple": [1, 2],
-        "big": str(2**70),
+        "big": 2**70,
+        "huge": str(10**400),
+        "enormous": "<an integer of 16610 bits>",
         "nan": "nan",
         "obj": "Thing()",
         "3": "bytes",
