@@ -237,6 +237,17 @@ def is_system_item(item: Any) -> bool:
     )
 
 
+def is_user_item(item: Any) -> bool:
+    """Whether the item is a user message (what a run's input writes; runtimes write no user items).
+
+    >>> is_user_item(user_item("hi")), is_user_item(system_item("be brief"))
+    (True, False)
+    """
+    if isinstance(item, UserMessage):
+        return True
+    return isinstance(item, Mapping) and _kind(item) == "message" and item.get("role") == "user"
+
+
 def is_model_output_item(item: Any) -> bool:
     """Whether the item is part of a model's answer: an assistant message, a reasoning item or a call.
 

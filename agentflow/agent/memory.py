@@ -12,7 +12,14 @@ from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
 from ..model.messages import AiMessage, DeveloperMessage, SystemMessage, ToolResultMessage, UserMessage
-from .items import MAPPINGS, is_model_output_item, is_system_item, tool_call_ids, tool_output_call_id
+from .items import (
+    MAPPINGS,
+    is_model_output_item,
+    is_system_item,
+    is_user_item,
+    tool_call_ids,
+    tool_output_call_id,
+)
 
 __all__ = ["InMemoryMemory", "Memory", "WindowedMemory"]
 
@@ -121,7 +128,8 @@ class InMemoryMemory:
 
 
 class WindowedMemory(InMemoryMemory):
-    """A memory that keeps the leading system items plus about the last ``max_items`` items.
+    """A memory that keeps the leading system items, the latest user message and about the last
+    ``max_items`` items.
 
     Trimming drops the oldest items, but only at a cut that keeps the conversation valid:
     - a tool call (an assistant item with tool calls, a ``function_call`` item) keeps all its outputs, and an
@@ -130,18 +138,23 @@ class WindowedMemory(InMemoryMemory):
     - the items of one model turn (``reasoning``, assistant message, calls) are never split;
     - the system (and developer) items at the very start — written before anything else — are always kept
       and do not count. A system item written later (a DeepResearch plan, a CodeAct ``CODE_RESULT``) is
-      part of the conversation and is trimmed like any other item.
+      part of the conversation and is trimmed like any other item;
+    - the latest user message — the question the model is working on — is kept ahead of the window (and
+      counts in it) when the cut would drop it, so a long tool loop never loses what it was asked. The
+      older steps of that loop go; a newer user message replaces it.
 
     The window holds at most ``max_items`` items whenever such a cut exists; when one indivisible group is
     longer than that, the window keeps the group whole (so it may briefly exceed ``max_items``).
 
     >>> from agentflow.agent import items
-    >>> memory = WindowedMemory(max_items=2)
+    >>> memory = WindowedMemory(max_items=3)
     >>> memory.extend([items.system_item("sys"), items.user_item("q"),
     ...                items.function_call_item("c1", "f", "{}"),
-    ...                items.function_call_output_item("c1", "42")])
-    >>> [item.get("role") or item["type"] for item in memory.items]
-    ['system', 'function_call', 'function_call_output']
+    ...                items.function_call_output_item("c1", "42"),
+    ...                items.function_call_item("c2", "f", "{}"),
+    ...                items.function_call_output_item("c2", "43")])
+    >>> [item.get("role") or item.get("call_id") for item in memory.items]
+    ['system', 'user', 'c2', 'c2']
     """
 
     __slots__ = ("_pinned", "max_items")
@@ -185,9 +198,25 @@ class WindowedMemory(InMemoryMemory):
         tail = items[pinned:]
         if len(tail) <= self.max_items:
             return
-        cut = _choose_cut(tail, len(tail) - self.max_items)
-        if cut:
+        wanted = len(tail) - self.max_items
+        cut = _choose_cut(tail, wanted)
+        if not cut:
+            return
+        question = _latest_user_index(tail)
+        if question is None or question >= cut:
             del items[pinned : pinned + cut]
+            return
+        # The question stays ahead of the window and takes one of its places.
+        cut = max(cut, _choose_cut(tail, wanted + 1))
+        del items[pinned + question + 1 : pinned + cut]
+        del items[pinned : pinned + question]
+
+
+def _latest_user_index(tail: list[Any]) -> int | None:
+    for index in range(len(tail) - 1, -1, -1):
+        if is_user_item(tail[index]):
+            return index
+    return None
 
 
 def _valid_cuts(tail: list[Any]) -> list[bool]:

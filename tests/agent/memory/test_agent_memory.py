@@ -14,6 +14,7 @@ from agentflow.agent.items import (
     function_call_output_item,
     is_model_output_item,
     is_system_item,
+    is_user_item,
     system_item,
     tool_call_ids,
     tool_output_call_id,
@@ -111,8 +112,9 @@ def test_windowed_memory_drops_a_whole_tool_turn_rather_than_orphan_an_output() 
             assistant_item("done"),
         ]
     )
-    # The last three items would start at the "c2" output; the first valid start after it is "done".
-    assert _items(memory) == (assistant_item("done"),)
+    # The last three items would start at the "c2" output; the first valid start after it is "done". The
+    # question stays ahead of the window.
+    assert _items(memory) == (user_item("q"), assistant_item("done"))
 
 
 def test_windowed_memory_keeps_more_than_max_items_when_a_turn_cannot_be_cut() -> None:
@@ -122,6 +124,7 @@ def test_windowed_memory_keeps_more_than_max_items_when_a_turn_cannot_be_cut() -
         [user_item("q"), *turn, function_call_output_item("c1", "1"), function_call_output_item("c2", "2")]
     )
     assert _items(memory) == (
+        user_item("q"),
         *turn,
         function_call_output_item("c1", "1"),
         function_call_output_item("c2", "2"),
@@ -132,9 +135,10 @@ def test_windowed_memory_keeps_a_pending_call_until_its_output_arrives() -> None
     memory = WindowedMemory(1)
     memory.add(user_item("q"))
     memory.add(function_call_item("c1", "f", "{}"))
-    assert _items(memory) == (function_call_item("c1", "f", "{}"),)
+    assert _items(memory) == (user_item("q"), function_call_item("c1", "f", "{}"))
     memory.add(function_call_output_item("c1", "x"))
-    assert _items(memory) == (function_call_item("c1", "f", "{}"), function_call_output_item("c1", "x"))
+    call, output = function_call_item("c1", "f", "{}"), function_call_output_item("c1", "x")
+    assert _items(memory) == (user_item("q"), call, output)
     memory.add(user_item("next"))
     assert _items(memory) == (user_item("next"),)
 
@@ -143,10 +147,10 @@ def test_windowed_memory_keeps_reasoning_with_the_calls_it_produced() -> None:
     memory = WindowedMemory(3)
     turn = [_reasoning(1), function_call_item("c1", "f", "{}")]
     memory.extend([user_item("q"), *turn, function_call_output_item("c1", "x")])
-    assert _items(memory) == (*turn, function_call_output_item("c1", "x"))
+    assert _items(memory) == (user_item("q"), *turn, function_call_output_item("c1", "x"))
     memory.add(assistant_item("answer"))
     # Starting at the function_call would strand it without its reasoning item; the whole turn goes instead.
-    assert _items(memory) == (assistant_item("answer"),)
+    assert _items(memory) == (user_item("q"), assistant_item("answer"))
 
 
 def test_windowed_memory_pairs_reused_call_ids_with_the_latest_call() -> None:
@@ -171,9 +175,25 @@ def test_windowed_memory_handles_message_values() -> None:
     memory = WindowedMemory(2)
     call_turn = AiMessage(tool_calls=[ToolCall("c1", "f", "{}")])
     memory.extend([UserMessage("q"), call_turn, ToolResultMessage("c1", "x")])
-    assert _items(memory) == (call_turn, ToolResultMessage("c1", "x"))
+    assert _items(memory) == (UserMessage("q"), call_turn, ToolResultMessage("c1", "x"))
     memory.add(AiMessage("done"))
-    assert _items(memory) == (AiMessage("done"),)
+    assert _items(memory) == (UserMessage("q"), AiMessage("done"))
+
+
+def test_windowed_memory_keeps_the_question_of_a_long_tool_loop() -> None:
+    memory = WindowedMemory(4, [system_item("s")])
+    memory.extend([user_item("old question"), assistant_item("old answer"), user_item("question")])
+    for n in range(10):
+        memory.extend([function_call_item(f"c{n}", "f", "{}"), function_call_output_item(f"c{n}", str(n))])
+    assert _items(memory) == (
+        system_item("s"),
+        user_item("question"),
+        function_call_item("c9", "f", "{}"),
+        function_call_output_item("c9", "9"),
+    )
+    memory.extend([user_item("next question"), assistant_item("answer")])  # a newer question replaces it
+    assert user_item("question") not in _items(memory)
+    assert _items(memory)[-2:] == (user_item("next question"), assistant_item("answer"))
 
 
 # --- the property: any window keeps every tool call with its outputs ------------------------------
@@ -241,6 +261,15 @@ def _valid_start(seen: list[Any], pinned: int, start: int) -> bool:
     return True
 
 
+def _best_start(seen: list[Any], pinned: int, room: int) -> int:
+    """The start of the longest valid window within ``room`` items; the shortest one over it if none is."""
+    wanted = max(pinned, len(seen) - room)
+    within = [s for s in range(wanted, len(seen)) if _valid_start(seen, pinned, s)]
+    if within:
+        return within[0]
+    return max((s for s in range(pinned, wanted) if _valid_start(seen, pinned, s)), default=pinned)
+
+
 @settings(max_examples=300, deadline=None)
 @given(history=conversations(), max_items=st.integers(1, 8), one_by_one=st.booleans())
 def test_any_window_keeps_tool_calls_and_outputs_together(
@@ -258,11 +287,18 @@ def test_any_window_keeps_tool_calls_and_outputs_together(
         seen = history[:upto]
         window = list(memory.items)
         fixed = min(pinned, upto)
-        # Leading system items stay; the rest is a suffix of what was written.
+        # Leading system items stay; the rest is a suffix of what was written, after the latest question
+        # before it when a cut passed that question (a newer question may have come since).
         assert window[:fixed] == seen[:fixed]
         tail = window[fixed:]
         start = len(seen) - len(tail)
-        assert seen[start:] == tail
+        if seen[start:] != tail:
+            start += 1
+            assert seen[start:] == tail[1:], "the window is not a suffix, even after a kept question"
+            before = max(i for i in range(fixed, start) if is_user_item(seen[i]))
+            assert tail[0] is seen[before], "what is kept ahead of the window is not the latest question"
+        latest = max((i for i in range(fixed, len(seen)) if is_user_item(seen[i])), default=None)
+        assert latest is None or any(x is seen[latest] for x in window), "the latest question was dropped"
         assert _valid_start(seen, fixed, start), "the window is not a valid conversation"
         # Every call in the window has all its outputs, every output its call; pending calls are kept.
         for caller, outputs in _pairs(seen).items():
@@ -270,12 +306,16 @@ def test_any_window_keeps_tool_calls_and_outputs_together(
             assert all((o >= start) == kept for o in outputs), "a tool call was separated from its output"
             if not outputs:
                 assert kept, "a call still waiting for its output was dropped"
-        # The window is the longest valid one within max_items, and goes over only when none exists.
-        wanted = max(fixed, len(seen) - max_items)
-        within = [s for s in range(wanted, len(seen)) if _valid_start(seen, fixed, s)]
-        if len(seen) - fixed <= max_items:
-            assert start == fixed
-        elif within:
-            assert start == within[0]
-        else:
-            assert start == max(s for s in range(fixed, wanted) if _valid_start(seen, fixed, s))
+        if one_by_one:
+            continue  # what is kept ahead depends on when the cuts came
+        # Written at once, the window is the longest valid one within max_items (one place less when it keeps
+        # the question ahead), and goes over only when none exists.
+        expected = list(seen)
+        if len(seen) - fixed > max_items:
+            begin = _best_start(seen, fixed, max_items)
+            ahead = []
+            if latest is not None and latest < begin:
+                begin = max(begin, _best_start(seen, fixed, max_items - 1))
+                ahead = [seen[latest]]
+            expected = [*seen[:fixed], *ahead, *seen[begin:]]
+        assert window == expected
