@@ -354,6 +354,8 @@ def _normalise_types(kinds: EventTypes) -> tuple[type[Event], ...] | None:
         return None
     if isinstance(kinds, type):
         kinds = (kinds,)
+    elif isinstance(kinds, str):  # iterating it would report its first letter
+        raise TypeError(f"event types must be Event subclasses, not a string: {kinds!r} (pass the class)")
     for kind in kinds:
         if not (isinstance(kind, type) and issubclass(kind, Event)):
             raise TypeError(f"event types must be Event subclasses, got {kind!r}")

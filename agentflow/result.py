@@ -23,6 +23,11 @@ class StopReason(enum.Enum):
     TRUNCATED = "truncated"
     """The model's last answer was cut at its output-token limit (``finish_reason`` ``length``), so it is
     not a whole final answer; ``output_text`` holds what it wrote."""
+    CONTENT_FILTER = "content_filter"
+    """The provider's content filter stopped the model's last answer (``finish_reason``
+    ``content_filter``); ``output_text`` holds what it wrote before, often nothing."""
+    REFUSAL = "refusal"
+    """The model refused to answer; ``AgentResult.refusal`` holds its refusal message."""
     MAX_STEPS = "max_steps"
     MAX_TOOL_CALLS = "max_tool_calls"
     MAX_TOKENS = "max_tokens"
@@ -55,7 +60,8 @@ class AgentResult:
     """The result of one agent run.
 
     ``new_items`` are the memory items the run appended (its part of the conversation), ``usage`` the sum
-    over every model call of the run.
+    over every model call of the run. ``refusal`` is the model's refusal message when its last answer was
+    one (``StopReason.REFUSAL``).
     """
 
     run_id: str
@@ -68,3 +74,4 @@ class AgentResult:
     new_items: tuple[Any, ...] = attrs.field(default=(), repr=False)
     error: str | None = None
     reasoning_text: str | None = None
+    refusal: str | None = None

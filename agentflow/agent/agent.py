@@ -16,6 +16,7 @@ one loop serves both.
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
@@ -132,6 +133,22 @@ def _optional_text(name: str, value: object) -> str | None:
     return value
 
 
+def _check_factory(factory: Callable[..., Any]) -> None:
+    """A memory factory is called with no arguments for each run: one that needs some fails here, not then."""
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):  # no signature to read (some builtins): calling it will tell
+        return
+    try:
+        signature.bind()
+    except TypeError as exc:
+        name = getattr(factory, "__name__", type(factory).__name__)
+        raise TypeError(
+            f"memory={name} is called with no arguments for each run, but it needs some ({exc}); "
+            f"pass a factory that makes one, e.g. memory=lambda: {name}(...)"
+        ) from None
+
+
 class Agent(RunStarter):
     """A model with tools, a runtime, a system prompt and options; ``run``/``stream``/``run_sync`` start runs.
 
@@ -178,9 +195,10 @@ class Agent(RunStarter):
         if _is_memory(memory):
             self._default_session = Session(self, memory)
         elif memory is not None:
-            # A class (``memory=WindowedMemory``) is a factory too, though it has every member of ``Memory``.
+            # A class (``memory=InMemoryMemory``) is a factory too, though it has every member of ``Memory``.
             if not callable(memory):
                 raise TypeError(f"memory must be a Memory or a factory of one, got {type(memory).__name__}")
+            _check_factory(memory)
             self._memory_factory = memory
         self._listeners: list[tuple[EventTypes, Callable[[Any], Any]]] = []
 
@@ -260,7 +278,12 @@ class Agent(RunStarter):
     # -- resources -------------------------------------------------------------------------------------------
 
     async def aclose(self) -> None:
-        """Close the model client (and its HTTP connections)."""
+        """Close the model client (and its HTTP connections); ``async with agent:`` does it on leaving.
+
+        The model is closed even if other agents use it too, and their runs in flight then fail with a
+        connection error: for a model shared by many agents (one agent per request in a web service), build
+        the agents without ``async with`` and close the model once, at shutdown.
+        """
         await self.model_client.aclose()
 
     async def __aenter__(self) -> Agent:

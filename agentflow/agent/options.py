@@ -6,6 +6,7 @@ Nothing here runs anything; the runtime in ``agentflow.runtimes.base`` reads the
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -85,7 +86,10 @@ class AgentOptions:
       call or tool; the run then ends with ``RunCancelled`` whose partial result says ``StopReason.DEADLINE``.
       A session's run counts from its start, its wait for the runs ahead of it included.
     - ``tool_timeout`` / ``max_tool_concurrency``: the per-call default timeout and the concurrency limit of
-      tools.
+      tools (default 8 calls at once).
+    - ``reset_tool_choice`` (default ``True``): once tools have run in a run, a ``tool_choice`` that forces
+      a call (``"required"``, one function) is sent as unset (the model decides) for the rest of the run, so
+      the model can answer instead of calling tools until ``max_steps``. ``False`` keeps forcing every step.
     - ``stream``: whether model calls stream. ``None`` (default) streams when the run is consumed through
       ``agent.stream()`` (so text arrives mid-call) and makes plain calls for ``agent.run()``.
     ``None`` means "no limit" for every limit.
@@ -104,7 +108,8 @@ class AgentOptions:
     max_tokens: int | None = attrs.field(default=None, validator=_positive_int("max_tokens"))
     timeout: float | None = attrs.field(default=None, validator=_positive_float("timeout"))
     tool_timeout: float | None = attrs.field(default=60.0, validator=_positive_float("tool_timeout"))
-    max_tool_concurrency: int = attrs.field(default=8, validator=_positive_int("max_tool_concurrency"))
+    max_tool_concurrency: int | None = attrs.field(default=8, validator=_positive_int("max_tool_concurrency"))
+    reset_tool_choice: bool = attrs.field(default=True, validator=_is(bool, "reset_tool_choice"))
     stream: bool | None = attrs.field(default=None, validator=attrs.validators.optional(_is(bool, "stream")))
     final_answer_prompt: str = attrs.field(
         default=DEFAULT_FINAL_ANSWER_PROMPT, validator=_is(str, "final_answer_prompt")
@@ -117,6 +122,27 @@ def _to_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
 
 def _optional(kind: type | tuple[type, ...], name: str) -> Any:
     return attrs.validators.optional(_is(kind, name, "ModelSettings"))
+
+
+def _sampling(name: str) -> Any:
+    type_check = _optional((int, float), name)
+
+    def check(inst: object, attr: object, value: float | None) -> None:
+        type_check(inst, attr, value)
+        # ``not value >= 0`` also refuses NaN. No upper bound: providers differ (OpenAI's temperature ≤ 2).
+        if value is not None and (not value >= 0 or value == math.inf):
+            raise ValueError(f"ModelSettings.{name} must be a finite number >= 0, got {value!r}")
+
+    return check
+
+
+_TOKEN_LIMIT_TYPE = _optional(int, "max_output_tokens")
+
+
+def _token_limit(inst: object, attr: object, value: int | None) -> None:
+    _TOKEN_LIMIT_TYPE(inst, attr, value)
+    if value is not None and value < 1:
+        raise ValueError(f"ModelSettings.max_output_tokens must be a positive integer, got {value!r}")
 
 
 def _tool_choice(_inst: object, _attr: object, value: Any) -> None:
@@ -148,9 +174,9 @@ class ModelSettings:
     """
 
     model: str | None = attrs.field(default=None, validator=_optional(str, "model"))
-    temperature: float | None = attrs.field(default=None, validator=_optional((int, float), "temperature"))
-    top_p: float | None = attrs.field(default=None, validator=_optional((int, float), "top_p"))
-    max_output_tokens: int | None = attrs.field(default=None, validator=_optional(int, "max_output_tokens"))
+    temperature: float | None = attrs.field(default=None, validator=_sampling("temperature"))
+    top_p: float | None = attrs.field(default=None, validator=_sampling("top_p"))
+    max_output_tokens: int | None = attrs.field(default=None, validator=_token_limit)
     tool_choice: ToolChoiceLike | None = attrs.field(default=None, validator=_tool_choice)
     parallel_tool_calls: bool | None = attrs.field(
         default=None, validator=_optional(bool, "parallel_tool_calls")

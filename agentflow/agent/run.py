@@ -169,7 +169,8 @@ class AgentRun:
         self.ctx = ctx
         """The run's context: configuration and live state (step, usage, tool calls…)."""
         self._subscribe = subscribe
-        self._types = tuple(types) if isinstance(types, Sequence) else types
+        # Copied (a list could change under the run); a string is left for the bus to refuse whole.
+        self._types = tuple(types) if isinstance(types, Sequence) and not isinstance(types, str) else types
         self._buffer = buffer
         self._policy: Policy = policy
         self._turns = turns

@@ -32,6 +32,7 @@ calls run), ``settle_pending`` (how interrupted work is closed in memory) and ``
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from typing import ClassVar
 
 import anyio
@@ -52,8 +53,8 @@ from ..events import (
     ToolCallRequested,
     ToolFailed,
 )
-from ..model.errors import StreamCutOffError
-from ..model.events import ModelCompleted, ModelRetry, ReasoningDelta, TextDelta, UsageReported
+from ..model.errors import ModelError, StreamCutOffError
+from ..model.events import ModelCompleted, ModelRetry, ReasoningDelta, RefusalDelta, TextDelta, UsageReported
 from ..model.messages import ToolCall
 from ..model.response import FinishReason, TokenUsage
 from ..model.retries import retry_listener
@@ -64,7 +65,7 @@ from .calls import complete_tool_calls, patch_memory_items
 from .context import NO_USAGE, RunContext
 from .errors import AgentRunError, MaxStepsExceeded
 
-__all__ = ["AgentRuntime"]
+__all__ = ["AgentRuntime", "answer_stop_reason"]
 
 _NO_DEADLINE = contextlib.nullcontext()  # reusable: entering it does nothing
 
@@ -83,6 +84,39 @@ def join_prompt(*parts: str | None) -> str | None:
     """
     kept = [p.strip() for p in parts if p and p.strip()]
     return "\n\n".join(kept) if kept else None
+
+
+def answer_stop_reason(result: AgentModelResult) -> StopReason:
+    """Why a model turn without tool calls ends the run: ``FINAL_ANSWER`` only for a whole answer.
+
+    A refusal is ``REFUSAL``; an answer cut at the output-token limit ``TRUNCATED``, one stopped by the
+    provider's content filter ``CONTENT_FILTER``.
+    """
+    if result.refusal:
+        return StopReason.REFUSAL
+    finish = result.finish_reason
+    if finish is FinishReason.LENGTH:
+        return StopReason.TRUNCATED
+    if finish is FinishReason.CONTENT_FILTER:
+        return StopReason.CONTENT_FILTER
+    return StopReason.FINAL_ANSWER
+
+
+def _forces(tool_choice: object) -> bool:
+    """Whether a ``tool_choice`` makes the model call a tool (``required``, one function)."""
+    if isinstance(tool_choice, ToolChoice):
+        return tool_choice.mode in ("required", "function")
+    if isinstance(tool_choice, str):
+        return tool_choice == "required"
+    # A wire mapping: a function ({"type": "function", …}), or a hosted tool on Responses, which runs on the
+    # server inside the model call and never makes the loop go round.
+    return isinstance(tool_choice, Mapping) and tool_choice.get("type") == "function"
+
+
+def _spent(error: ModelError) -> TokenUsage | None:
+    """What a model call that failed on its answer (an incomplete response…) was billed, if it says."""
+    usage = getattr(getattr(error, "partial", None), "usage", None)
+    return usage if isinstance(usage, TokenUsage) else None
 
 
 class _RetryRelay:
@@ -287,6 +321,13 @@ class AgentRuntime:
         items = ctx.memory.items
         tools = ctx.tools.specs
         tool_choice = s.tool_choice
+        if (
+            tool_choice is not None
+            and ctx.tool_calls
+            and ctx.options.reset_tool_choice
+            and _forces(tool_choice)
+        ):
+            tool_choice = None  # forced once: from now on the model may answer
         if final:
             items = (*items, user_item(ctx.options.final_answer_prompt))
             tool_choice = ToolChoice.none() if tools else None
@@ -329,16 +370,21 @@ class AgentRuntime:
             token = retry_listener.set(relay)
             try:
                 result = await ctx.model.create(prompt)
+            except ModelError as exc:
+                spent = _spent(exc)
+                if spent is not None:  # billed although it failed (an incomplete response): it counts
+                    ctx.add_usage(spent)
+                raise
             finally:
                 retry_listener.reset(token)
                 relay.bus = None
             ctx.add_usage(result.usage)
             ctx.unhandled = result  # kept by the run's ending if a cancel lands while it is published
-            await self._publish_whole(ctx, result, text=True, reasoning=True)
+            await self._publish_whole(ctx, result, text=True, reasoning=True, refusal=True)
             return result
         completed: AgentModelResult | None = None
         reported: TokenUsage | None = None
-        saw_text = saw_reasoning = False
+        saw_text = saw_reasoning = saw_refusal = False
         publish = ctx.bus.publish  # once per delta: no wrapper in between
         try:
             async with ctx.model.create_stream(prompt) as stream:
@@ -348,16 +394,27 @@ class AgentRuntime:
                         reported = None
                         ctx.add_usage(completed.usage)
                         await self._publish_whole(
-                            ctx, completed, text=not saw_text, reasoning=not saw_reasoning
+                            ctx,
+                            completed,
+                            text=not saw_text,
+                            reasoning=not saw_reasoning,
+                            refusal=not saw_refusal,
                         )
                         continue
                     if isinstance(event, TextDelta):
                         saw_text = True
                     elif isinstance(event, ReasoningDelta):
                         saw_reasoning = True
+                    elif isinstance(event, RefusalDelta):
+                        saw_refusal = True
                     elif isinstance(event, UsageReported):
                         reported = event.usage  # cumulative: the latest report is the call's usage so far
                     await publish(event)
+        except ModelError as exc:
+            # A stream that failed on its answer (an incomplete response) may carry what it was billed.
+            if reported is None:
+                reported = _spent(exc)
+            raise
         finally:
             if reported is not None:
                 # Cut short (cancelled, failed) after the server reported usage: those tokens were spent.
@@ -367,12 +424,14 @@ class AgentRuntime:
         return completed
 
     async def _publish_whole(
-        self, ctx: RunContext, result: AgentModelResult, *, text: bool, reasoning: bool
+        self, ctx: RunContext, result: AgentModelResult, *, text: bool, reasoning: bool, refusal: bool
     ) -> None:
         if reasoning and result.reasoning_text:
             await ctx.emit(ReasoningDelta(result.reasoning_text))
         if text and result.output_text:
             await ctx.emit(TextDelta(result.output_text))
+        if refusal and result.refusal:
+            await ctx.emit(RefusalDelta(result.refusal))
         await ctx.emit(ModelCompleted(result))
 
     async def handle_model_result(
@@ -385,10 +444,8 @@ class AgentRuntime:
         """
         calls = self.store_turn(ctx, result)
         if not calls:
-            # An answer cut at the output-token limit must not pass for a final one.
-            if result.finish_reason is FinishReason.LENGTH:
-                return StopReason.TRUNCATED
-            return StopReason.FINAL_ANSWER
+            # A refusal, or an answer cut short, must not pass for a final one.
+            return answer_stop_reason(result)
         if final:
             await self.refuse_calls(ctx, calls, "not run: the run reached its step limit")
             return None
@@ -406,6 +463,7 @@ class AgentRuntime:
         ctx.remember(patch_memory_items(result.memory_items, raw, calls, result.output_text))
         ctx.output_text = result.output_text
         ctx.reasoning_text = result.reasoning_text
+        ctx.refusal = result.refusal
         return calls
 
     def keep_turn(self, ctx: RunContext, result: AgentModelResult) -> None:

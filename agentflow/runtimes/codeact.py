@@ -45,7 +45,6 @@ from ..agent.prompt import AgentModelResult, AgentPrompt
 from ..events import CodeExecuted, ToolCallRequested, ToolFailed
 from ..exact_json import dumps as exact_dumps
 from ..model.messages import ToolCall
-from ..model.response import FinishReason
 from ..result import AgentResult, StopReason, ToolResult
 from ..sandbox.code_api import code_api_text
 from ..sandbox.code_result import CodeResult
@@ -53,7 +52,7 @@ from ..sandbox.executor import CodeExecutor, ToolInvoker
 from ..sandbox.limits import ExecutionLimits
 from ..sandbox.process_sandbox import ProcessSandbox
 from ..tools.outcome import cancelled_result
-from .base import AgentRuntime, join_prompt
+from .base import AgentRuntime, answer_stop_reason, join_prompt
 from .calls import complete_tool_calls, patch_memory_items
 from .codeact_prompt import (
     CODEACT_INSTRUCTIONS,
@@ -275,15 +274,16 @@ class CodeActRuntime(AgentRuntime):
         if isinstance(answer, FinalMessage):
             return StopReason.FINAL_ANSWER
         if isinstance(answer, NotProtocol):
+            stop = answer_stop_reason(result)
+            if stop is StopReason.REFUSAL or stop is StopReason.CONTENT_FILTER:
+                return stop  # not a format problem: asking again in the protocol would not help
             if self.options.correct_format and not state.corrected and not final:
                 state.corrected = True
                 ctx.output_text = ""
                 ctx.remember([system_item(correction_text(answer.reason))])
                 return None
             # Text cut at the output-token limit is not an answer (as in the base runtime).
-            if result.finish_reason is FinishReason.LENGTH:
-                return StopReason.TRUNCATED
-            return StopReason.FINAL_ANSWER
+            return stop
         state.corrected = False
         if final:
             await self._not_run(ctx, answer, "the run reached its step limit")
@@ -423,6 +423,7 @@ class CodeActRuntime(AgentRuntime):
         """Store a model turn without native calls and read its protocol answer; the run's ``output_text`` is
         the final answer's output, the text of a non-protocol answer, or nothing for code."""
         ctx.remember(result.memory_items)
+        ctx.refusal = result.refusal
         answer = parse_answer(result.output_text)
         if isinstance(answer, FinalMessage):
             ctx.output_text = answer.output

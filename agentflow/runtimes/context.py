@@ -80,6 +80,7 @@ class RunContext:
     new_items: list[Any] = attrs.field(factory=list)
     output_text: str = ""
     reasoning_text: str | None = None
+    refusal: str | None = None
     pending: list[ToolCall] = attrs.field(factory=list)
     finished: dict[str, ToolResult] = attrs.field(factory=dict)
     announced: set[str] = attrs.field(factory=set, repr=False)
@@ -210,4 +211,5 @@ class RunContext:
             new_items=tuple(self.new_items),
             error=error,
             reasoning_text=self.reasoning_text,
+            refusal=self.refusal,
         )

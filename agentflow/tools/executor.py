@@ -135,7 +135,8 @@ _NO_DEADLINE = contextlib.nullcontext()  # reusable: entering it does nothing
 class ToolExecutor:
     """Executes tool calls against a ``ToolRegistry``, publishing tool events through ``emit``.
 
-    ``max_concurrency`` caps the calls running at once across every batch of this executor;
+    ``max_concurrency`` caps the calls running at once across every batch of this executor (``None``: no
+    cap);
     ``default_timeout`` (seconds, ``None``: no limit) applies to tools without their own ``timeout``.
     ``emit`` is usually the run's ``EventBus.publish``; ``emit_may_wait()``, if given, tells whether ``emit``
     could suspend right now (an ``EventBus`` with a subscriber or callback: ``EventBus.has_listeners``).
@@ -151,17 +152,21 @@ class ToolExecutor:
         self,
         registry: ToolRegistry | Iterable[Tool[..., Any] | Callable[..., Any]],
         *,
-        max_concurrency: int = 8,
+        max_concurrency: int | None = 8,
         default_timeout: float | None = 60.0,
         emit: Emit,
         emit_may_wait: Callable[[], bool] | None = None,
     ) -> None:
-        if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be an int >= 1, got {max_concurrency!r}")
+        if max_concurrency is not None and (
+            isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1
+        ):
+            raise ValueError(
+                f"max_concurrency must be an int >= 1 or None (no limit), got {max_concurrency!r}"
+            )
         if default_timeout is not None and not default_timeout > 0:
             raise ValueError(f"default_timeout must be positive or None, got {default_timeout!r}")
         self._registry = registry if isinstance(registry, ToolRegistry) else ToolRegistry(registry)
-        self._limiter = anyio.CapacityLimiter(max_concurrency)
+        self._limiter = anyio.CapacityLimiter(math.inf if max_concurrency is None else max_concurrency)
         self._default_timeout = default_timeout
         self._emit = emit
         self._emit_may_wait = emit_may_wait

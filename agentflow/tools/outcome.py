@@ -8,6 +8,7 @@ id). ``errorType`` is one of ``unknown_tool``, ``invalid_arguments``, ``timeout`
 
 from __future__ import annotations
 
+import decimal
 import enum
 import os
 from typing import Any, Final, Literal
@@ -85,6 +86,11 @@ def _default(value: Any) -> Any:
         return os.fspath(value)
     if isinstance(value, enum.Enum):
         return value.value
+    if isinstance(value, decimal.Decimal):
+        # A number when a float says it exactly (prices: 9.99), else its digits as text (no rounding).
+        number = float(value)
+        exact = value.is_finite() and decimal.Decimal(repr(number)) == value
+        return number if exact else str(value)
     raise TypeError(f"values of type {type(value).__qualname__} cannot be turned into JSON")
 
 

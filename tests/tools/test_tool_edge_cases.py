@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from decimal import Decimal
 from typing import Any
 
 import attrs
@@ -28,6 +29,14 @@ def test_big_integers_are_returned_to_the_model_with_every_digit() -> None:
     assert output_text({"total": 10**30}) == '{"total":1000000000000000000000000000000}'
     assert output_text([2**63, -(2**63) - 1]) == "[9223372036854775808,-9223372036854775809]"
     assert output_text({BIG: "key"}) == f'{{"{BIG}":"key"}}'
+
+
+def test_decimals_are_numbers_when_a_float_says_them_exactly_else_their_digits() -> None:
+    precise = "0.1000000000000000000000001"
+    prices = {"price": Decimal("9.99"), "total": Decimal("12.50"), "rate": Decimal(precise)}
+    assert output_text(prices) == f'{{"price":9.99,"total":12.5,"rate":"{precise}"}}'
+    assert output_text([Decimal("NaN"), Decimal("-Infinity")]) == '["NaN","-Infinity"]'
+    assert output_text(Decimal("2.5")) == "2.5"
 
 
 @attrs.frozen

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from agentflow.agent.agent import Agent
+from agentflow.agent.memory import WindowedMemory
 from agentflow.agent.options import AgentOptions, ModelSettings
 from agentflow.model.tools import ToolChoice
 from agentflow.testing.fake import FakeModelClient
@@ -29,6 +30,14 @@ from agentflow.testing.fake import FakeModelClient
         (lambda: ModelSettings(temperature=True), TypeError, "temperature"),
         (lambda: ModelSettings(temperature="0.2"), TypeError, "temperature"),
         (lambda: ModelSettings(max_output_tokens=1.5), TypeError, "max_output_tokens"),
+        (lambda: ModelSettings(max_output_tokens=0), ValueError, "max_output_tokens"),
+        (lambda: ModelSettings(temperature=math.nan), ValueError, "temperature"),
+        (lambda: ModelSettings(temperature=-0.5), ValueError, "temperature"),
+        (lambda: ModelSettings(top_p=math.inf), ValueError, "top_p"),
+        (lambda: AgentOptions(max_tool_concurrency=0), ValueError, "max_tool_concurrency"),
+        (lambda: AgentOptions(reset_tool_choice=None), TypeError, "reset_tool_choice"),
+        (lambda: Agent(FakeModelClient([]), memory=WindowedMemory), TypeError, "max_items"),
+        (lambda: Agent(FakeModelClient([]), memory=lambda size: None), TypeError, "no arguments"),
         (lambda: ModelSettings(parallel_tool_calls="yes"), TypeError, "parallel_tool_calls"),
         (lambda: Agent(FakeModelClient([]), system_prompt=123), TypeError, "system_prompt"),
         (lambda: Agent(FakeModelClient([]), instructions=["a"]), TypeError, "instructions"),
@@ -59,3 +68,10 @@ def test_every_accepted_form_of_the_settings_still_builds() -> None:
     assert ModelSettings(tool_choice=ToolChoice.function("f")).tool_choice == ToolChoice.function("f")
     assert ModelSettings(tool_choice={"type": "file_search"}).tool_choice == {"type": "file_search"}
     assert AgentOptions(timeout=1, tool_timeout=math.inf, stream=True).stream is True
+
+
+async def test_event_types_given_as_a_string_are_refused_whole() -> None:
+    agent = Agent(FakeModelClient([]))
+    with pytest.raises(TypeError, match="not a string: 'TextDelta'"):
+        async with agent.stream("x", types="TextDelta"):  # type: ignore[arg-type]
+            pass

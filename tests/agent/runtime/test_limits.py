@@ -9,7 +9,7 @@ import pytest
 from runtime_support import Recorder, assert_memory_valid, outputs
 
 from agentflow.agent.agent import Agent
-from agentflow.agent.options import DEFAULT_FINAL_ANSWER_PROMPT, AgentOptions
+from agentflow.agent.options import DEFAULT_FINAL_ANSWER_PROMPT, AgentOptions, ModelSettings
 from agentflow.agent.prompt import AgentModelResult, AgentPrompt
 from agentflow.events import RunCancelled, RunFailed, RunFinished, StepStarted, ToolFailed
 from agentflow.model.events import ModelCompleted, TextDelta
@@ -215,3 +215,71 @@ async def test_wall_clock_limit_interrupts_a_hanging_tool_and_completes_memory()
     assert result.tool_results[1].error_type == "cancelled"
     assert "time limit" in result.tool_results[1].output
     assert_memory_valid(result.new_items)
+
+
+async def test_max_tool_concurrency_none_runs_every_call_of_a_step_at_once() -> None:
+    count = 12  # more than the default limit of 8
+    started = 0
+    all_started = anyio.Event()
+
+    @tool
+    async def wait_for_all(n: int) -> int:
+        """Returns once every call has started."""
+        nonlocal started
+        started += 1
+        if started == count:
+            all_started.set()
+        await all_started.wait()  # deadlocks unless all calls run at the same time
+        return n
+
+    calls = [("wait_for_all", {"n": n}) for n in range(count)]
+    model = FakeModelClient([reply(tool_calls=calls), reply("done")])
+    agent = Agent(model, tools=[wait_for_all], options=AgentOptions(max_tool_concurrency=None))
+    with anyio.fail_after(5):
+        result = await agent.run("go")
+    assert result.stop_reason is StopReason.FINAL_ANSWER
+    assert [r.output for r in result.tool_results] == [str(n) for n in range(count)]
+
+
+@pytest.mark.parametrize(
+    "choice",
+    ["required", ToolChoice.required(), ToolChoice.function("echo"), {"type": "function", "name": "echo"}],
+)
+async def test_a_forced_tool_choice_is_dropped_once_tools_have_run(choice: Any) -> None:
+    @tool
+    async def echo(x: int) -> int:
+        """Echo."""
+        return x
+
+    model = FakeModelClient([reply(tool_calls=[("echo", {"x": 1})]), reply("The answer is 1.")])
+    agent = Agent(model, tools=[echo], settings=ModelSettings(tool_choice=choice))
+    result = await agent.run("go")
+    assert result.stop_reason is StopReason.FINAL_ANSWER
+    assert model.prompts[0].tool_choice is not None
+    assert model.prompts[1].tool_choice is None
+
+
+async def test_reset_tool_choice_false_keeps_forcing_every_step() -> None:
+    @tool
+    async def echo(x: int) -> int:
+        """Echo."""
+        return x
+
+    model = FakeModelClient([reply(tool_calls=[("echo", {"x": n})]) for n in range(3)])
+    options = AgentOptions(max_steps=3, reset_tool_choice=False)
+    agent = Agent(model, tools=[echo], settings=ModelSettings(tool_choice="required"), options=options)
+    result = await agent.run("go")
+    assert result.stop_reason is StopReason.MAX_STEPS
+    assert all(p.tool_choice is not None for p in model.prompts)
+
+
+async def test_a_tool_choice_that_forces_nothing_is_kept() -> None:
+    @tool
+    async def echo(x: int) -> int:
+        """Echo."""
+        return x
+
+    model = FakeModelClient([reply(tool_calls=[("echo", {"x": 1})]), reply("done")])
+    agent = Agent(model, tools=[echo], settings=ModelSettings(tool_choice="auto"))
+    await agent.run("go")
+    assert [p.tool_choice for p in model.prompts] == ["auto", "auto"]
