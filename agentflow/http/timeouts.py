@@ -9,12 +9,34 @@ from typing import Any
 
 import attrs
 
-__all__ = ["Timeout"]
+__all__ = ["Timeout", "check_seconds"]
+
+
+def check_seconds(name: str, value: object) -> None:
+    """Raise unless ``value`` is what every time limit accepts: seconds (an int or float > 0) or ``None``.
+
+    ``TypeError`` for anything but a number (``True`` and ``"5"`` included), ``ValueError`` for 0, a
+    negative number or NaN. ``name`` is how the caller spelled the limit (``"Timeout.read"``,
+    ``"read_timeout"``).
+
+    >>> check_seconds("read_timeout", 0)
+    Traceback (most recent call last):
+    ...
+    ValueError: read_timeout must be seconds > 0 or None (no limit), not 0
+    """
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(
+            f"{name} must be seconds (an int or float > 0) or None (no limit), got {type(value).__name__} "
+            f"{value!r}"
+        )
+    if not value > 0:  # NaN fails this too
+        raise ValueError(f"{name} must be seconds > 0 or None (no limit), not {value!r}")
 
 
 def _check(_instance: object, attribute: attrs.Attribute[Any], value: float | None) -> None:
-    if value is not None and not value > 0:
-        raise ValueError(f"Timeout.{attribute.name} must be seconds > 0 or None (no limit), not {value!r}")
+    check_seconds(f"Timeout.{attribute.name}", value)
 
 
 @attrs.frozen

@@ -22,6 +22,11 @@ How ``AiohttpTransport`` enforces the limits — chosen for the per-chunk cost, 
 - ``read``, streaming, between chunks: a watchdog timer armed once per ``read`` period, which counts only
   the time spent *waiting* in ``next_chunk`` (a slow consumer is not a slow server). Re-arming a timer or
   entering a cancel scope per chunk would cost as much as a raw aiohttp loop spends per delta.
+
+Closing the transport (``aclose``, which a model's ``aclose`` calls) while another task still waits on one of
+its calls fails that call with ``ModelConnectionError`` saying the session was closed: aiohttp itself would
+leave a pending read waiting forever (closing a connection drops its reader unwoken) and fail the next one
+with a bare ``RuntimeError``.
 """
 
 from __future__ import annotations
@@ -40,6 +45,11 @@ from ..model.errors import ModelConnectionError, ModelTimeoutError
 from .timeouts import Timeout
 
 _NO_SCOPE = contextlib.nullcontext()  # reusable: entering it does nothing
+
+# aiohttp raises a bare RuntimeError, not a ClientError, for a read on a connection its session closed
+# ("Connection closed.") and for a request on a closed session ("Session is closed"). Only these exact
+# messages mean "closed": its other RuntimeErrors (two tasks reading one body…) are bugs that must surface.
+_AIOHTTP_CLOSED = frozenset({"Connection closed.", "Session is closed"})
 
 __all__ = ["AiohttpResponse", "AiohttpTransport", "HttpResponse", "HttpTransport"]
 
@@ -94,7 +104,11 @@ class HttpTransport(Protocol):
         ...
 
     async def aclose(self) -> None:
-        """Close every pooled connection. The transport may be used again afterwards (it reconnects)."""
+        """Close every pooled connection. The transport may be used again afterwards (it reconnects).
+
+        A call still in progress (in another task) fails with ``ModelConnectionError``: it must neither hang
+        nor fail with anything untyped.
+        """
         ...
 
 
@@ -112,6 +126,7 @@ class AiohttpResponse:
         "_content",
         "_loop",
         "_read_timeout",
+        "_reading",
         "_response",
         "_url",
         "_waiting_since",
@@ -125,6 +140,7 @@ class AiohttpResponse:
         read_timeout: float | None,
         body: bytes | None = None,
         loop: asyncio.AbstractEventLoop | None = None,
+        reading: dict[aiohttp.StreamReader, str] | None = None,
     ) -> None:
         self._response = response
         self._content = response.content
@@ -134,6 +150,8 @@ class AiohttpResponse:
         self._loop = asyncio.get_running_loop() if loop is None else loop
         self._waiting_since = -1.0  # loop time when the pending next_chunk began waiting; -1: none
         self._watchdog: asyncio.TimerHandle | None = None
+        # The transport's bodies being read, which its ``aclose`` fails; this one leaves it in ``aclose``.
+        self._reading = reading
 
     @property
     def status(self) -> int:
@@ -165,6 +183,10 @@ class AiohttpResponse:
             return await self._content.readany()
         except aiohttp.ClientError as exc:
             raise _failure(self._url, exc, read) from exc
+        except RuntimeError as exc:
+            if not _closed_by_aiohttp(exc):
+                raise
+            raise _closed(self._url, "reading the response from") from exc
         finally:
             self._waiting_since = -1.0
 
@@ -188,6 +210,8 @@ class AiohttpResponse:
         if self._watchdog is not None:
             self._watchdog.cancel()
             self._watchdog = None
+        if self._reading is not None:
+            self._reading.pop(self._content, None)
         if self._content.at_eof():
             self._response.release()
         else:
@@ -201,6 +225,19 @@ def _failure(
     if isinstance(exc, aiohttp.ServerTimeoutError):
         return ModelTimeoutError(f"no data from {where} within the read timeout of {read_timeout} s")
     return ModelConnectionError(f"connection to {where} lost while reading the response: {_describe(exc)}")
+
+
+def _closed_by_aiohttp(exc: RuntimeError) -> bool:
+    """Whether aiohttp raised ``exc`` because the session or connection was closed (``_AIOHTTP_CLOSED``)."""
+    return type(exc) is RuntimeError and str(exc) in _AIOHTTP_CLOSED
+
+
+def _closed(url: str, doing: str) -> ModelConnectionError:
+    """The error of a call whose HTTP session was closed under it (by ``aclose``, from another task)."""
+    return ModelConnectionError(
+        f"the HTTP session was closed while {doing} {_where(url)} (another task called aclose() on the "
+        "model or its transport, or closed the session it was given)"
+    )
 
 
 def _client_timeout(timeout: Timeout) -> tuple[Timeout, aiohttp.ClientTimeout]:
@@ -249,7 +286,7 @@ class AiohttpTransport:
     AiohttpTransport(limit=100)
     """
 
-    __slots__ = ("_limit", "_loop", "_owned", "_session", "_timeouts")
+    __slots__ = ("_closes", "_limit", "_loop", "_owned", "_reading", "_session", "_timeouts")
 
     def __init__(self, *, session: aiohttp.ClientSession | None = None, limit: int = 100) -> None:
         self._session = session
@@ -257,6 +294,11 @@ class AiohttpTransport:
         self._limit = limit
         self._loop: asyncio.AbstractEventLoop | None = None
         self._timeouts: tuple[Timeout, aiohttp.ClientTimeout] | None = None
+        # Bodies being read (with their URL): ``aclose`` fails them, since closing a connection leaves
+        # aiohttp's pending read waiting forever. ``_closes`` counts ``aclose`` calls: a request that fails
+        # while it changes failed because of it, not because of the server.
+        self._reading: dict[aiohttp.StreamReader, str] = {}
+        self._closes = 0
 
     def __repr__(self) -> str:
         return f"AiohttpTransport(limit={self._limit})"
@@ -269,6 +311,7 @@ class AiohttpTransport:
             # marks it closed (aiohttp skips the dead loop's transports), which keeps GC quiet.
             with contextlib.suppress(Exception):
                 await session.close()
+        self._reading.clear()  # bodies of a loop that is gone: nothing is waiting for them any more
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=self._limit),
             auto_decompress=True,
@@ -289,6 +332,7 @@ class AiohttpTransport:
     ) -> HttpResponse:
         """Send the request; return once the whole response (``stream=False``) or its headers are in."""
         loop = asyncio.get_running_loop()
+        closes = self._closes
         session = self._session
         # The session in use: one passed in, or the one opened in this loop and still open.
         if session is None or (self._owned and (self._loop is not loop or session.closed)):
@@ -317,8 +361,13 @@ class AiohttpTransport:
                     )
                 _stop_socket_timer(response)
                 data = None
+                self._reading[response.content] = url  # until the response's aclose
             else:
-                data = await response.read()
+                self._reading[response.content] = url
+                try:
+                    data = await response.read()
+                finally:
+                    self._reading.pop(response.content, None)
         except aiohttp.ConnectionTimeoutError as exc:
             where = _where(url)
             raise ModelTimeoutError(f"connecting to {where} timed out after {timeout.connect} s") from exc
@@ -328,12 +377,29 @@ class AiohttpTransport:
             message = f"no {awaited} from {where} within the read timeout of {timeout.read} s"
             raise ModelTimeoutError(message) from exc
         except (aiohttp.ClientError, OSError) as exc:
+            if self._closes != closes:  # the server did not drop it: we did
+                raise _closed(url, "waiting for the response from") from exc
             raise ModelConnectionError(f"request to {_where(url)} failed: {_describe(exc)}") from exc
-        return AiohttpResponse(response, url, timeout.read, data, loop)
+        except RuntimeError as exc:
+            if not _closed_by_aiohttp(exc):
+                raise
+            raise _closed(url, "sending the request to") from exc
+        return AiohttpResponse(response, url, timeout.read, data, loop, self._reading if stream else None)
 
     async def aclose(self) -> None:
-        """Close the session this transport opened (a session passed in stays open)."""
+        """Close the session this transport opened (a session passed in stays open).
+
+        A call still in progress on it (in another task) fails with ``ModelConnectionError``.
+        """
+        if not self._owned:
+            return
         session, self._session = self._session, None
-        if session is not None and self._owned and not session.closed:
+        self._closes += 1
+        reading, self._reading = self._reading, {}
+        for content, url in reading.items():
+            if not content.at_eof():
+                # Wakes a pending read now (and fails the next): after ``close`` nothing else would.
+                content.set_exception(_closed(url, "reading the response from"))
+        if session is not None and not session.closed:
             with contextlib.suppress(RuntimeError):  # its loop may already be closed
                 await session.close()

@@ -6,12 +6,14 @@ answered in the request's protocol and mode (JSON, or SSE when ``"stream": true`
 in ``chat_wire`` / ``responses_wire``. Faults are played here, since they are about the connection.
 
 This module owns the I/O only; it knows nothing about agentflow's clients and must never import them.
-Stalls wait on an event that ``stop()`` releases: nothing here sleeps.
+Stalls wait on an event that ``stop()`` releases: nothing here sleeps. A client that leaves before or while
+it is answered (the end of every cancellation test) is not a server error: its answer stops quietly.
 """
 
 from __future__ import annotations
 
 import inspect
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
@@ -27,6 +29,8 @@ from .context import ReplyContext
 from .script import Fault, FaultKind, Reply, Responder, Turn, check_turn, openai_error, pretty_json
 
 __all__ = ["RecordedRequest", "ScriptedServer"]
+
+_log = logging.getLogger("agentflow.testing")
 
 Api = Literal["chat", "responses"]
 
@@ -228,6 +232,22 @@ class ScriptedServer:
         )
 
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        try:
+            return await self._serve(request)
+        except ConnectionError:
+            transport = request.transport
+            if transport is not None and not transport.is_closing():
+                raise  # the client is still there: a real failure of this server, for aiohttp to log
+            # The client went away before its answer was written: a cancelled call, a closed model, the
+            # usual end of a cancellation test. No one is left to answer, and nothing went wrong here.
+            _log.debug(
+                "scripted server: the client of %s %s left before its answer was written",
+                request.method,
+                request.path,
+            )
+            return web.Response()  # aiohttp fails to send it and, for a gone client, says nothing
+
+    async def _serve(self, request: web.BaseRequest) -> web.StreamResponse:
         raw = await request.content.read()  # unlike request.read(), no 1 MiB cap on agent histories
         try:
             body: Any = orjson.loads(raw) if raw else None

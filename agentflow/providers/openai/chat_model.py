@@ -24,7 +24,7 @@ from ...model.response import ChatResponse
 from ...model.stream import ModelStream
 from .chat_codec import decode_chat_response, encode_chat_body, encode_parameters
 from .chat_stream import ChatStreamDecoder
-from .client import DEFAULT_BASE_URL, OpenAIHttpClient, redact_url
+from .client import DEFAULT_BASE_URL, OpenAIHttpClient, check_sdk_keywords, redact_url
 
 __all__ = ["OpenAIChatModel"]
 
@@ -67,6 +67,7 @@ class OpenAIChatModel:
         on_retry: Callable[[ModelRetry], None] | None = None,
         **defaults: Any,
     ) -> None:
+        check_sdk_keywords("OpenAIChatModel", defaults)
         params = parameters_from(defaults, "OpenAIChatModel keyword(s)")
         self._defaults = attrs.evolve(params, model=model, custom=dict(custom_parameters or {}))
         self._last_merge: tuple[ChatParameters, ChatParameters] | None = None

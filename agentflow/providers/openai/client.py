@@ -29,7 +29,7 @@ import orjson
 
 from ...http.retry import RetryPolicy
 from ...http.sse import SseDecoder, SseEvent
-from ...http.timeouts import Timeout
+from ...http.timeouts import Timeout, check_seconds
 from ...http.transport import AiohttpTransport, HttpResponse, HttpTransport
 from ...model.errors import (
     ModelError,
@@ -41,13 +41,27 @@ from ...model.errors import (
 from ...model.events import ModelEvent, ModelRetry
 from ...model.retries import retry_listener
 
-__all__ = ["DEFAULT_BASE_URL", "OpenAIHttpClient", "StreamDecoder", "normalize_base_url", "redact_url"]
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "OpenAIHttpClient",
+    "StreamDecoder",
+    "check_sdk_keywords",
+    "normalize_base_url",
+    "redact_url",
+]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _USER_AGENT = "agentflow/0.1"
 _DRAIN_BYTES = 64 * 1024
 _DRAIN_SECONDS = 0.5
 _EMPTY: Mapping[str, str] = MappingProxyType({})
+# Media types that are never an event stream: an HTML or XML page answered with 200 (a captive portal, a
+# proxy's login or error page). Parsed as SSE it would look like a cut-off stream and be retried. Every
+# other type — text/event-stream, text/plain, none at all — is read as SSE: some servers and proxies
+# mislabel real streams, and a wrong refusal would break them.
+_NOT_A_STREAM = frozenset({"text/html", "application/xhtml+xml", "text/xml", "application/xml"})
+_EXCERPT_BYTES = 4096  # read of such a page, kept as the error's body
+_EXCERPT_CHARS = 200  # of it, in the error message
 
 log = logging.getLogger("agentflow.http")
 
@@ -104,6 +118,89 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
 
 
+def _got(value: object) -> str:
+    """``int 30``: the type and a short repr of a wrong value, for an error message."""
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
+
+
+def _check_http_options(
+    *,
+    base_url: object,
+    api_key: object,
+    headers: object,
+    transport: object,
+    timeout: object,
+    connect_timeout: object,
+    read_timeout: object,
+    retry: object,
+    sleep: object,
+    on_retry: object,
+) -> None:
+    """Raise ``TypeError`` / ``ValueError`` for an HTTP option of the wrong type, at construction.
+
+    Without it a wrong value (``timeout=30``, ``retry=3``, as the openai SDK takes them) would be accepted
+    and fail later, inside a call, as an ``AttributeError``. The API key and header values are never shown.
+    """
+    if not isinstance(base_url, str):
+        raise TypeError(f"base_url must be a str such as {DEFAULT_BASE_URL!r}, got {_got(base_url)}")
+    if api_key is not None and not isinstance(api_key, str):
+        raise TypeError(f"api_key must be a str or None, got {type(api_key).__name__}")
+    if timeout is not None and not isinstance(timeout, Timeout):
+        hint = ""
+        if isinstance(timeout, int | float) and not isinstance(timeout, bool):
+            hint = (
+                f" (for seconds use Timeout(total={timeout!r}) for the whole call, or "
+                f"read_timeout={timeout!r})"
+            )
+        raise TypeError(f"timeout must be a Timeout, got {_got(timeout)}{hint}")
+    check_seconds("connect_timeout", connect_timeout)
+    check_seconds("read_timeout", read_timeout)
+    if retry is not None and not isinstance(retry, RetryPolicy):
+        if isinstance(retry, bool):
+            hint = " (RetryPolicy.none() for no retries; leave it out for the default RetryPolicy())"
+        elif isinstance(retry, int):
+            hint = f" (e.g. RetryPolicy(max_retries={retry}))"
+        else:
+            hint = ""
+        raise TypeError(f"retry must be a RetryPolicy, got {_got(retry)}{hint}")
+    if transport is not None and not isinstance(transport, HttpTransport):
+        hint = " (e.g. AiohttpTransport())"
+        if type(transport).__module__.partition(".")[0] == "aiohttp":  # a ClientSession, most likely
+            hint = " (to share an aiohttp session, pass transport=AiohttpTransport(session=session))"
+        raise TypeError(f"transport must be an HttpTransport, got {type(transport).__name__}{hint}")
+    if headers is not None:
+        if not isinstance(headers, Mapping):
+            raise TypeError(f"custom headers must be a mapping of str to str, got {type(headers).__name__}")
+        for name, value in headers.items():
+            if not isinstance(name, str):
+                raise TypeError(f"custom header names must be str, got {_got(name)}")
+            if not isinstance(value, str):
+                # The value itself is not shown: it may be a credential.
+                raise TypeError(f"custom header {name!r} must have a str value, got {type(value).__name__}")
+    if sleep is not None and not callable(sleep):
+        raise TypeError(f"sleep must be an async function of seconds (like anyio.sleep), got {_got(sleep)}")
+    if on_retry is not None and not callable(on_retry):
+        raise TypeError(f"on_retry must be a function taking a ModelRetry, got {_got(on_retry)}")
+
+
+def check_sdk_keywords(owner: str, keywords: Mapping[str, Any]) -> None:
+    """Raise ``TypeError`` for an openai SDK client option that agentflow spells differently, naming ours.
+
+    >>> check_sdk_keywords("OpenAIResponsesModel", {"default_headers": {}})
+    Traceback (most recent call last):
+    ...
+    TypeError: OpenAIResponsesModel takes no default_headers= (an openai SDK option): use custom_headers=
+    """
+    if "max_retries" in keywords:
+        count = keywords["max_retries"]
+        example = count if isinstance(count, int) and not isinstance(count, bool) else "…"
+        use = f"retry=RetryPolicy(max_retries={example})"
+        raise TypeError(f"{owner} takes no max_retries= (an openai SDK option): use {use}")
+    if "default_headers" in keywords:
+        raise TypeError(f"{owner} takes no default_headers= (an openai SDK option): use custom_headers=")
+
+
 def _join(base: str, query: str, path: str) -> str:
     url = f"{base}/{path.lstrip('/')}"
     return f"{url}?{query}" if query else url
@@ -117,7 +214,9 @@ class OpenAIHttpClient:
     ``timeout`` defaults to ``Timeout()``; ``connect_timeout`` / ``read_timeout`` (seconds) override its two
     limits. ``retry`` defaults to ``RetryPolicy()``. ``sleep`` replaces ``anyio.sleep`` for the back-off
     (tests record delays with it); ``on_retry`` is told about every retry of a non-streaming call (streams
-    yield ``ModelRetry``). Both models build their client from their own keywords of the same names.
+    yield ``ModelRetry``). Both models build their client from their own keywords of the same names. Each
+    option's type is checked here, so a wrong one (``timeout=30``, ``retry=3``) fails at construction with a
+    ``TypeError`` that says what to pass.
 
     >>> OpenAIHttpClient(base_url="http://127.0.0.1:8000", api_key="sk-secret")
     OpenAIHttpClient(base_url='http://127.0.0.1:8000/v1', api_key=<set>)
@@ -151,6 +250,18 @@ class OpenAIHttpClient:
         sleep: Callable[[float], Awaitable[None]] | None = None,
         on_retry: Callable[[ModelRetry], None] | None = None,
     ) -> None:
+        _check_http_options(
+            base_url=base_url,
+            api_key=api_key,
+            headers=headers,
+            transport=transport,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            retry=retry,
+            sleep=sleep,
+            on_retry=on_retry,
+        )
         self._base, self._query = normalize_base_url(base_url)
         extra = _EMPTY if headers is None else headers
         limits = Timeout() if timeout is None else timeout
@@ -365,6 +476,29 @@ class OpenAIHttpClient:
                 status=status,
                 body=text,
             )
+        if content_type.partition(";")[0].strip().lower() in _NOT_A_STREAM:
+            text = (await self._read_start(response, deadline, url)).decode("utf-8", "replace")
+            excerpt = " ".join(text.split())
+            if len(excerpt) > _EXCERPT_CHARS:
+                excerpt = excerpt[:_EXCERPT_CHARS] + "…"
+            raise ProtocolError(
+                f"expected an event stream from {redact_url(url)} but got a {content_type!r} page (a proxy, "
+                f"gateway or login page answering in the server's place?): {excerpt!r}",
+                status=status,
+                body=text,
+            )
+
+    async def _read_start(self, response: HttpResponse, deadline: float | None, url: str) -> bytes:
+        """At most ``_EXCERPT_BYTES`` of the body: enough to show what a page is, whatever its size."""
+        chunks: list[bytes] = []
+        size = 0
+        while size < _EXCERPT_BYTES:
+            chunk = await self._read_chunk(response, deadline, url)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)[:_EXCERPT_BYTES]
 
     async def _drain(self, response: HttpResponse, deadline: float | None, url: str) -> None:
         """Read what follows the terminal marker, so the connection can go back to the pool.

@@ -20,7 +20,7 @@ from ...model.protocol import RequestLike
 from ...model.request import ChatRequest, parameters_from
 from ...model.response import ChatResponse
 from ...model.stream import ModelStream
-from .client import DEFAULT_BASE_URL, OpenAIHttpClient, redact_url
+from .client import DEFAULT_BASE_URL, OpenAIHttpClient, check_sdk_keywords, redact_url
 from .responses_codec import (
     IncompletePolicy,
     check_response,
@@ -91,6 +91,7 @@ class OpenAIResponsesModel:
         on_incomplete: IncompletePolicy = "raise",
         **defaults: Any,
     ) -> None:
+        check_sdk_keywords("OpenAIResponsesModel", defaults)
         if on_incomplete not in ("raise", "return"):
             raise ValueError(f"on_incomplete must be 'raise' or 'return', not {on_incomplete!r}")
         check_request_fields(defaults)
