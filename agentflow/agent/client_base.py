@@ -42,6 +42,13 @@ class ProtocolClient(Generic[M, Req, Resp]):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._model!r})"
 
+    @property
+    def model_name(self) -> str | None:
+        """The wrapped model's default model name (its ``model`` attribute), if it has one: what a prompt
+        without its own ``model`` asks for."""
+        name = getattr(self._model, "model", None)
+        return name if isinstance(name, str) else None
+
     def _request(self, prompt: AgentPrompt) -> Req:
         raise NotImplementedError
 

@@ -249,10 +249,7 @@ class ResponsesModelClient(ProtocolClient[ResponsesModel, ResponsesRequest, Resp
         return self._model
 
     def _request(self, prompt: AgentPrompt) -> ResponsesRequest:
-        model = getattr(self._model, "model", None)
-        wanted = wants_encrypted_reasoning(
-            prompt, model=model if isinstance(model, str) else None, setting=self._encrypted_reasoning
-        )
+        wanted = wants_encrypted_reasoning(prompt, model=self.model_name, setting=self._encrypted_reasoning)
         return to_responses_request(prompt, encrypted_reasoning=wanted)
 
     def _project(self, response: ResponsesResponse) -> AgentModelResult:

@@ -363,7 +363,7 @@ class AgentRuntime:
         tools = prompt.tools
         # The run's own tools (the usual prompt) have their names listed already.
         names = ctx.tools.names if tools is ctx.tools.specs else tuple(t.name for t in tools)
-        await ctx.emit(ModelRequest(model=prompt.model, items=len(prompt.items), tools=names))
+        await ctx.emit(ModelRequest(model=ctx.model_name(prompt.model), items=len(prompt.items), tools=names))
         if not prompt.stream:
             # A blocking call has no stream to carry its retries: they come through the context's listener.
             relay = _RetryRelay(ctx.bus)

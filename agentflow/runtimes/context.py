@@ -97,6 +97,16 @@ class RunContext:
     runtime_state: object = attrs.field(default=None, repr=False)
     """Anything else a runtime keeps for this run (CodeAct: its code executor and the code step in flight)."""
     _executor: ToolExecutor | None = attrs.field(default=None, init=False, repr=False)
+    _model_name: str | None = attrs.field(default=None, init=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        # Any model client may say which model it asks for by default (``ProtocolClient.model_name``).
+        name = getattr(self.model, "model_name", None)
+        self._model_name = name if isinstance(name, str) else None
+
+    def model_name(self, prompt_model: str | None) -> str | None:
+        """The model a call asks for: the prompt's own, else the model client's default (``ModelRequest``)."""
+        return prompt_model or self._model_name
 
     # -- events ----------------------------------------------------------------------------------------------
 

@@ -92,6 +92,11 @@ class OpenAIChatModel:
         return f"OpenAIChatModel(base_url={base!r}, model={self._defaults.model!r}, api_key={key})"
 
     @property
+    def model(self) -> str | None:
+        """The default model name (what a request without its own ``model`` asks for)."""
+        return self._defaults.model
+
+    @property
     def defaults(self) -> ChatParameters:
         """The parameters every request starts from (the request's own, then call overrides, win)."""
         return self._defaults

@@ -15,6 +15,8 @@ from agentflow import (
     AgentOptions,
     Agents,
     ModelCompleted,
+    ModelRequest,
+    ModelSettings,
     OpenAIChatModel,
     OpenAIResponsesModel,
     RefusalDelta,
@@ -103,3 +105,17 @@ async def test_tokens_billed_for_an_incomplete_responses_answer_count_in_the_fai
     assert isinstance(run.error, IncompleteResponseError)
     assert failed.partial.usage.total_tokens == 1500
     assert failed.partial.usage == run.error.partial.usage
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_model_request_names_the_model_the_call_asks_for(protocol: Protocol) -> None:
+    async with ScriptedServer([Reply(text="a"), Reply(text="b")]) as server:
+        agent = Agent(model_for(protocol, server))
+        overriding = Agent(agent.model_client, settings=ModelSettings(model="gpt-other"))
+        async with agent:
+            async with agent.stream("x", types=ModelRequest) as run:
+                (default,) = [event async for event in run]
+            async with overriding.stream("x", types=ModelRequest) as run:
+                (chosen,) = [event async for event in run]
+    assert (default.model, chosen.model) == ("gpt-test", "gpt-other")
+    assert [r.body["model"] for r in server.requests] == ["gpt-test", "gpt-other"]
