@@ -156,6 +156,10 @@ def tool(
 
     if fn is not None:
         return build(fn)
+    # The options alone are checked now, where they are written, not when the decorator is applied.
+    if name is not None:
+        _check_name(name)
+    _check_timeout(timeout)
     return build
 
 

@@ -389,6 +389,13 @@ def test_tool_names_must_be_what_model_apis_accept() -> None:
     assert tool(timeout=math.inf)(f).timeout == math.inf
 
 
+def test_decorator_options_are_checked_where_they_are_written() -> None:
+    with pytest.raises(ValueError, match="not valid"):
+        tool(name="has space")
+    with pytest.raises(ValueError, match="timeout"):
+        tool(timeout=-1)
+
+
 def test_from_spec_takes_the_schema_as_given() -> None:
     spec = ToolSpec(
         "echo",
