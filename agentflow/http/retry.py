@@ -7,6 +7,7 @@ announces each retry as a ``ModelRetry`` event. Nothing here sleeps or does I/O.
 from __future__ import annotations
 
 import email.utils
+import math
 import random
 import time
 from collections.abc import Callable, Mapping
@@ -33,9 +34,20 @@ def _header(headers: Mapping[str, str], name: str) -> str | None:
     return None
 
 
+def _seconds(value: str, scale: float = 1.0) -> float | None:
+    """A header's number of seconds, or ``None`` unless it is a finite number >= 0 (``nan``, ``inf`` and
+    ``-5`` parse as floats, but ask for no wait a server could mean)."""
+    try:
+        seconds = float(value) * scale
+    except ValueError:
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
 def retry_after_seconds(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
     """The wait a server asked for: ``retry-after-ms`` (milliseconds, OpenAI), else ``Retry-After``
-    (seconds, or an HTTP date). ``None`` when absent or unreadable.
+    (seconds, or an HTTP date; a date in the past means now). ``None`` when absent or unreadable, which
+    includes negative and non-finite numbers.
 
     >>> retry_after_seconds({"retry-after-ms": "250"})
     0.25
@@ -46,17 +58,15 @@ def retry_after_seconds(headers: Mapping[str, str], *, now: float | None = None)
     """
     ms = _header(headers, "retry-after-ms")
     if ms is not None:
-        try:
-            return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
+        seconds = _seconds(ms, 0.001)
+        if seconds is not None:
+            return seconds
     value = _header(headers, "retry-after")
     if value is None:
         return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
+    seconds = _seconds(value)
+    if seconds is not None:
+        return seconds
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
@@ -79,7 +89,10 @@ class RetryPolicy:
     marked final (``insufficient_quota``; an ``x-should-retry: false`` header). The delay before retry
     *n* (1-based) is ``min(max_delay, initial_delay * multiplier ** (n - 1))`` reduced by up to ``jitter``
     (a fraction; ``rng`` draws it), unless the server sent ``retry-after-ms`` / ``Retry-After`` of at
-    most ``max_retry_after`` seconds, which is then used as is.
+    most ``max_retry_after`` seconds, which is then used as is. A longer wait asked for is not honoured:
+    the back-off applies instead (as in the openai SDK), so a server asking for minutes gets an early
+    retry, and once the retries are spent the error; use ``RetryPolicy.none()`` or a larger
+    ``max_retry_after`` to act otherwise. Negative and non-finite values (``nan``, ``inf``) count as absent.
 
     ``max_retries=2`` (the default) means at most 3 attempts. ``RetryPolicy.none()`` never retries.
 
@@ -113,10 +126,13 @@ class RetryPolicy:
         if error.status in NEVER_RETRIED_STATUSES:
             return False
         should = _header(error.headers, "x-should-retry") if error.headers else None
-        if should == "false":
-            return False
-        if should == "true":
-            return True
+        if should is not None:
+            # Compared as the openai SDK reads it, but whatever the case: some gateways send "False".
+            should = should.strip().lower()
+            if should == "false":
+                return False
+            if should == "true":
+                return True
         return error.retryable
 
     def should_retry(self, error: BaseException, attempt: int) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import orjson
 
@@ -22,6 +23,7 @@ __all__ = [
     "NotFoundError",
     "ProtocolError",
     "RateLimitError",
+    "RedirectError",
     "ResponseNotFinishedError",
     "ServerError",
     "StreamCutOffError",
@@ -36,9 +38,15 @@ class ModelError(Exception):
     ``status`` is the HTTP status (``None`` for network failures and in-band stream errors without one),
     ``body`` the raw response body text, ``error_type`` / ``code`` / ``param`` come from the server's
     error object when it sent one, and ``retryable`` says whether a retry could succeed.
+
+    ``partial`` is what the call had produced when it failed, or ``None``: the response aggregated so far
+    of a stream whose body failed once it had begun (cut off, connection lost, read or total timeout), and
+    the response an incomplete or unfinished Responses answer carries. Every error carries it the same
+    way, so one ``error.partial`` check serves them all.
     """
 
     retryable_by_default: bool = False
+    partial: Any
 
     def __init__(
         self,
@@ -51,6 +59,7 @@ class ModelError(Exception):
         param: str | None = None,
         retryable: bool | None = None,
         headers: Mapping[str, str] | None = None,
+        partial: Any = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -61,6 +70,7 @@ class ModelError(Exception):
         self.param = param
         self.retryable = self.retryable_by_default if retryable is None else retryable
         self.headers: Mapping[str, str] = headers or {}
+        self.partial = partial
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.message!r}, status={self.status!r})"
@@ -97,7 +107,10 @@ class ModelTimeoutError(ModelError):
 
 
 class ModelConnectionError(ModelError):
-    """The connection could not be made or was lost; ``__cause__`` holds the network error."""
+    """The connection could not be made or was lost; ``__cause__`` holds the network error.
+
+    Retryable, except for a server whose TLS certificate failed verification (it would fail again).
+    """
 
     retryable_by_default = True
 
@@ -115,9 +128,18 @@ class StreamCutOffError(ProtocolError):
 
     retryable_by_default = True
 
-    def __init__(self, message: str, *, partial: Any = None, **kwargs: Any) -> None:
+
+class RedirectError(ModelError):
+    """The server answered with a redirect (3xx), which is not followed: ``location`` is where it points.
+
+    Following it would turn the POST into a GET (301, 302, 303) or send the request, without its
+    ``Authorization`` header, to another host (307, 308). Not retryable: point ``base_url`` at the new
+    address instead.
+    """
+
+    def __init__(self, message: str, *, location: str | None = None, **kwargs: Any) -> None:
         super().__init__(message, **kwargs)
-        self.partial = partial
+        self.location = location
 
 
 class ContentFilterError(ModelError):
@@ -127,12 +149,9 @@ class ContentFilterError(ModelError):
 class IncompleteResponseError(ModelError):
     """The response ended incomplete (e.g. ``max_output_tokens``); ``partial`` holds what was produced."""
 
-    def __init__(
-        self, message: str, *, reason: str | None = None, partial: Any = None, **kwargs: Any
-    ) -> None:
+    def __init__(self, message: str, *, reason: str | None = None, **kwargs: Any) -> None:
         super().__init__(message, **kwargs)
         self.reason = reason
-        self.partial = partial
 
 
 class ResponseNotFinishedError(ModelError):
@@ -147,13 +166,11 @@ class ResponseNotFinishedError(ModelError):
         *,
         response_id: str | None = None,
         response_status: str | None = None,
-        partial: Any = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(message, **kwargs)
         self.response_id = response_id
         self.response_status = response_status
-        self.partial = partial
 
 
 def _str_or_none(value: Any) -> str | None:
@@ -266,9 +283,44 @@ def _class_for_status(status: int) -> type[ModelError]:
     return ModelError
 
 
-def error_from_status(status: int, body: bytes | str, headers: Mapping[str, str] | None = None) -> ModelError:
-    """A typed error for a non-2xx HTTP response, with the body kept verbatim."""
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    """A header by case-insensitive name (aiohttp's headers already are; plain dicts may not be)."""
+    value = headers.get(name)
+    if value is None:
+        value = next((v for k, v in headers.items() if k.lower() == name), None)
+    return value
+
+
+def _redirect_error(status: int, text: str, headers: Mapping[str, str], url: str | None) -> RedirectError:
+    where = _header(headers, "location")
+    kwargs: dict[str, Any] = {"status": status, "body": text, "headers": headers}
+    if not where:
+        return RedirectError(
+            f"HTTP {status}: the server answered with a redirect that names no Location", **kwargs
+        )
+    # Resolved against the request (a Location may be relative), without user info or query: either may
+    # carry a credential, and the base URL's own query is added to every request anyway.
+    parts = urlsplit(urljoin(url, where) if url else where)
+    location = urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
+    return RedirectError(
+        f"HTTP {status}: the server redirected the request to {location}, and redirects are not followed "
+        "(the POST would turn into a GET, or lose its Authorization header): set base_url to the address "
+        "it names",
+        location=location,
+        **kwargs,
+    )
+
+
+def error_from_status(
+    status: int, body: bytes | str, headers: Mapping[str, str] | None = None, *, url: str | None = None
+) -> ModelError:
+    """A typed error for a non-2xx HTTP response, with the body kept verbatim.
+
+    A redirect (3xx) is a ``RedirectError`` naming its ``Location``, resolved against ``url`` (the request's).
+    """
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    if 300 <= status < 400:
+        return _redirect_error(status, text, headers or {}, url)
     try:
         payload: Any = orjson.loads(text) if text.strip() else None
     except orjson.JSONDecodeError:

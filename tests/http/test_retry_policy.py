@@ -87,9 +87,24 @@ def test_retry_after_beyond_the_limit_or_unreadable_falls_back_to_backoff() -> N
 
 def test_retry_after_parsing_edge_cases() -> None:
     assert retry_after_seconds({}) is None
-    assert retry_after_seconds({"retry-after": "-3"}) == 0.0
+    assert retry_after_seconds({"retry-after": "0"}) == 0.0
     assert retry_after_seconds({"RETRY-AFTER-MS": "20"}) == 0.02
     assert retry_after_seconds({"retry-after": "Wed, 21 Oct 2015 07:28:10 GMT"}, now=1445412500.0) == 0.0
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "-3", "1e400", "NaN"])
+def test_negative_and_non_finite_retry_after_values_are_ignored(value: str) -> None:
+    assert retry_after_seconds({"retry-after": value}) is None
+    assert retry_after_seconds({"retry-after-ms": value}) is None
+    # Ignored, not a zero wait: the back-off applies, and a readable Retry-After behind a bad ms one wins.
+    assert POLICY.delay(1, error_from_status(429, "", {"retry-after": value})) == 0.5
+    assert POLICY.delay(1, error_from_status(429, "", {"retry-after-ms": value, "retry-after": "2"})) == 2.0
+
+
+@pytest.mark.parametrize(("value", "retried"), [("False", False), (" FALSE ", False), ("True", True)])
+def test_x_should_retry_is_read_whatever_its_case(value: str, retried: bool) -> None:
+    assert POLICY.should_retry(error_from_status(500, "", {"X-Should-Retry": value}), attempt=1) is retried
+    assert POLICY.should_retry(error_from_status(422, "", {"x-should-retry": value}), attempt=1) is retried
 
 
 def test_policy_values_are_validated() -> None:

@@ -32,13 +32,14 @@ from ...http.sse import SseDecoder, SseEvent
 from ...http.timeouts import Timeout, check_seconds
 from ...http.transport import AiohttpTransport, HttpResponse, HttpTransport
 from ...model.errors import (
+    ModelConnectionError,
     ModelError,
     ModelTimeoutError,
     ProtocolError,
     error_from_payload,
     error_from_status,
 )
-from ...model.events import ModelEvent, ModelRetry
+from ...model.events import ModelCompleted, ModelEvent, ModelRetry
 from ...model.retries import retry_listener
 
 __all__ = [
@@ -62,6 +63,8 @@ _EMPTY: Mapping[str, str] = MappingProxyType({})
 _NOT_A_STREAM = frozenset({"text/html", "application/xhtml+xml", "text/xml", "application/xml"})
 _EXCERPT_BYTES = 4096  # read of such a page, kept as the error's body
 _EXCERPT_CHARS = 200  # of it, in the error message
+# Failures of a stream's body, not of what it said: the decoder still holds what arrived before them.
+_BODY_FAILURES = (ModelConnectionError, ModelTimeoutError)
 
 log = logging.getLogger("agentflow.http")
 
@@ -74,7 +77,9 @@ class StreamDecoder(Protocol):
     ``feed`` may raise a ``ModelError`` for an in-band error. ``done`` turns true once the terminal marker
     was seen (``[DONE]``, ``response.completed``…); the client then stops reading. ``finish`` is called
     once at the end of the body (or after ``done``): it returns the last events, ``ModelCompleted``
-    included, or raises ``StreamCutOffError`` (with ``.partial``) when the stream was cut off.
+    included, or raises ``StreamCutOffError`` (with ``.partial``) when the stream was cut off. When the
+    body fails instead (connection lost, read timeout), ``finish`` is called the same way, and what it
+    would have returned or carried becomes the failure's ``partial``.
     """
 
     def feed(self, event: SseEvent) -> list[ModelEvent]:
@@ -201,6 +206,18 @@ def check_sdk_keywords(owner: str, keywords: Mapping[str, Any]) -> None:
         raise TypeError(f"{owner} takes no default_headers= (an openai SDK option): use custom_headers=")
 
 
+def _partial(decoder: StreamDecoder) -> Any:
+    """What ``decoder`` had aggregated when its stream failed: the ``partial`` a cut-off would carry, or the
+    response itself when what arrived was already enough to complete it (a finish reason but no ``[DONE]``).
+    """
+    try:
+        last = decoder.finish()
+    except ModelError as cut_off:
+        return cut_off.partial
+    completed = [event.response for event in last if isinstance(event, ModelCompleted)]
+    return completed[-1] if completed else None
+
+
 def _join(base: str, query: str, path: str) -> str:
     url = f"{base}/{path.lstrip('/')}"
     return f"{url}?{query}" if query else url
@@ -213,10 +230,10 @@ class OpenAIHttpClient:
     pass is yours to close. ``headers`` are sent after the standard ones (so they may replace them).
     ``timeout`` defaults to ``Timeout()``; ``connect_timeout`` / ``read_timeout`` (seconds) override its two
     limits. ``retry`` defaults to ``RetryPolicy()``. ``sleep`` replaces ``anyio.sleep`` for the back-off
-    (tests record delays with it); ``on_retry`` is told about every retry of a non-streaming call (streams
-    yield ``ModelRetry``). Both models build their client from their own keywords of the same names. Each
-    option's type is checked here, so a wrong one (``timeout=30``, ``retry=3``) fails at construction with a
-    ``TypeError`` that says what to pass.
+    (tests record delays with it); ``on_retry`` is told about every retry, before its wait (a stream also
+    yields it as a ``ModelRetry`` event). Both models build their client from their own keywords of the
+    same names. Each option's type is checked here, so a wrong one (``timeout=30``, ``retry=3``) fails at
+    construction with a ``TypeError`` that says what to pass.
 
     >>> OpenAIHttpClient(base_url="http://127.0.0.1:8000", api_key="sk-secret")
     OpenAIHttpClient(base_url='http://127.0.0.1:8000/v1', api_key=<set>)
@@ -367,7 +384,7 @@ class OpenAIHttpClient:
                     await response.aclose()
                 status = response.status
                 if not 200 <= status < 300:
-                    raise error_from_status(status, raw, response.headers)
+                    raise error_from_status(status, raw, response.headers, url=url)
                 try:
                     payload = orjson.loads(raw)
                 except orjson.JSONDecodeError as exc:
@@ -397,10 +414,12 @@ class OpenAIHttpClient:
     ) -> AsyncGenerator[ModelEvent, None]:
         """POST ``body`` and yield the model events that ``decoder`` makes of the SSE stream.
 
-        A failed attempt is retried (announced by a ``ModelRetry`` event) only while no event has been
-        yielded yet; afterwards the error propagates. Closing the generator closes the connection, except
-        after the completion event: then what is left of the body is drained first (bounded, as after the end
-        marker), so the connection goes back to the pool.
+        A failed attempt is retried (announced by a ``ModelRetry`` event, and to the client's ``on_retry``)
+        only while no event has been yielded yet; afterwards the error propagates. A body that fails once
+        the stream began (connection lost, read or total timeout) carries what had arrived as its
+        ``partial``, as a cut-off stream does (the decoder's). Closing the generator closes the
+        connection, except after the completion event: then what is left of the body is drained first
+        (bounded, as after the end marker), so the connection goes back to the pool.
         """
         url = self.url(path)
         data = orjson.dumps(body)
@@ -409,6 +428,7 @@ class OpenAIHttpClient:
         while True:
             emitted = False
             response: HttpResponse | None = None
+            decode: StreamDecoder | None = None
             try:
                 response = await self._send(url, data, self._stream_headers, deadline, stream=True)
                 await self._check_stream_response(response, deadline, url)
@@ -443,14 +463,16 @@ class OpenAIHttpClient:
                         await self._drain(response, deadline, url)
                 return
             except ModelError as error:
-                if emitted:
-                    raise
-                retry = self._plan_retry(error, attempt, deadline, url)
+                retry = None if emitted else self._plan_retry(error, attempt, deadline, url)
                 if retry is None:
+                    if decode is not None and isinstance(error, _BODY_FAILURES) and error.partial is None:
+                        error.partial = _partial(decode)
                     raise
             finally:
                 if response is not None:
                     await response.aclose()
+            if self._on_retry is not None:
+                self._on_retry(retry)
             yield retry
             await self._sleep(retry.delay)
             attempt += 1
@@ -459,7 +481,7 @@ class OpenAIHttpClient:
         status = response.status
         if not 200 <= status < 300:
             raw = await self._read_body(response, deadline, url)
-            raise error_from_status(status, raw, response.headers)
+            raise error_from_status(status, raw, response.headers, url=url)
         content_type = response.headers.get("Content-Type", "")
         if "json" in content_type:
             # Some servers answer a stream request with one JSON object: an error, or no stream at all.

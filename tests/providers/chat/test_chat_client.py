@@ -7,6 +7,7 @@ import gc
 import logging
 import warnings
 
+import aiohttp
 import orjson
 import pytest
 from chat_local_server import (
@@ -92,17 +93,23 @@ async def test_api_key_never_in_errors_events_or_logs(
         assert KEY not in text
 
 
+def session_of(transport: AiohttpTransport) -> aiohttp.ClientSession | None:
+    """The session the transport keeps for the running loop (None before its first call there)."""
+    pool = transport._pools.get(asyncio.get_running_loop())
+    return None if pool is None else pool.session
+
+
 async def test_session_is_created_lazily_and_pooled(server: LocalServer) -> None:
     transport = AiohttpTransport()
     server.add(json_reply(OK), sse_reply([STREAM]), json_reply(OK))
     model = OpenAIChatModel(base_url=server.base_url, model="m", transport=transport)
-    assert transport._session is None
+    assert session_of(transport) is None
     await model.chat(HI)
-    session = transport._session
+    session = session_of(transport)
     assert session is not None
     await model.stream(HI).collect()
     await model.chat(HI)
-    assert transport._session is session
+    assert session_of(transport) is session
     assert len({r.peer for r in server.requests}) == 1  # one connection, reused (the stream was drained)
     await transport.aclose()
     assert session.closed
@@ -114,14 +121,16 @@ async def test_async_with_and_aclose_close_the_session_and_the_model_reconnects(
         await model.chat(HI)
         transport = model.client._transport
         assert isinstance(transport, AiohttpTransport)
-        first = transport._session
+        first = session_of(transport)
         assert first is not None
     assert first.closed
     await model.chat(HI)  # usable again: a fresh session
-    assert transport._session is not None
-    assert transport._session is not first
+    second = session_of(transport)
+    assert second is not None
+    assert second is not first
     await model.aclose()
-    assert transport._session is None
+    assert session_of(transport) is None
+    assert second.closed
 
 
 async def test_a_transport_passed_in_is_not_closed_by_the_model(server: LocalServer) -> None:
@@ -129,9 +138,11 @@ async def test_a_transport_passed_in_is_not_closed_by_the_model(server: LocalSer
     server.add(json_reply(OK))
     async with OpenAIChatModel(base_url=server.base_url, model="m", transport=transport) as model:
         await model.chat(HI)
-    assert transport._session is not None
-    assert not transport._session.closed
+    session = session_of(transport)
+    assert session is not None
+    assert not session.closed
     await transport.aclose()
+    assert session.closed
 
 
 async def test_nothing_is_sent_until_the_stream_is_iterated(server: LocalServer) -> None:

@@ -138,7 +138,7 @@ async def test_stream_cut_before_any_event_is_retried(
     assert isinstance(events[-1], ModelCompleted)
     assert len(server.requests) == 2
     assert sleeps.delays == [0.5]
-    assert retries == []  # streams announce retries as events, not through on_retry
+    assert retries == [events[0]]  # announced as an event, and to on_retry like a blocking call's retries
 
 
 async def test_stream_cut_before_any_event_gives_up_after_the_retries(
