@@ -388,10 +388,14 @@ class OpenAIHttpClient:
                 try:
                     payload = orjson.loads(raw)
                 except orjson.JSONDecodeError as exc:
+                    # Named with its content type: an HTML page (a proxy's, a portal's) is the usual cause.
+                    kind = response.headers.get("Content-Type") or "no Content-Type"
+                    text = raw.decode("utf-8", "replace")
                     raise ProtocolError(
-                        f"the response from {redact_url(url)} is not valid JSON ({exc})",
+                        f"the response from {redact_url(url)} is not valid JSON ({exc}); it is {kind}: "
+                        f"{text[:200]!r}",
                         status=status,
-                        body=raw.decode("utf-8", "replace"),
+                        body=text,
                     ) from exc
                 return payload if decode is None else decode(payload)
             except ModelError as error:

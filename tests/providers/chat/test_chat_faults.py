@@ -283,6 +283,16 @@ async def test_malformed_json_body_is_a_protocol_error(server: LocalServer, slee
     assert len(server.requests) == 2
 
 
+async def test_an_html_page_answering_a_call_is_named_as_such(
+    server: LocalServer, sleeps: SleepRecorder
+) -> None:
+    server.add(raw_reply("<html><body>Sign in to the proxy</body></html>", content_type="text/html"))
+    async with model_for(server, sleeps) as model:
+        with pytest.raises(ProtocolError, match=r"not valid JSON.*it is text/html.*Sign in to the proxy"):
+            await model.chat(HI)
+    assert len(server.requests) == 1
+
+
 async def test_malformed_stream_chunk_is_a_protocol_error(server: LocalServer, sleeps: SleepRecorder) -> None:
     server.add(sse_reply([sse_body(text("ok")), b"data: {bad\n\n"]))
     server.replies.insert(0, sse_reply([sse_body(text("a"), done=False) + b"data: {bad\n\n"]))
