@@ -154,11 +154,19 @@ class RunFinished(RunEvent):
 
 @attrs.frozen
 class RunFailed(RunEvent):
-    """Terminal: the run raised; ``partial`` keeps the finished work."""
+    """Terminal: the run raised; ``partial`` keeps the finished work.
+
+    For a model error (``ModelError``), ``status`` is its HTTP status (``None`` for a connection or protocol
+    failure) and ``retryable`` whether sending the run again may help (a rate limit, a 5xx, a dropped
+    connection); for any other error both are ``None``. A UI can offer "try again" from them without parsing
+    ``error``.
+    """
 
     error_type: str
     error: str
     partial: AgentResult | None = None
+    status: int | None = None
+    retryable: bool | None = None
 
 
 @attrs.frozen

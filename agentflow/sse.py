@@ -50,15 +50,47 @@ def encode_sse(event: Event) -> bytes:
     data: {"type":"text_delta","run_id":"run_1","step":0,"seq":3,"text":"Hi"}
     <BLANKLINE>
 
-    Integers beyond 64 bits (a tool's result may hold one) keep every digit. Raises ``TypeError`` when the
-    event holds a value JSON cannot carry.
+    Integers beyond 64 bits (a tool's result may hold one) keep every digit. An event holding what JSON
+    cannot carry is still written, so the stream goes on to its terminal event: text with a lone surrogate
+    (a file name read with ``os.fsdecode``) with the surrogate escaped, any other such value as its
+    ``repr``, and an event whose ``to_dict()`` fails as its type and stamps with an ``error``.
     """
     try:
         data = exact_dumps(event.to_dict())
-    except orjson.JSONEncodeError as exc:
-        raise TypeError(f"cannot encode {type(event).__name__} (seq {event.seq}) as JSON: {exc}") from None
+    except (ValueError, TypeError, RecursionError) as exc:  # orjson.JSONEncodeError is a TypeError
+        data = _written_anyway(event, exc)
     # orjson never writes a raw line break, so the JSON is always exactly one ``data:`` line.
     return b"event: %s\nid: %d\ndata: %s\n\n" % (event.type.encode(), event.seq, data)
+
+
+def _written_anyway(event: Event, error: BaseException) -> bytes:
+    """The JSON of an event ``encode_sse`` could not write as it is (see there)."""
+    try:
+        return exact_dumps(_scrubbed(event.to_dict()))
+    except (ValueError, TypeError, RecursionError) as exc:
+        error = exc
+    return orjson.dumps(
+        {
+            "type": event.type,
+            "run_id": event.run_id,
+            "step": event.step,
+            "seq": event.seq,
+            "error": f"this {type(event).__name__} could not be written as JSON: {type(error).__name__}",
+        }
+    )
+
+
+def _scrubbed(value: object, depth: int = 0) -> object:
+    """``value`` with what JSON cannot carry replaced: lone surrogates escaped, unknown objects as repr."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if value is None or isinstance(value, bool | int | float) or depth > 64:
+        return value if depth <= 64 else repr(value)
+    if isinstance(value, dict):
+        return {_scrubbed(str(k), depth + 1): _scrubbed(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrubbed(v, depth + 1) for v in value]
+    return _scrubbed(repr(value), depth + 1)
 
 
 def encode_comment(text: str = "") -> bytes:

@@ -15,7 +15,7 @@ import attrs
 from ..model.errors import StreamCutOffError
 from ..model.events import ModelCompleted, ModelEvent
 from ..model.messages import ToolCall
-from ..model.response import FinishReason, TokenUsage
+from ..model.response import NOT_IN_JSON, FinishReason, TokenUsage
 from ..model.stream import ModelStream
 from ..model.tools import ToolChoice, ToolSpec
 
@@ -125,7 +125,7 @@ class AgentModelResult:
     memory_items: tuple[Any, ...] = attrs.field(default=(), converter=_to_tuple, repr=False)
     usage: TokenUsage | None = None
     finish_reason: FinishReason | None = None
-    raw: Any = attrs.field(default=None, repr=False, eq=False)
+    raw: Any = attrs.field(default=None, repr=False, eq=False, metadata=NOT_IN_JSON)
     refusal: str | None = None
 
     @property

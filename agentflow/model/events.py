@@ -8,17 +8,23 @@ integers beyond 64 bits exact) for SSE or WebSocket forwarding.
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
+import decimal
 import enum
+import os
 import re
+import uuid
 from collections.abc import Mapping
 from typing import Any, ClassVar, Generic, TypeVar
 
 import attrs
 
 from .messages import ToolCall
-from .response import ChatResponse, TokenUsage
+from .response import NOT_IN_JSON, ChatResponse, TokenUsage
 
 __all__ = [
+    "NOT_IN_JSON",
     "Event",
     "ModelCompleted",
     "ModelEvent",
@@ -36,23 +42,54 @@ __all__ = [
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 
 
-def to_jsonable(value: Any) -> Any:
-    """Turn attrs values, enums, tuples and mappings into plain JSON-ready data (orjson-serialisable)."""
+_MAX_DEPTH = 64  # deeper than any event; what is below (a cycle, most likely) is shown as its repr
+
+
+def to_jsonable(value: Any, _depth: int = 0) -> Any:
+    """Turn attrs values, enums, tuples and mappings into plain JSON-ready data (orjson-serialisable).
+
+    Fields marked ``NOT_IN_JSON`` are left out. Dates and times become ISO 8601 text, UUIDs and paths text,
+    dataclasses mappings and a ``Decimal`` a number when a float says it exactly (else its digits), as they
+    are in a tool's output; an object with a ``to_dict()`` is what that returns, made JSON-ready in turn.
+    Anything else is its ``repr``, as is whatever lies more than 64 levels down (a cycle).
+
+    >>> import datetime
+    >>> to_jsonable({"at": datetime.date(2026, 11, 30), 1: (2, 3)})
+    {'at': '2026-11-30', '1': [2, 3]}
+    """
     if value is None or isinstance(value, str | int | float | bool):
         return value
     if isinstance(value, enum.Enum):
         return value.value
+    if _depth >= _MAX_DEPTH:
+        return repr(value)
+    depth = _depth + 1
     to_dict = getattr(value, "to_dict", None)
-    if to_dict is not None and callable(to_dict):
-        return to_dict()
+    if to_dict is not None and callable(to_dict) and not isinstance(value, type):
+        return to_jsonable(to_dict(), depth)
     if attrs.has(type(value)):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in attrs.fields(type(value))}
+        return {
+            f.name: to_jsonable(getattr(value, f.name), depth)
+            for f in attrs.fields(type(value))
+            if f.metadata.get("json", True)
+        }
     if isinstance(value, Mapping):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
+        return {str(k): to_jsonable(v, depth) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
-        return [to_jsonable(v) for v in value]
+        return [to_jsonable(v, depth) for v in value]
     if isinstance(value, BaseException):
         return {"type": type(value).__name__, "message": str(value)}
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, decimal.Decimal):
+        number = float(value)
+        return number if value.is_finite() and decimal.Decimal(repr(number)) == value else str(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name), depth) for f in dataclasses.fields(value)}
     return repr(value)
 
 

@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import attrs
 
 from .messages import AiMessage
 
-__all__ = ["ChatResponse", "FinishReason", "TokenUsage"]
+__all__ = ["NOT_IN_JSON", "ChatResponse", "FinishReason", "TokenUsage"]
+
+
+NOT_IN_JSON: Mapping[str, Any] = MappingProxyType({"json": False})
+"""``attrs.field(metadata=NOT_IN_JSON)``: a field that ``agentflow.model.events.to_jsonable`` (hence every
+``to_dict()``) leaves out.
+
+The provider's whole response (``raw``) is one: it may echo the request — the Responses API sends back the
+call's ``instructions`` and ``tools`` — and events are forwarded to browsers as they are.
+"""
 
 
 class FinishReason(enum.Enum):
@@ -94,7 +105,7 @@ class ChatResponse:
     usage: TokenUsage | None = None
     finish_reason: FinishReason | None = None
     metadata: dict[str, Any] = attrs.field(factory=dict)
-    raw: Any = attrs.field(default=None, repr=False, eq=False)
+    raw: Any = attrs.field(default=None, repr=False, eq=False, metadata=NOT_IN_JSON)
 
     @property
     def text(self) -> str:

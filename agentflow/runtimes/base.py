@@ -54,7 +54,17 @@ from ..events import (
     ToolFailed,
 )
 from ..model.errors import ModelError, StreamCutOffError
-from ..model.events import ModelCompleted, ModelRetry, ReasoningDelta, RefusalDelta, TextDelta, UsageReported
+from ..model.events import (
+    ModelCompleted,
+    ModelRetry,
+    ReasoningDelta,
+    RefusalDelta,
+    TextDelta,
+    ToolCallArgumentsDelta,
+    ToolCallReady,
+    ToolCallStarted,
+    UsageReported,
+)
 from ..model.messages import ToolCall
 from ..model.response import FinishReason, TokenUsage
 from ..model.retries import retry_listener
@@ -211,7 +221,14 @@ class AgentRuntime:
         if partial is None:
             partial = ctx.result_for(StopReason.ERROR, error=exception_message(exc))
         ctx.result = partial
-        failed = RunFailed(error_type=type(exc).__name__, error=str(exc), partial=partial)
+        model_error = exc if isinstance(exc, ModelError) else None
+        failed = RunFailed(
+            error_type=type(exc).__name__,
+            error=str(exc),
+            partial=partial,
+            status=model_error.status if model_error is not None else None,
+            retryable=model_error.retryable if model_error is not None else None,
+        )
         await self._publish_terminal(ctx, failed)
 
     async def _end_cancelled(self, ctx: RunContext, reason: StopReason) -> Exception | None:
@@ -380,7 +397,7 @@ class AgentRuntime:
                 relay.bus = None
             ctx.add_usage(result.usage)
             ctx.unhandled = result  # kept by the run's ending if a cancel lands while it is published
-            await self._publish_whole(ctx, result, text=True, reasoning=True, refusal=True)
+            await self._publish_whole(ctx, result, text=True, reasoning=True, refusal=True, calls=True)
             return result
         completed: AgentModelResult | None = None
         reported: TokenUsage | None = None
@@ -424,14 +441,35 @@ class AgentRuntime:
         return completed
 
     async def _publish_whole(
-        self, ctx: RunContext, result: AgentModelResult, *, text: bool, reasoning: bool, refusal: bool
+        self,
+        ctx: RunContext,
+        result: AgentModelResult,
+        *,
+        text: bool,
+        reasoning: bool,
+        refusal: bool,
+        calls: bool = False,
     ) -> None:
+        """The parts of a model turn no stream delivered, whole; then ``ModelCompleted``.
+
+        ``calls`` (a blocking call) adds what a stream carries besides: each tool call as ``ToolCallStarted``,
+        one ``ToolCallArgumentsDelta`` and ``ToolCallReady``, and the usage as ``UsageReported`` — only when
+        someone listens (nobody else could tell), so an unobserved ``agent.run()`` pays nothing for them.
+        """
         if reasoning and result.reasoning_text:
             await ctx.emit(ReasoningDelta(result.reasoning_text))
         if text and result.output_text:
             await ctx.emit(TextDelta(result.output_text))
         if refusal and result.refusal:
             await ctx.emit(RefusalDelta(result.refusal))
+        if calls and ctx.bus.has_listeners():
+            for index, call in enumerate(result.tool_calls):
+                await ctx.emit(ToolCallStarted(index, call.id, call.name))
+                if call.arguments:
+                    await ctx.emit(ToolCallArgumentsDelta(index, call.arguments))
+                await ctx.emit(ToolCallReady(index, call))
+            if result.usage is not None:
+                await ctx.emit(UsageReported(result.usage))
         await ctx.emit(ModelCompleted(result))
 
     async def handle_model_result(

@@ -94,6 +94,16 @@ def _default(value: Any) -> Any:
     raise TypeError(f"values of type {type(value).__qualname__} cannot be turned into JSON")
 
 
+def _encodable(text: str) -> str:
+    """``text``, with lone surrogates (``os.fsdecode`` of a non-UTF-8 file name) escaped as ``\\udcff``:
+    they cannot be sent to the model as UTF-8, and would fail the run's next request instead of the tool."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 def output_text(value: Any) -> str:
     """A tool's return value as the text the model sees: str as is, None → "", anything else as JSON.
 
@@ -109,7 +119,7 @@ def output_text(value: Any) -> str:
     '{"total":18446744073709551616}'
     """
     if isinstance(value, str):
-        return value
+        return value if value.isascii() else _encodable(value)
     if value is None:
         return ""
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import AsyncIterator
 from contextlib import aclosing
@@ -70,16 +71,41 @@ def test_frame_is_event_id_data_and_a_blank_line() -> None:
     assert frame == b"event: text_delta\nid: 9\ndata: " + data + b"\n\n"
 
 
-def test_unencodable_value_is_a_clear_type_error() -> None:
-    # Built-in events make every value JSON-ready in ``to_dict``; an event class of one's own may not.
+def test_an_event_holding_what_json_cannot_carry_is_still_written() -> None:
+    # The stream must go on to its terminal event: a value of one's own event class becomes its repr, text
+    # with a lone surrogate (os.fsdecode of a non-UTF-8 name) keeps the surrogate escaped.
     @attrs.frozen
     class Handle(ToolProgress):
         def to_dict(self) -> dict[str, Any]:
-            return {**super().to_dict(), "data": object()}
+            return {**super().to_dict(), "data": Opaque()}
 
-    event = Handle(call_id="c", tool="t", message="m", seq=4)
-    with pytest.raises(TypeError, match=r"Handle \(seq 4\)"):
-        encode_sse(event)
+    class Opaque:
+        def __repr__(self) -> str:
+            return "<opaque>"
+
+    frame = encode_sse(Handle(call_id="c", tool="t", message="m", seq=4))
+    assert frame.startswith(b"event: handle\nid: 4\ndata: ")
+    assert orjson.loads(frame.split(b"data: ", 1)[1])["data"] == "<opaque>"
+    name = os.fsdecode(b"caf\xe9.txt")
+    frame = encode_sse(ToolProgress(call_id="c", tool="t", message=name, seq=5))
+    assert orjson.loads(frame.split(b"data: ", 1)[1])["message"] == "caf\\udce9.txt"
+
+
+def test_an_event_whose_to_dict_fails_is_written_as_its_stamps_and_an_error() -> None:
+    @attrs.frozen
+    class Broken(ToolProgress):
+        def to_dict(self) -> dict[str, Any]:
+            raise RecursionError("a cycle")
+
+    frame = encode_sse(Broken(call_id="c", tool="t", message="m", run_id="run_1", seq=6))
+    data = orjson.loads(frame.split(b"data: ", 1)[1])
+    assert data == {
+        "type": "broken",
+        "run_id": "run_1",
+        "step": 0,
+        "seq": 6,
+        "error": "this Broken could not be written as JSON: RecursionError",
+    }
 
 
 def test_integers_beyond_64_bits_keep_every_digit() -> None:

@@ -12,7 +12,7 @@ from typing import Any, TypeAlias
 import attrs
 
 from ...model.messages import AiMessage, ToolCall, UserMessage
-from ...model.response import ChatResponse, FinishReason, TokenUsage
+from ...model.response import NOT_IN_JSON, ChatResponse, FinishReason, TokenUsage
 from ...model.tools import ToolChoice, ToolSpec
 
 __all__ = [
@@ -256,7 +256,7 @@ class ResponsesResponse:
     usage: TokenUsage | None = None
     incomplete_details: Mapping[str, Any] | None = None
     error: Mapping[str, Any] | None = None
-    raw: Any = attrs.field(default=None, repr=False, eq=False)
+    raw: Any = attrs.field(default=None, repr=False, eq=False, metadata=NOT_IN_JSON)
 
     @property
     def incomplete_reason(self) -> str | None:
