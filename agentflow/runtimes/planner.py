@@ -294,6 +294,8 @@ _MARKER_STATUSES: dict[str, StepStatus] = {
 """The statuses read from a bracketed word ending a step's text: only the words a plan's own text form writes
 (``Plan.to_text``: ``(done)``, ``(in progress)``, ``(skipped)``) and ``pending``, so that a model echoing
 the current plan is read right, while ordinary words in brackets (``(open)``, ``(current)``) stay text."""
+_BARE_LIST = 3
+"""The rank of a JSON list outside any fence: below a numbered or bulleted list (see ``parse_plan_steps``)."""
 _TEXT_KEYS = ("step", "text", "title", "description", "task", "name", "action")
 _LIST_KEYS = ("steps", "plan", "tasks")
 _NUMBERED = re.compile(r"^\s*(?:\d+[.)]|step\s+\d+[:.)])\s+(?P<text>\S.*)$", re.I)
@@ -413,9 +415,9 @@ def parse_plan_steps(text: str) -> tuple[PlanStep, ...]:
     The answer's JSON values (inside code fences or prose, in the first 200,000 characters) that are plans:
     a list of steps, or an object with a ``steps`` (``plan``, ``tasks``) list. When there are several, the
     first of the best kind wins: in a fenced block marked ``json`` (or unmarked), an object before a list;
-    then an object anywhere; then a bare list anywhere. So an explicit ``{"steps": [...]}`` beats a list the
-    prose happens to hold (``I will use ["search", "calculator"]``). Failing JSON, a numbered list
-    (``1. …``), or a bulleted list of two or more lines.
+    then an object anywhere; then a numbered list (``1. …``) or a bulleted list of two or more lines; then a
+    bare JSON list in the prose. So an explicit ``{"steps": [...]}`` or a numbered list beats a list the
+    prose happens to hold (``I will use ["search", "calculator"]``).
 
     A step is a string, or an object with a text (``step``, ``text``, ``title``…) and an optional
     ``status`` (or ``state``): ``done``, ``in progress``, ``skipped``, ``pending`` and synonyms such as
@@ -427,6 +429,8 @@ def parse_plan_steps(text: str) -> tuple[PlanStep, ...]:
     >>> [s.text for s in parse_plan_steps('Sure! Here it is: ["Find A", "Find B"]. Good luck.')]
     ['Find A', 'Find B']
     >>> [s.text for s in parse_plan_steps('Tools: ["search"]. Plan: {"steps": ["Find A", "Find B"]}')]
+    ['Find A', 'Find B']
+    >>> [s.text for s in parse_plan_steps('I will use ["search"].\\n1. Find A\\n2. Find B')]
     ['Find A', 'Find B']
     >>> parse_plan_steps('{"steps": [{"step": "Find A", "status": "done"}, null]}')
     (PlanStep(text='Find A', status=<StepStatus.DONE: 'done'>),)
@@ -455,11 +459,15 @@ def parse_plan_steps(text: str) -> tuple[PlanStep, ...]:
             best = (rank, steps)
             if rank == 0:
                 break
-    if best is not None:
+    if best is not None and best[0] < _BARE_LIST:
         return best[1]
+    # A list in the prose ("I will use the ["search", "calculator"] tools.") is a weaker sign of a plan than
+    # a numbered or bulleted list of steps.
     listed = _listed_steps(scanned)
     if listed:
         return listed
+    if best is not None:
+        return best[1]
     why = f" ({'; '.join(reasons[:3])})" if reasons else ""
     excerpt = text.strip()
     if len(excerpt) > _EXCERPT:

@@ -37,6 +37,19 @@ def test_a_code_fence_of_another_language_is_not_a_json_block() -> None:
     assert [s.text for s in parse_plan_steps(answer)] == ["Find A", "Find B"]
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        'I will use the ["search", "calculator"] tools.\n1. Find A\n2. Find B',
+        'Here is the plan:\n1. Find A\n2. Find B\n\nNote: I will call search(["paris", "berlin"]).',
+        'Steps:\n- Find A\n- Find B\n(tools: ["search"])',
+    ],
+    ids=["list-before", "list-after", "bullets"],
+)
+def test_a_numbered_or_bulleted_plan_wins_over_a_list_in_the_prose(answer: str) -> None:
+    assert [s.text for s in parse_plan_steps(answer)] == ["Find A", "Find B"]
+
+
 def test_a_bare_list_is_still_a_plan_when_nothing_better_is_there() -> None:
     answer = 'Plan: ["Find A", "Find B"]. {"note": 1}'
     assert [s.text for s in parse_plan_steps(answer)] == ["Find A", "Find B"]
