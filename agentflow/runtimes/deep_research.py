@@ -27,8 +27,9 @@ from typing import ClassVar, TypeAlias
 
 import attrs
 
-from ..agent.items import system_item
+from ..agent.items import system_item, to_chat_messages
 from ..events import PlanCreated, PlanUpdated
+from ..model.messages import AiMessage, UserMessage
 from ..model.response import TokenUsage
 from ..plan import Plan
 from ..result import StopReason
@@ -48,6 +49,23 @@ UPDATED_PLAN_HEADER = "Updated plan:"
 
 PlanHook: TypeAlias = Callable[[Plan], Plan | Awaitable[Plan | None] | None]
 """``on_plan(plan)``: return ``None`` to keep the plan, or the plan to use instead; may be async."""
+
+
+_CONVERSATION_TURNS = 6
+"""How many of a session's earlier user and assistant messages the first plan of a run is told about."""
+
+
+def _conversation(ctx: RunContext) -> tuple[tuple[str, str], ...]:
+    """The user and assistant texts in memory before this run's items, the latest ``_CONVERSATION_TURNS``."""
+    items = ctx.memory.items
+    earlier = items[: max(0, len(items) - len(ctx.new_items))]
+    if not earlier:
+        return ()
+    turns: list[tuple[str, str]] = []
+    for message in to_chat_messages(earlier):
+        if isinstance(message, UserMessage | AiMessage) and message.text:
+            turns.append(("user" if isinstance(message, UserMessage) else "assistant", message.text))
+    return tuple(turns[-_CONVERSATION_TURNS:])
 
 
 class DeepResearchRuntime(ReActRuntime):
@@ -164,6 +182,7 @@ class DeepResearchRuntime(ReActRuntime):
             tool_results=tuple(ctx.tool_results),
             latest_text=ctx.output_text,
             tools=ctx.tools.specs,
+            conversation=_conversation(ctx) if current is None else (),
         )
 
     async def review(self, plan: Plan, *, usage: TokenUsage | None = None) -> Plan:

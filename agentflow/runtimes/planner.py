@@ -98,9 +98,10 @@ class PlanParseError(PlanningError):
 class PlanContext:
     """What a planner knows besides the goal.
 
-    For the first plan only ``tools`` (the agent's tools) is set. When the runtime re-plans, ``current`` is
-    the plan so far and the rest is the progress: the steps run, every tool call and its result, and the
-    agent's latest text.
+    ``tools`` are the agent's tools, and ``conversation`` the ``(role, text)`` of the user and assistant
+    messages before this run's input (a session's earlier turns, the latest last), so a follow-up ("and how
+    does it compare to B?") can be planned. When the runtime re-plans, ``current`` is the plan so far and
+    the rest is the progress: the steps run, every tool call and its result, and the agent's latest text.
     """
 
     current: Plan | None = None
@@ -109,6 +110,7 @@ class PlanContext:
     tool_results: tuple[ToolResult, ...] = ()
     latest_text: str = ""
     tools: tuple[ToolSpec, ...] = ()
+    conversation: tuple[tuple[str, str], ...] = ()
 
     @property
     def replanning(self) -> bool:
@@ -242,6 +244,9 @@ def planning_input(goal: str, context: PlanContext | None = None) -> str:
     parts = [f"Goal: {goal.strip()}"]
     if context is None:
         return parts[0]
+    if context.conversation:
+        turns = [f"- {role}: {_clip(text, _RESULT_CHARS)}" for role, text in context.conversation]
+        parts.insert(0, "Conversation so far:\n" + "\n".join(turns))
     if context.tools:
         lines = [f"- {t.name}: {t.description}" if t.description else f"- {t.name}" for t in context.tools]
         parts.append("Tools the agent can use:\n" + "\n".join(lines))

@@ -238,6 +238,25 @@ async def test_each_run_of_a_session_plans_once_after_its_own_input() -> None:
     ]
 
 
+async def test_a_follow_up_in_a_session_is_planned_knowing_the_conversation() -> None:
+    plans = [chat_reply('["Describe the widget"]'), chat_reply('["Compare it with B"]')]
+    planner_model = FakeChatModel(plans)
+    agent = Agent(
+        FakeModelClient([reply("The widget is small."), reply("It is smaller than B.")]),
+        runtime=DeepResearchRuntime(ModelPlanner(planner_model)),
+    )
+    session = agent.session()
+    await session.run("Tell me about the Acme widget")
+    await session.run("And how does it compare to B?")
+
+    first, second = (request.messages[-1].text for request in planner_model.requests)
+    assert "Conversation so far" not in first
+    assert second.startswith(
+        "Conversation so far:\n- user: Tell me about the Acme widget\n- assistant: The widget is small.\n\n"
+        "Goal: And how does it compare to B?"
+    )
+
+
 async def test_one_runtime_keeps_the_plans_of_concurrent_runs_apart() -> None:
     def answer(prompt: AgentPrompt) -> AgentModelResult:
         # A tool call first, the answer once the run's memory holds the tool's result.
