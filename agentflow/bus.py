@@ -15,9 +15,17 @@ One ``EventBus`` belongs to one run. The runtime publishes; consumers either ite
   ``publish`` no longer waits for a full subscriber: what does not fit its buffer is held for it and
   delivered after the buffered events. So every subscriber still open gets the terminal event, last, even
   one that has stopped reading, and a consumer that stopped reading cannot hold up a run's clean-up.
+- **A cancel never loses an event.** ``publish`` hands an event to its subscribers one after another; when a
+  cancel lands while it waits on one of them (an async callback, a full buffer), the subscribers that have
+  not got the event yet are owed it. They get it before anything else: at once when the run is ending
+  (never waiting for a subscription), otherwise at the next ``publish``. A callback that was running has
+  seen the event; a subscription whose turn was cut gets it unless its consumer took it in first. A
+  publish cancelled while it queues behind such a wait is published all the same, after it (its caller
+  may count it as sent already). So nobody misses an event or sees one twice, and ``seq`` order holds.
 - **Isolation.** A callback that raises is logged on the ``agentflow`` logger and recorded in
   ``callback_failures``; the run goes on. A subscription whose consumer closed it, left its
-  ``async with`` or broke out of its ``async for`` is dropped from the bus and never blocks the run.
+  ``async with`` or broke out of its ``async for`` is dropped from the bus and never blocks the run. A
+  callback must not publish on the bus that calls it (``RuntimeError``).
 
 ``publish`` is on the hot path (one call per text delta): when nothing needs to wait it completes without
 yielding to the event loop, and with no subscribers it only stamps the event. This module does no I/O of
@@ -31,8 +39,9 @@ import collections
 import inspect
 import logging
 import operator
-from collections.abc import AsyncIterator, Awaitable, Callable
-from types import MemberDescriptorType, TracebackType
+import typing
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from types import MemberDescriptorType, TracebackType, UnionType
 from typing import Any, Generic, Literal, TypeVar, overload
 
 import anyio
@@ -74,8 +83,9 @@ TERMINAL_TYPES: tuple[type[Event], ...] = (RunFinished, RunFailed, RunCancelled)
 Policy = Literal["backpressure", "drop_deltas"]
 """What a subscriber's full buffer does to ``publish``: wait (``backpressure``) or drop deltas."""
 
-EventTypes = type[Event] | tuple[type[Event], ...] | None
-"""Which events a subscriber wants: a class, a tuple of classes (``isinstance`` match) or ``None`` (all)."""
+EventTypes = type[Event] | UnionType | Sequence[type[Event] | UnionType] | None
+"""Which events a subscriber wants (``isinstance`` match): a class, a union of classes (such as
+``agentflow.events.TerminalEvent``), a tuple of either, or ``None`` (all)."""
 
 _MAX_RECORDED_FAILURES = 100
 
@@ -113,7 +123,18 @@ class Subscription(Generic[E_co]):
     subscriber lost because its buffer was full.
     """
 
-    __slots__ = ("_bus", "_drop_deltas", "_held", "_receive", "_send", "dropped", "types")
+    __slots__ = (
+        "_bus",
+        "_drop_deltas",
+        "_held",
+        "_parked",
+        "_receive",
+        "_room",
+        "_send",
+        "_unbuffered",
+        "dropped",
+        "types",
+    )
 
     def __init__(
         self, bus: EventBus, types: tuple[type[Event], ...] | None, buffer: int, policy: Policy
@@ -128,6 +149,10 @@ class Subscription(Generic[E_co]):
         self._receive: MemoryObjectReceiveStream[Any] = receive
         # Events of the run's ending that did not fit the buffer; delivered after it (see ``_offer_ending``).
         self._held: collections.deque[Event] = collections.deque()
+        # The event a publish waits to hand over (buffer full), until the consumer takes it in (``_deliver``).
+        self._parked: Event | None = None
+        self._room: anyio.Event | None = None
+        self._unbuffered = buffer == 0
 
     # -- consumer side -------------------------------------------------------------------------------
 
@@ -150,20 +175,29 @@ class Subscription(Generic[E_co]):
         """The next event; ``StopAsyncIteration`` (and the subscription closed) after the terminal event."""
         # Take a buffered event without a trip through the event loop: the buffer is bounded and the
         # producer yields whenever it is full, so this cannot starve other tasks.
+        event: E_co
         try:
-            return self._receive.receive_nowait()  # type: ignore[no-any-return]
+            if self._parked is None:
+                return self._receive.receive_nowait()  # type: ignore[no-any-return]
+            event = self._receive.receive_nowait()  # and a publish waits to hand one over: take it in
         except anyio.WouldBlock:
             pass
         except anyio.EndOfStream:
             return self._after_buffer()
         except anyio.ClosedResourceError:
             raise StopAsyncIteration from None
+        else:
+            self._take_in(event)
+            return event
         try:
-            return await self._receive.receive()  # type: ignore[no-any-return]
+            event = await self._receive.receive()
         except anyio.EndOfStream:
             return self._after_buffer()
         except anyio.ClosedResourceError:
             raise StopAsyncIteration from None
+        if self._parked is not None:
+            self._take_in(event)
+        return event
 
     def _after_buffer(self) -> E_co:
         # The bus has ended and the buffer is drained: the held events of the ending, then the end.
@@ -180,13 +214,32 @@ class Subscription(Generic[E_co]):
             if self._held:
                 return self._held.popleft()  # type: ignore[return-value]
             raise
+        if self._parked is not None:
+            self._take_in(event)
         return event
+
+    def _take_in(self, taken: object) -> None:
+        # The consumer took ``taken`` while a publish waits to hand ``_parked`` over: take that in now.
+        if self._unbuffered:
+            # No buffer: the consumer takes the parked event straight from the waiting ``send()``.
+            if taken is self._parked:
+                self._parked = None
+            return
+        try:
+            self._send.send_nowait(self._parked)
+        except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return  # ``taken`` was handed over directly, not from the buffer: no room yet
+        self._parked = None
+        if self._room is not None:
+            self._room.set()
 
     def close(self) -> None:
         """Stop receiving: the bus forgets this subscription (buffered events are discarded)."""
         self._bus._remove(self)
         self._send.close()
         self._receive.close()
+        if self._room is not None:
+            self._room.set()  # a publish waiting for room finds the subscription closed
 
     async def aclose(self) -> None:
         """Async alias of ``close``."""
@@ -222,14 +275,47 @@ class Subscription(Generic[E_co]):
         return None
 
     async def _deliver(self, event: Event) -> None:
+        # The buffer is full: the event is parked until the consumer takes it in (``_take_in``). Not
+        # anyio's ``send()`` on a buffer: a cancel can land after the consumer took the item it offered,
+        # and then nobody could tell whether this subscriber has the event. Parked, it is exactly one of
+        # taken in or still here when a cancel cuts the wait (``_withdraw``).
+        self._parked = event
         try:
-            await self._send.send(event)
+            if self._unbuffered:
+                # No buffer to take it into: the consumer takes it from the waiting send and returns it in
+                # the same step, which clears ``_parked`` (``_take_in``), so the same holds.
+                await self._send.send(event)
+                self._parked = None
+                return
+            while True:
+                self._room = room = anyio.Event()
+                await room.wait()
+                if self._parked is not event:
+                    return  # taken in
+                # Woken without it: the consumer closed the subscription, which the send reports.
+                try:
+                    self._send.send_nowait(event)
+                except anyio.WouldBlock:
+                    continue
+                self._parked = None
+                return
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self._parked = None
             self._bus._remove(self)
+        finally:
+            self._room = None
+
+    def _withdraw(self, event: Event) -> bool:
+        """A cancel cut the delivery of ``event`` to this subscription: whether it was not delivered (and is
+        now no longer offered)."""
+        if self._parked is event:
+            self._parked = None
+            return True
+        return False
 
     def _offer_ending(self, event: Event) -> None:
         """Deliver without ever waiting: what does not fit the buffer is held (the bus ends right after)."""
-        if not self._held:
+        if not self._held and self._parked is None:
             try:
                 self._send.send_nowait(event)
                 return
@@ -245,6 +331,12 @@ class Subscription(Generic[E_co]):
         self._held.append(event)
 
     def _end(self) -> None:
+        if self._parked is not None:
+            # A publish still waits to hand this over: it comes after the buffered events, as held ones do.
+            self._held.append(self._parked)
+            self._parked = None
+            if self._room is not None:
+                self._room.set()
         # Closing the send side lets the consumer drain what is buffered, then ends its iteration.
         self._send.close()
 
@@ -270,6 +362,9 @@ class _Callback:
         return None
 
     _offer_ending = _offer
+
+    def _withdraw(self, event: Event) -> bool:
+        return False  # a callback that was running when the cancel landed has seen the event
 
     async def _finish(self, event: Event, pending: Awaitable[Any]) -> None:
         try:
@@ -349,17 +444,55 @@ def _match(kinds: tuple[type[Event], ...] | None, cls: type[Event]) -> bool:
     return kinds is None or issubclass(cls, kinds)
 
 
-def _normalise_types(kinds: EventTypes) -> tuple[type[Event], ...] | None:
-    if kinds is None:
+def _is_union(kind: object) -> bool:
+    return typing.get_origin(kind) in (UnionType, typing.Union)
+
+
+def _is_event_class(kind: object) -> bool:
+    try:
+        return isinstance(kind, type) and issubclass(kind, Event)
+    except TypeError:  # a parametrised generic such as ``list[int]``
+        return False
+
+
+def normalise_event_types(types: EventTypes) -> tuple[type[Event], ...] | None:
+    """The event classes ``types`` names (``None``: every event), unions flattened; ``TypeError`` if one is
+    not an ``Event`` subclass. ``subscribe``, ``on``, ``agent.stream`` and ``agent.on`` check ``types`` so.
+
+    >>> from agentflow.events import TerminalEvent
+    >>> [cls.__name__ for cls in normalise_event_types((TextDelta, TerminalEvent))]
+    ['TextDelta', 'RunFinished', 'RunFailed', 'RunCancelled']
+    """
+    if types is None:
         return None
-    if isinstance(kinds, type):
-        kinds = (kinds,)
-    elif isinstance(kinds, str):  # iterating it would report its first letter
-        raise TypeError(f"event types must be Event subclasses, not a string: {kinds!r} (pass the class)")
+    if isinstance(types, str):  # iterating it would report its first letter
+        raise TypeError(f"event types must be Event subclasses, not a string: {types!r} (pass the class)")
+    kinds: Iterable[object]
+    if isinstance(types, type) or _is_union(types):
+        kinds = (types,)
+    elif isinstance(types, Iterable):
+        kinds = types
+    else:
+        raise TypeError(
+            f"event types must be an Event subclass, a union of them, a tuple of those or None, got {types!r}"
+        )
+    flat: list[type[Event]] = []
     for kind in kinds:
-        if not (isinstance(kind, type) and issubclass(kind, Event)):
-            raise TypeError(f"event types must be Event subclasses, got {kind!r}")
-    return tuple(kinds)
+        members = typing.get_args(kind) if _is_union(kind) else (kind,)
+        for member in members:
+            if not _is_event_class(member):
+                where = f" (in {kind!r})" if member is not kind else ""
+                raise TypeError(f"event types must be Event subclasses, got {member!r}{where}")
+            flat.append(member)
+    return tuple(flat)
+
+
+def check_subscription_options(buffer: int, policy: Policy) -> None:
+    """``ValueError`` unless ``buffer`` is an int >= 0 and ``policy`` a ``Policy``, as ``subscribe`` needs."""
+    if isinstance(buffer, bool) or not isinstance(buffer, int) or buffer < 0:
+        raise ValueError(f"buffer must be an int >= 0 (bounded), got {buffer!r}")
+    if policy not in ("backpressure", "drop_deltas"):
+        raise ValueError(f"policy must be 'backpressure' or 'drop_deltas', got {policy!r}")
 
 
 class EventBus:
@@ -379,7 +512,9 @@ class EventBus:
     """
 
     __slots__ = (
+        "_careful",
         "_lock",
+        "_owed",
         "_routes",
         "_seq",
         "_sinks",
@@ -401,6 +536,12 @@ class EventBus:
         # Held only while a publish is suspended mid-delivery, so concurrent publishers stay in seq order;
         # created the first time one is (most runs never need it).
         self._lock: anyio.Lock | None = None
+        # Events a cancel cut short, oldest first, each with the sinks that have not got it (``_owe``);
+        # created the first time a cancel does that.
+        self._owed: collections.deque[tuple[Event, tuple[_Sink, ...]]] | None = None
+        # Whether ``publish`` must take the careful path: the bus is ending or closed, a publish is suspended
+        # mid-delivery (the lock is held) or an event is owed. One flag, so the fast path tests one thing.
+        self._careful = False
         self.failed_callbacks = 0
         """How many callback invocations raised (every one is logged)."""
         self.callback_failures: collections.deque[CallbackFailure] = collections.deque(
@@ -430,6 +571,11 @@ class EventBus:
         self, types: type[E] | tuple[type[E], ...], *, buffer: int = 256, policy: Policy = "backpressure"
     ) -> Subscription[E]: ...
 
+    @overload
+    def subscribe(
+        self, types: EventTypes, *, buffer: int = 256, policy: Policy = "backpressure"
+    ) -> Subscription[Event]: ...
+
     def subscribe(
         self,
         types: EventTypes = None,
@@ -439,15 +585,13 @@ class EventBus:
     ) -> Subscription[Any]:
         """A bounded subscription to the events of ``types`` (``isinstance`` match; ``None``: every event).
 
+        ``types`` is a class, a union of classes (``agentflow.events.TerminalEvent``) or a tuple of them.
         ``buffer`` is how many events may wait for the consumer (0: each ``publish`` waits for it).
         ``policy="drop_deltas"`` drops delta events instead of waiting when the buffer is full. Events
         published before this call are not replayed. Subscribing to a closed bus gives an ended subscription.
         """
-        if isinstance(buffer, bool) or not isinstance(buffer, int) or buffer < 0:
-            raise ValueError(f"buffer must be an int >= 0 (bounded), got {buffer!r}")
-        if policy not in ("backpressure", "drop_deltas"):
-            raise ValueError(f"policy must be 'backpressure' or 'drop_deltas', got {policy!r}")
-        sub: Subscription[Any] = Subscription(self, _normalise_types(types), buffer, policy)
+        check_subscription_options(buffer, policy)
+        sub: Subscription[Any] = Subscription(self, normalise_event_types(types), buffer, policy)
         if self._state == _CLOSED:
             sub._end()
         else:
@@ -457,13 +601,15 @@ class EventBus:
     def on(self, types: EventTypes, callback: Callable[[Any], Any]) -> Callable[[], None]:
         """Call ``callback(event)`` for every event of ``types``; returns a function that unsubscribes.
 
-        The callback may be sync or async; an async one is awaited before ``publish`` returns (so it
-        applies backpressure too). Exceptions are logged and recorded, never raised into the run.
-        A callback must not publish on the same bus.
+        ``types`` as for ``subscribe``. The callback may be sync or async; an async one is awaited before
+        ``publish`` returns (so it applies backpressure too). Exceptions are logged and recorded, never
+        raised into the run. A callback must not publish on the same bus (``publish`` raises
+        ``RuntimeError``): it runs while the bus delivers an event. Publish from another task instead.
         """
+        kinds = normalise_event_types(types)
         if not callable(callback):
-            raise TypeError(f"callback must be callable, got {callback!r}")
-        entry = _Callback(self, _normalise_types(types), callback)
+            raise TypeError(f"callback must be callable (it is called with each event), got {callback!r}")
+        entry = _Callback(self, kinds, callback)
         if self._state != _CLOSED:
             self._add(entry)
 
@@ -498,10 +644,14 @@ class EventBus:
         ``owned=True`` (the caller created ``event`` for this call and hands it over) it is stamped in
         place, which is cheaper — a runtime publishing its own events does that. Waits while a
         backpressure subscriber's buffer is full (never once the run is ending). Raises ``BusClosedError``
-        after the terminal event.
+        after the terminal event, and ``RuntimeError`` when called from a callback of this bus.
+
+        A cancel does not lose the event: if it cuts the delivery short (or lands while this publish queues
+        behind another one), the subscribers that have not got it are owed it and get it first thing: at
+        once if the run is ending, else at the next ``publish``.
         """
-        if self._state or (self._lock is not None and self._lock.locked()):
-            # Ending or closed, or another publish is suspended mid-delivery: the careful path.
+        if self._careful:
+            # Ending or closed, another publish suspended mid-delivery, or an event owed: the careful path.
             return await self._publish_in_order(event, owned)
         cls = type(event)
         info = _event_classes.get(cls) or _event_classes.setdefault(cls, _EventClass(cls))
@@ -517,16 +667,11 @@ class EventBus:
                 pending = sink._offer(stamped)
                 if pending is not None:
                     # Slow path: hold the lock while suspended so no concurrent publish overtakes this one.
-                    lock = self._new_lock()
-                    lock.acquire_nowait()
+                    lock = self._take_lock()
                     try:
-                        await pending
-                        for rest in route[i + 1 :]:
-                            pending = rest._offer(stamped)
-                            if pending is not None:
-                                await pending
+                        await self._deliver_from(stamped, route, i, pending)
                     finally:
-                        lock.release()
+                        self._release(lock)
                     break
         return stamped
 
@@ -549,40 +694,70 @@ class EventBus:
         locked = self._lock is not None and self._lock.locked()
         return locked or any(isinstance(sink, _Callback) for sink in self._sinks)
 
-    def _new_lock(self) -> anyio.Lock:
+    def _take_lock(self) -> anyio.Lock:
+        # Only ever called with the lock free: no checkpoint, so nothing yields.
         if self._lock is None:
             self._lock = anyio.Lock(fast_acquire=True)
+        self._lock.acquire_nowait()
+        self._careful = True
         return self._lock
+
+    def _release(self, lock: anyio.Lock) -> None:
+        lock.release()
+        self._recheck()
+
+    def _recheck(self) -> None:
+        # Back to the fast path once nothing needs the careful one. (A lock handed to a waiter stays held.)
+        self._careful = (
+            self._state != _OPEN or bool(self._owed) or (self._lock is not None and self._lock.locked())
+        )
 
     async def _publish_in_order(self, event: E, owned: bool) -> E:
         if self._state == _CLOSED:
             raise self._closed_error(event)
         held = None
-        if self._lock is not None and self._lock.locked():
+        lock = self._lock
+        if lock is not None and lock.locked():
+            self._refuse_reentry(lock)
             # Queue behind a publish suspended mid-delivery, so every subscriber sees seq order.
-            held = self._lock
-            await held.acquire()
+            held = lock
+            try:
+                await held.acquire()
+            except BaseException:
+                self._owe_whole(event, owned)
+                raise
         try:
-            if self._state == _CLOSED:
-                raise self._closed_error(event)
             cls = type(event)
             info = _event_classes.get(cls) or _event_classes.setdefault(cls, _EventClass(cls))
             if info.terminal:
-                self.begin_ending()
+                self.begin_ending()  # from here nothing waits for a subscription, not even what is owed
+            try:
+                while self._owed:
+                    # What cut deliveries still owe goes first: nobody gets a later event before it.
+                    owed, sinks = self._owed.popleft()
+                    sinks = tuple(sink for sink in sinks if sink in self._sinks)  # who left is owed nothing
+                    waiting = self._offer_all(owed, sinks)
+                    if waiting is not None:
+                        if held is None:
+                            held = self._take_lock()
+                        await self._deliver_from(owed, sinks, *waiting)
+            except BaseException:
+                self._owe_whole(event, owned)  # cut while paying: this event still follows
+                raise
+            if self._state == _CLOSED:
+                raise self._closed_error(event)
             self._seq += 1
             stamp = info.stamp if owned else info.restamp
             stamped: E = stamp(event, self.run_id, event.step or self.step, self._seq)
             try:
-                ending = self._state == _ENDING
-                for sink in self._route(cls):
-                    pending = sink._offer_ending(stamped) if ending else sink._offer(stamped)
-                    if pending is not None:
-                        if held is None:
-                            # Taken only now, without a checkpoint: until something has to wait, nothing
-                            # here yields, so the ending's events land even in a cancelled task.
-                            held = self._new_lock()
-                            held.acquire_nowait()
-                        await pending  # an async callback, or (before the ending) a full subscriber
+                route = self._route(cls)
+                waiting = self._offer_all(stamped, route)
+                if waiting is not None:
+                    if held is None:
+                        # Taken only now, without a checkpoint: until something has to wait, nothing
+                        # here yields, so the ending's events land even in a cancelled task.
+                        held = self._take_lock()
+                    await self._deliver_from(stamped, route, *waiting)
             finally:
                 # However the delivery ends (even cut short waiting on an async callback), the terminal
                 # event closes the bus: every subscriber has it or its end, and nothing more is published.
@@ -592,6 +767,98 @@ class EventBus:
         finally:
             if held is not None:
                 held.release()
+            self._recheck()
+
+    def _offer_all(self, event: Event, sinks: tuple[_Sink, ...]) -> tuple[int, Awaitable[None]] | None:
+        """Offer ``event`` to ``sinks`` in order until one needs awaiting: its index and awaitable, if any."""
+        ending = self._state != _OPEN
+        for i, sink in enumerate(sinks):
+            pending = sink._offer_ending(event) if ending else sink._offer(event)
+            if pending is not None:
+                return i, pending
+        return None
+
+    async def _deliver_from(
+        self, event: Event, sinks: tuple[_Sink, ...], i: int, pending: Awaitable[None]
+    ) -> None:
+        """Finish a delivery suspended at ``sinks[i]``: await ``pending``, then the sinks after it in order.
+
+        If it is cut short (a cancel, while one of them is awaited), whoever has not got ``event`` is owed it.
+        """
+        at = i  # the sink being delivered to: where a cut lands
+        try:
+            await pending
+            for at in range(i + 1, len(sinks)):
+                sink = sinks[at]
+                later = sink._offer_ending(event) if self._state != _OPEN else sink._offer(event)
+                if later is not None:
+                    await later
+        except BaseException:
+            self._owe(event, sinks, at)
+            raise
+
+    def _owe(self, event: Event, sinks: tuple[_Sink, ...], i: int) -> None:
+        # A callback that was running has seen the event; a subscription has it only if its consumer took
+        # it in before the cut (``Subscription._withdraw``). The sinks after it never saw it.
+        owed = sinks[i:] if sinks[i]._withdraw(event) else sinks[i + 1 :]
+        if not owed:
+            return
+        if self._owed is None:
+            self._owed = collections.deque()
+        self._owed.appendleft((event, owed))  # the delivery in progress is older than anything owed
+        self._careful = True
+        if self._state != _OPEN:
+            self._pay_without_waiting()  # this delivery is over: nothing can overtake what is paid now
+
+    def _owe_whole(self, event: Event, owned: bool) -> None:
+        # A cancel landed before this publish's own delivery began (it waited for its turn, or paid what was
+        # owed). The caller may already count the event as sent (a tool's result is recorded before its end
+        # event), so it is still published: stamped now, delivered after the events ahead of it. Not a
+        # terminal event: that one closes the bus, which cannot happen while another delivery is under way.
+        cls = type(event)
+        info = _event_classes.get(cls) or _event_classes.setdefault(cls, _EventClass(cls))
+        if self._state == _CLOSED or info.terminal:
+            return
+        self._seq += 1
+        stamped = (info.stamp if owned else info.restamp)(
+            event, self.run_id, event.step or self.step, self._seq
+        )
+        route = self._route(cls)
+        if route:
+            if self._owed is None:
+                self._owed = collections.deque()
+            self._owed.append((stamped, route))
+            self._careful = True
+
+    def _pay_without_waiting(self) -> None:
+        # The run is ending: a subscription owed events gets them now, in order, never waiting (what does not
+        # fit its buffer is held for it). A callback may be async, so it waits for the next publish (the
+        # terminal event's at the latest), which pays it first. Only while no delivery is under way (or
+        # from the one just cut), so nothing owed can overtake an event still being delivered.
+        if not self._owed:
+            return
+        kept: collections.deque[tuple[Event, tuple[_Sink, ...]]] = collections.deque()
+        for event, sinks in self._owed:
+            for sink in sinks:
+                if isinstance(sink, Subscription) and sink in self._sinks:
+                    sink._offer_ending(event)
+            callbacks = tuple(sink for sink in sinks if isinstance(sink, _Callback))
+            if callbacks:
+                kept.append((event, callbacks))
+        self._owed = kept or None
+
+    def _refuse_reentry(self, lock: anyio.Lock) -> None:
+        # The publishing task holds the lock while it awaits a callback: a publish from that task is one
+        # from inside the callback, which would wait for itself.
+        owner = lock.statistics().owner
+        if owner is not None and owner == anyio.get_current_task():
+            raise RuntimeError(
+                f"an event callback must not publish on the bus that calls it (run {self.run_id!r}): it runs "
+                "while the bus delivers an event, and the bus waits for it. Publish from another task that "
+                "the callback does not wait for instead: task_group.start_soon(bus.publish, event) in a "
+                "callback that returns None (the bus awaits what a callback returns); the event then "
+                "follows the one being delivered."
+            )
 
     def _closed_error(self, event: Event) -> BusClosedError:
         return BusClosedError(
@@ -607,9 +874,13 @@ class EventBus:
         ones, so a consumer that stopped reading cannot delay the run's clean-up nor miss its last events.
         Only the few events of an ending (synthetic tool results, the terminal event) should follow:
         held events are not bounded by ``buffer``. Publishing the terminal event does this by itself.
+        An event a cancel cut short on its way to subscriptions reaches them now.
         """
         if self._state == _OPEN:
             self._state = _ENDING
+            self._careful = True
+            if self._lock is None or not self._lock.locked():
+                self._pay_without_waiting()  # else the next publish pays, once the delivery under way is done
 
     async def close(self) -> None:
         """End every subscription (consumers still drain what is buffered) and refuse further events.
@@ -621,7 +892,11 @@ class EventBus:
     def _close(self) -> None:
         if self._state == _CLOSED:
             return
+        # An event still owed reaches the subscriptions; a callback owed it can no longer be awaited.
+        self._pay_without_waiting()
+        self._owed = None
         self._state = _CLOSED
+        self._careful = True
         sinks, self._sinks = self._sinks, []
         self._routes.clear()
         for sink in sinks:

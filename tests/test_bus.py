@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import gc
 import logging
+import typing
 import warnings
 from typing import Any
 
 import anyio
 import anyio.lowlevel
+import attrs
 import orjson
 import pytest
 
@@ -20,6 +22,7 @@ from agentflow.events import (
     RunFinished,
     StepFinished,
     StepStarted,
+    TerminalEvent,
     ToolProgress,
     ToolStarted,
 )
@@ -399,3 +402,282 @@ async def test_publish_without_subscribers_only_stamps() -> None:
     bus = EventBus("r")
     events: list[Any] = [await bus.publish(TextDelta(str(i))) for i in range(3)]
     assert [e.seq for e in events] == [1, 2, 3]
+
+
+# -- a delivery a cancel cuts short ------------------------------------------------------------------------
+
+
+def seqs(events: list[Event]) -> list[int]:
+    return [event.seq for event in events]
+
+
+async def test_a_cancel_while_an_async_callback_runs_owes_the_event_to_the_subscribers_after_it() -> None:
+    bus = EventBus("r")
+    in_callback = anyio.Event()
+
+    async def slow(event: Event) -> None:
+        if isinstance(event, TextDelta) and event.text == "cut":
+            in_callback.set()
+            await anyio.sleep_forever()
+
+    bus.on(None, slow)  # ahead of the subscriptions: they are the ones a cut would leave without the event
+    first, second = bus.subscribe(), bus.subscribe(buffer=0)
+    called: list[Event] = []
+    bus.on(None, called.append)
+    async with anyio.create_task_group() as group:
+        group.start_soon(bus.publish, TextDelta("cut"))
+        await in_callback.wait()
+        group.cancel_scope.cancel()
+    assert bus.seq == 1
+    with anyio.fail_after(5):  # a hang guard
+        bus.begin_ending()  # the run ends: the subscriptions get the owed event at once, without waiting
+        assert (await first.receive()).seq == 1
+        await bus.publish(finished())  # the callback gets it first thing, before the terminal event
+        assert seqs([e async for e in first]) == [2]
+        assert seqs([e async for e in second]) == [1, 2]  # held for it: nobody was reading
+    assert seqs(called) == [1, 2]
+
+
+async def test_a_cancel_while_a_full_subscription_waits_owes_it_the_event_the_next_publish_pays() -> None:
+    bus = EventBus("r")
+    full = bus.subscribe(buffer=1)
+    later = bus.subscribe()
+    await bus.publish(TextDelta("fills the buffer"))
+    limit = anyio.CancelScope()  # a local limit (a tool's time limit, say): the run goes on after it
+
+    async def publish_within_the_limit() -> None:
+        with limit:
+            await bus.publish(StepStarted())
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(publish_within_the_limit)
+        await anyio.wait_all_tasks_blocked()
+        limit.cancel()
+    # The cut publish reached neither the full subscription nor the one after it; the next publish pays it
+    # first, so both see every event once, in seq order.
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            group.start_soon(bus.publish, StepFinished())
+            assert seqs([await full.receive() for _ in range(3)]) == [1, 2, 3]
+        await bus.publish(finished())
+    assert seqs([e async for e in full]) == [4]
+    assert seqs([e async for e in later]) == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("begin_ending", [True, False], ids=["ending-begun", "terminal-only"])
+async def test_a_subscription_owed_an_event_gets_it_held_when_the_run_ends_without_reading(
+    begin_ending: bool,
+) -> None:
+    bus = EventBus("r")
+    stalled = bus.subscribe(buffer=1)
+    await bus.publish(TextDelta("fills the buffer"))
+    async with anyio.create_task_group() as group:
+        group.start_soon(bus.publish, ToolStarted(ToolCall("c1", "search", "{}")))
+        await anyio.wait_all_tasks_blocked()
+        group.cancel_scope.cancel()
+    with anyio.fail_after(5):  # nothing here waits for the subscriber that stopped reading
+        if begin_ending:
+            bus.begin_ending()
+        await bus.publish(RunCancelled(AgentResult("r", "", StopReason.CANCELLED)))
+    received = [e async for e in stalled]
+    assert seqs(received) == [1, 2, 3]
+    assert [type(e) for e in received] == [TextDelta, ToolStarted, RunCancelled]
+
+
+async def test_a_publish_cancelled_while_it_queues_is_still_published_after_the_one_ahead() -> None:
+    bus = EventBus("r")
+    release = anyio.Event()
+
+    async def slow(event: Event) -> None:
+        if isinstance(event, StepStarted):
+            await release.wait()
+
+    bus.on(None, slow)
+    events = bus.subscribe()
+    queued = anyio.CancelScope()
+
+    async def publish_queued() -> None:
+        with queued:
+            await bus.publish(TextDelta("queued"))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(bus.publish, StepStarted())
+        await anyio.wait_all_tasks_blocked()
+        group.start_soon(publish_queued)
+        await anyio.wait_all_tasks_blocked()
+        queued.cancel()  # the caller gives up waiting; the event is published all the same, in its turn
+        await anyio.wait_all_tasks_blocked()
+        release.set()
+    await bus.publish(finished())
+    assert [type(e) async for e in events] == [StepStarted, TextDelta, RunFinished]
+    assert bus.seq == 3
+
+
+async def test_a_publish_cut_while_it_pays_what_is_owed_is_still_published_after_it() -> None:
+    bus = EventBus("r")
+    full = bus.subscribe(buffer=1)
+    await bus.publish(TextDelta("fills the buffer"))
+    for event in (StepStarted(), StepFinished()):  # the second is cut paying the first to ``full``
+        async with anyio.create_task_group() as group:
+            group.start_soon(bus.publish, event)
+            await anyio.wait_all_tasks_blocked()
+            group.cancel_scope.cancel()
+    assert bus.seq == 3
+    with anyio.fail_after(5):
+        await bus.publish(finished())
+    assert [type(e) async for e in full] == [TextDelta, StepStarted, StepFinished, RunFinished]
+
+
+@pytest.mark.parametrize("buffer", [0, 1])
+async def test_an_event_the_consumer_took_just_before_the_cut_is_not_delivered_twice(buffer: int) -> None:
+    bus = EventBus("r")
+    events = bus.subscribe(buffer=buffer)
+    if buffer:
+        await bus.publish(TextDelta("fills the buffer"))
+    publishing = anyio.CancelScope()
+
+    async def publish_one() -> None:
+        with publishing:
+            await bus.publish(StepStarted())
+
+    got: list[Event] = []
+    async with anyio.create_task_group() as group:
+        group.start_soon(publish_one)
+        await anyio.wait_all_tasks_blocked()
+        # The user presses Stop and the consumer reads on before the publishing task runs again: it takes
+        # the waiting event, then the cancel lands on the publish.
+        publishing.cancel()
+        for _ in range(buffer + 1):
+            got.append(await events.__anext__())
+    await bus.publish(finished())
+    got.extend([e async for e in events])
+    assert seqs(got) == list(range(1, buffer + 3))
+
+
+async def test_the_terminal_event_reaches_the_subscriptions_behind_a_callback_cut_short() -> None:
+    bus = EventBus("r")
+    in_callback = anyio.Event()
+
+    async def hangs(_event: Event) -> None:
+        in_callback.set()
+        await anyio.sleep_forever()
+
+    bus.on(RunFinished, hangs)
+    events = bus.subscribe()
+    async with anyio.create_task_group() as group:
+        group.start_soon(bus.publish, finished())
+        await in_callback.wait()
+        group.cancel_scope.cancel()  # the ending's time limit, say
+    assert bus.closed
+    assert [type(e) async for e in events] == [RunFinished]
+
+
+async def test_closing_the_bus_hands_a_waiting_publish_to_the_subscription() -> None:
+    bus = EventBus("r")
+    events = bus.subscribe(buffer=1)
+    await bus.publish(TextDelta("a"))
+    async with anyio.create_task_group() as group:
+        group.start_soon(bus.publish, TextDelta("b"))
+        await anyio.wait_all_tasks_blocked()
+        await bus.close()
+    assert [e.text async for e in events if isinstance(e, TextDelta)] == ["a", "b"]
+
+
+async def test_a_publish_waiting_on_a_subscription_its_consumer_closes_goes_on() -> None:
+    bus = EventBus("r")
+    events = bus.subscribe(buffer=1)
+    seen: list[Event] = []
+    bus.on(None, seen.append)
+    await bus.publish(TextDelta("a"))
+    async with anyio.create_task_group() as group:
+        group.start_soon(bus.publish, TextDelta("b"))
+        await anyio.wait_all_tasks_blocked()
+        events.close()
+    assert seqs(seen) == [1, 2]
+    with anyio.fail_after(5):
+        assert (await bus.publish(TextDelta("c"))).seq == 3
+    assert seqs(seen) == [1, 2, 3]
+
+
+# -- callbacks that publish, event type unions ---------------------------------------------------------------
+
+
+@attrs.frozen
+class Note(RunEvent):
+    text: str
+
+
+async def test_a_callback_publishing_on_its_own_bus_gets_a_clear_error_and_the_run_goes_on() -> None:
+    bus = EventBus("r")
+    events = bus.subscribe()
+
+    async def async_publisher(event: Event) -> None:
+        await bus.publish(Note("from an async callback"))
+
+    bus.on(StepStarted, async_publisher)
+    bus.on(StepFinished, lambda event: bus.publish(Note("from a sync one")))  # its coroutine is awaited
+    await bus.publish(StepStarted())
+    await bus.publish(StepFinished())
+    await bus.publish(finished())
+    assert [type(e) async for e in events] == [StepStarted, StepFinished, RunFinished]
+    assert [f.event_type for f in bus.callback_failures] == ["StepStarted", "StepFinished"]
+    for failure in bus.callback_failures:
+        assert isinstance(failure.error, RuntimeError)
+        assert "must not publish on the bus that calls it" in str(failure.error)
+        assert "another task that the callback does not wait for" in str(failure.error)
+
+
+async def test_a_callback_may_have_another_task_publish_after_the_event_it_handles() -> None:
+    bus = EventBus("r")
+    events = bus.subscribe()
+    async with anyio.create_task_group() as group:
+
+        def add_note(event: Event) -> None:  # returns None: the bus awaits what a callback returns
+            group.start_soon(bus.publish, Note("after it"))
+
+        bus.on(StepStarted, add_note)
+        await bus.publish(StepStarted())
+    await bus.publish(finished())
+    assert [type(e) async for e in events] == [StepStarted, Note, RunFinished]
+
+
+async def test_event_types_may_be_unions_of_event_classes() -> None:
+    bus = EventBus("r")
+    terminal = bus.subscribe(TerminalEvent)
+    mixed = bus.subscribe((TextDelta, StepStarted | StepFinished))
+    # The old spelling works too (at run time: to a type checker it is a special form, not a UnionType).
+    typed = bus.subscribe(typing.Union[TextDelta, RunFinished])  # type: ignore[call-overload]  # noqa: UP007
+    called: list[Event] = []
+    bus.on(TerminalEvent, called.append)
+    for event in (TextDelta("a"), StepStarted(), ToolStarted(ToolCall("c", "t", "{}")), StepFinished()):
+        await bus.publish(event)
+    await bus.publish(finished())
+    assert [type(e) async for e in terminal] == [RunFinished]
+    assert [type(e) async for e in mixed] == [TextDelta, StepStarted, StepFinished]
+    assert [type(e) async for e in typed] == [TextDelta, RunFinished]
+    assert [type(e) for e in called] == [RunFinished]
+
+
+@pytest.mark.parametrize(
+    ("types", "message"),
+    [
+        ("run_finished", "not a string"),
+        (("run_finished",), "got 'run_finished'"),
+        (str, "got <class 'str'>"),
+        (TextDelta | str, "got <class 'str'> \\(in "),
+        (typing.Optional[TextDelta], "NoneType"),  # noqa: UP045
+        (42, "got 42"),
+    ],
+)
+def test_bad_event_types_are_refused_when_subscribing_or_registering(types: Any, message: str) -> None:
+    bus = EventBus("r")
+    with pytest.raises(TypeError, match=message):
+        bus.subscribe(types)
+    with pytest.raises(TypeError, match=message):
+        bus.on(types, print)
+    assert not bus.has_listeners()
+
+
+def test_a_callback_must_be_callable() -> None:
+    with pytest.raises(TypeError, match="callback must be callable"):
+        EventBus("r").on(None, "print")  # type: ignore[arg-type]

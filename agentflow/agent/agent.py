@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeGuard
 
 import anyio
 
-from ..bus import EventBus, EventTypes, Policy
+from ..bus import EventBus, EventTypes, Policy, normalise_event_types
 from ..model.events import Event
 from ..model.messages import Message, UserMessage
 from ..model.protocol import ChatModel
@@ -209,8 +209,18 @@ class Agent(RunStarter):
 
     def on(self, types: EventTypes, callback: Callable[[Any], Any]) -> Callable[[], None]:
         """Call ``callback(event)`` for the events of ``types`` of every run started afterwards (logging,
-        tracing, forwarding). Same rules as ``EventBus.on``; returns a function that removes it."""
-        entry = (types, callback)
+        tracing, forwarding). Same rules as ``EventBus.on``; returns a function that removes it.
+
+        ``types`` is an event class, a union of them (``agentflow.events.TerminalEvent``), a tuple of those
+        or ``None`` (every event). Both arguments are checked here (``TypeError``): a bad registration would
+        otherwise make every later run of this agent fail.
+        """
+        kinds = normalise_event_types(types)
+        if not callable(callback):
+            raise TypeError(
+                f"agent.on(): callback must be callable (it is called with each event), got {callback!r}"
+            )
+        entry = (kinds, callback)
         self._listeners.append(entry)
 
         def remove() -> None:

@@ -28,7 +28,14 @@ from typing import TYPE_CHECKING
 import anyio
 from anyio.abc import TaskGroup
 
-from ..bus import EventBus, Policy, Subscription
+from ..bus import (
+    EventBus,
+    EventTypes,
+    Policy,
+    Subscription,
+    check_subscription_options,
+    normalise_event_types,
+)
 from ..model.events import Event
 from ..result import AgentResult
 from ..runtimes.base import AgentRuntime
@@ -60,23 +67,27 @@ class RunStarter:
         self,
         input: AgentInput,
         *,
-        types: Sequence[type[Event]] | type[Event] | None = None,
+        types: EventTypes = None,
         buffer: int = 256,
         policy: Policy = "backpressure",
         run_id: str | None = None,
     ) -> AgentRun:
         """A run whose events you iterate: ``async with agent.stream(x) as run: async for event in run``.
 
-        ``types`` limits the events delivered, ``buffer``/``policy`` shape the subscription (see
-        ``EventBus.subscribe``). Model calls stream unless ``options.stream`` is ``False``.
+        ``types`` limits the events delivered (a class, a union such as ``agentflow.events.TerminalEvent``,
+        or a tuple of those), ``buffer``/``policy`` shape the subscription (see ``EventBus.subscribe``); all
+        three are checked here, not when the block is entered. Model calls stream unless ``options.stream``
+        is ``False``.
         """
+        kinds = normalise_event_types(types)
+        check_subscription_options(buffer, policy)
         agent, memory, turns = self._run_on()
         return agent._new_run(
             input,
             memory=memory,
             turns=turns,
             subscribe=True,
-            types=types,
+            types=kinds,
             buffer=buffer,
             policy=policy,
             run_id=run_id,
@@ -132,6 +143,7 @@ class AgentRun:
       for a failed run it raises the run's exception (also in ``run.error``).
     - ``await run.wait()`` waits for the end (discarding unread events) and returns ``run.result``.
     - ``await run.cancel()`` asks the run to stop; it ends with ``RunCancelled``, which the iteration yields.
+    - ``run.dropped`` counts the deltas a ``policy="drop_deltas"`` iteration skipped.
     - ``break`` only stops reading: the run goes on while its buffer has room, then waits for the reader
       (backpressure); leaving the block cancels it if it has not ended (``await run.wait()`` first lets it
       finish). Iterating again resumes where the loop stopped.
@@ -160,7 +172,7 @@ class AgentRun:
         ctx: RunContext,
         *,
         subscribe: bool = True,
-        types: Sequence[type[Event]] | type[Event] | None = None,
+        types: EventTypes = None,
         buffer: int = 256,
         policy: Policy = "backpressure",
         turns: Turns | None = None,
@@ -204,6 +216,13 @@ class AgentRun:
     def done(self) -> bool:
         """Whether the run has ended."""
         return self._ended
+
+    @property
+    def dropped(self) -> int:
+        """How many delta events the iteration skipped because its buffer was full (only ever with
+        ``policy="drop_deltas"``; boundaries and the terminal event are never dropped). A UI can tell the user
+        some text was skipped; ``ModelCompleted`` still carries all of it."""
+        return self._subscription.dropped if self._subscription is not None else 0
 
     # -- lifecycle -------------------------------------------------------------------------------------------
 
