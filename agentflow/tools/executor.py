@@ -255,9 +255,9 @@ class ToolExecutor:
     async def _time_out(self, batch: _Batch, limit: float) -> None:
         """The batch's deadline passed: the calls it cut get their timeout results and events, in order.
 
-        An event whose publish the deadline cut is published again. That can only happen to a subscriber
-        that arrived mid-batch (none was there when the batch chose its shared deadline) and let its buffer
-        fill: it gets the event once; a subscriber ahead of it in the bus's order may get it twice.
+        Only the events whose publish never began are published here. One the deadline cut halfway through
+        delivery (a subscriber that arrived mid-batch let its buffer fill) is the bus's to finish: it hands
+        a cut event to the sinks that missed it, so nobody gets it twice.
         """
         duration = time.perf_counter() - batch.started
         run_id, step = batch.run_id, batch.step
@@ -295,14 +295,20 @@ class ToolExecutor:
     ) -> ToolResult:
         """One call, from validation to its completion event. In a concurrent ``batch`` it records its result
         and progress there; the batch's shared deadline, if it has one, is then its only time limit."""
+        # A call's stage moves before each of its events is published, not after: an event whose publish a
+        # batch's deadline cuts is finished by the bus, so ``_time_out`` must not publish it again.
         if found is None:
             result = failed_result(call, "unknown_tool", self._unknown(call.name))
+            if batch is not None:
+                batch.stages[index] = _STARTED
             await self._emit(ToolStarted(call=call, run_id=run_id, step=step))
         else:
             try:
                 kwargs = found.parse_arguments(call.arguments)
             except ToolArgumentsError as exc:
                 result = failed_result(call, "invalid_arguments", str(exc), tool=found.name)
+                if batch is not None:
+                    batch.stages[index] = _STARTED
                 await self._emit(ToolStarted(call=call, run_id=run_id, step=step))
             else:
                 # A fresh borrower per call: the same task may run several calls (CodeAct, nested tools).
@@ -315,21 +321,20 @@ class ToolExecutor:
                         batch.waiting()
                     await self._limiter.acquire_on_behalf_of(borrower)
                 try:
-                    await self._emit(ToolStarted(call=call, run_id=run_id, step=step))
                     if batch is not None:
                         batch.stages[index] = _STARTED
+                    await self._emit(ToolStarted(call=call, run_id=run_id, step=step))
                     result = await self._execute(found, call, kwargs, run_id, step, batch)
                 finally:
                     self._limiter.release_on_behalf_of(borrower)
         if batch is not None:
-            batch.stages[index] = _STARTED  # the unknown-tool and invalid-arguments paths announced it above
             batch.results[index] = result
         if on_result is not None:
             on_result(index, result)
         event = ToolSucceeded if result.ok else ToolFailed
-        await self._emit(event(call=call, result=result, run_id=run_id, step=step))
         if batch is not None:
             batch.stages[index] = _DONE
+        await self._emit(event(call=call, result=result, run_id=run_id, step=step))
         return result
 
     async def _execute(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import functools
 import threading
 from typing import Any
 
@@ -11,7 +12,7 @@ import anyio
 import attrs
 import pytest
 
-from agentflow.bus import EventBus
+from agentflow.bus import EventBus, Subscription
 from agentflow.events import ToolFailed, ToolProgress, ToolStarted, ToolSucceeded
 from agentflow.model.events import Event
 from agentflow.model.messages import ToolCall
@@ -712,3 +713,43 @@ def test_executor_options_are_checked() -> None:
         ToolExecutor([], max_concurrency=0, emit=Recorder())
     with pytest.raises(ValueError, match="default_timeout"):
         ToolExecutor([], default_timeout=0, emit=Recorder())
+
+
+async def test_an_event_the_shared_deadline_cut_mid_delivery_is_not_published_twice() -> None:
+    # Nobody listens when the batch starts, so it takes one shared deadline. A subscriber that arrives
+    # mid-batch and reads nothing makes the quick call's ToolSucceeded wait; the deadline cuts that publish.
+    # The bus hands the cut event over later; the executor must not publish it again.
+    bus = EventBus("run")
+    late: list[Subscription[Event]] = []
+
+    @tool
+    async def quick() -> str:
+        late.append(bus.subscribe(buffer=0))
+        return "ok"
+
+    @tool
+    async def slow() -> str:
+        await anyio.sleep(10)
+        return "late"
+
+    ex = ToolExecutor(
+        [quick, slow],
+        default_timeout=0.2,
+        emit=functools.partial(bus.publish, owned=True),
+        emit_may_wait=bus.has_listeners,
+    )
+    seen: list[tuple[str, str]] = []
+
+    async def read_late() -> None:
+        await anyio.sleep(0.4)  # after the deadline
+        with anyio.move_on_after(0.5):  # whatever comes, duplicates included
+            async for event in late[0]:
+                if isinstance(event, ToolSucceeded | ToolFailed):
+                    seen.append((type(event).__name__, event.call.id))
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            group.start_soon(read_late)
+            results = await ex.run_calls([call("1", "slow"), call("2", "quick")], run_id="run", step=0)
+    assert [r.ok for r in results] == [False, True]
+    assert seen == [("ToolSucceeded", "2"), ("ToolFailed", "1")]
