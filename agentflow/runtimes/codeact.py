@@ -47,7 +47,7 @@ from ..exact_json import dumps as exact_dumps
 from ..model.messages import ToolCall
 from ..result import AgentResult, StopReason, ToolResult
 from ..sandbox.code_api import code_api_text
-from ..sandbox.code_result import CodeResult
+from ..sandbox.code_result import CodeErrorType, CodeResult
 from ..sandbox.executor import CodeExecutor, ToolInvoker
 from ..sandbox.limits import ExecutionLimits
 from ..sandbox.process_sandbox import ProcessSandbox
@@ -84,6 +84,10 @@ _NATIVE_CALLS_REFUSED = " ".join(
         "not run: CodeAct takes no native tool calls;",
         'call the tools from Python code in a {"type": "code"} answer',
     )
+)
+_NATIVE_AND_CODE = (
+    "the same answer also made native tool calls, which CodeAct does not take; send the code alone, and "
+    "call the tools from it"
 )
 
 
@@ -142,6 +146,7 @@ class _CodeStep:
     code: str
     calls: list[ToolCall] = attrs.field(factory=list)
     results: dict[str, ToolResult] = attrs.field(factory=dict)
+    started: float = attrs.field(factory=anyio.current_time)
 
 
 @attrs.define(eq=False)
@@ -165,15 +170,19 @@ def _state(ctx: RunContext) -> _RunState:
     return state
 
 
-def _api_text(executor: CodeExecutor) -> str:
+def _api_text(executor: CodeExecutor, *, per_run: bool) -> str:
     """How code reaches tools, worded for what this executor says it allows (``ProcessSandbox`` and any
     executor with ``persistent`` / ``network`` / ``site_packages`` attributes; else: persistent, no network,
-    standard library only)."""
+    standard library only). ``per_run``: the executor serves this run only (the runtime made it), so its
+    state does not reach the next request of a session although the model sees that request's code."""
     persistent = getattr(executor, "persistent", True)
     network = getattr(executor, "network", False)
     site_packages = getattr(executor, "site_packages", False)
     return code_api_text(
-        persistent=persistent is not False, network=network is True, site_packages=site_packages is True
+        persistent=persistent is not False,
+        network=network is True,
+        site_packages=site_packages is True,
+        per_request=per_run,
     )
 
 
@@ -243,7 +252,8 @@ class CodeActRuntime(AgentRuntime):
         """The agent's system prompt, the CodeAct instructions, then the tools as text."""
         state = _state(ctx)
         if state.guide is None:
-            api = _api_text(self.executor_for(ctx))
+            executor = self.executor_for(ctx)
+            api = _api_text(executor, per_run=state.owned)
             state.guide = tools_guide(ctx.tools.specs, api, react=self.options.react)
         return join_prompt(ctx.system_prompt, self.instructions, state.guide)
 
@@ -277,6 +287,11 @@ class CodeActRuntime(AgentRuntime):
             stop = answer_stop_reason(result)
             if stop is StopReason.REFUSAL or stop is StopReason.CONTENT_FILTER:
                 return stop  # not a format problem: asking again in the protocol would not help
+            if answer.cut_code:
+                # Code too long to read whole is not an answer for the user: the model gets to shorten it.
+                ctx.output_text = ""
+                await self._not_run(ctx, CodeMessage(""), answer.reason, error_type=CodeErrorType.NOT_RUN)
+                return None
             if self.options.correct_format and not state.corrected and not final:
                 state.corrected = True
                 ctx.output_text = ""
@@ -294,9 +309,9 @@ class CodeActRuntime(AgentRuntime):
             )
             return StopReason.MAX_TOKENS
         if not answer.is_python:
-            await self._write_outcome(
-                ctx, answer.code, CodeResult(ok=False, error=unsupported_language_text(answer.language))
-            )
+            error = unsupported_language_text(answer.language)
+            unsupported = CodeResult(ok=False, error=error, error_type=CodeErrorType.UNSUPPORTED_LANGUAGE)
+            await self._write_outcome(ctx, answer.code, unsupported)
             return None
         outcome = await self.run_code(ctx, answer.code)
         if outcome.ok and outcome.is_final:
@@ -395,8 +410,16 @@ class CodeActRuntime(AgentRuntime):
         ctx.remember([system_item(step_text(result))])
         await self._publish_executed(ctx, code, result)
 
-    async def _not_run(self, ctx: RunContext, message: CodeMessage, why: str) -> None:
-        await self._write_outcome(ctx, message.code, CodeResult(ok=False, error=not_run_text(why)))
+    async def _not_run(
+        self,
+        ctx: RunContext,
+        message: CodeMessage,
+        why: str,
+        *,
+        error_type: CodeErrorType = CodeErrorType.NOT_RUN,
+    ) -> None:
+        result = CodeResult(ok=False, error=not_run_text(why), error_type=error_type)
+        await self._write_outcome(ctx, message.code, result)
 
     async def _refuse_native_calls(self, ctx: RunContext, result: AgentModelResult) -> None:
         """Native tool calls (a custom model client can send them): answered with a ``TOOL_ERROR``, unrun."""
@@ -404,6 +427,10 @@ class CodeActRuntime(AgentRuntime):
         ctx.remember(patch_memory_items(result.memory_items, result.tool_calls, calls, result.output_text))
         ctx.output_text = ""
         await self.refuse_calls(ctx, calls, _NATIVE_CALLS_REFUSED)
+        answer = parse_answer(result.output_text)
+        if isinstance(answer, CodeMessage):
+            # Otherwise the model would wait for a CODE_RESULT that never comes.
+            await self._not_run(ctx, answer, _NATIVE_AND_CODE)
 
     # -- interrupted runs ------------------------------------------------------------------------------------
 
@@ -448,4 +475,10 @@ class CodeActRuntime(AgentRuntime):
         ctx.remember([system_item(code_error_text(error))])
         for call, refused in unanswered:
             await ctx.emit(ToolFailed(call=call, result=refused))
-        await self._publish_executed(ctx, step.code, CodeResult(ok=False, error=error))
+        cut = CodeResult(
+            ok=False,
+            error=error,
+            error_type=CodeErrorType.CANCELLED,
+            duration=anyio.current_time() - step.started,
+        )
+        await self._publish_executed(ctx, step.code, cut)

@@ -22,6 +22,7 @@ Pure functions and values: no I/O, no awaits. JSON goes through orjson.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Final, TypeAlias
 
@@ -69,6 +70,11 @@ _MAX_CANDIDATES = 64
 """How many ``{`` positions an answer is searched from (bounds the decoding work on brace-heavy prose)."""
 _MAX_UNCLOSED = 4
 """How many of them may run to the end of the answer without closing before the search gives up."""
+_CODE_TYPE = re.compile(
+    r'\s*(?:"[^"\\]{0,20}"\s*:\s*"[^"\\]{0,20}"\s*,\s*){0,4}"type"\s*:\s*"code"', re.IGNORECASE
+)
+"""An object that starts as a code message: ``"type": "code"``, maybe after a few short string members
+(``"language": "python"``)."""
 
 
 @attrs.frozen
@@ -97,10 +103,15 @@ class FinalMessage:
 
 @attrs.frozen
 class NotProtocol:
-    """An answer that holds no protocol object: the raw ``text``, and ``reason`` saying what was wrong."""
+    """An answer that holds no protocol object: the raw ``text``, and ``reason`` saying what was wrong.
+
+    ``cut_code``: the answer is longer than ``MAX_ANSWER_CHARS`` and its protocol object, a code object, runs
+    past that point, so it was not read whole. That is code too long to read, not an answer for the user.
+    """
 
     text: str
     reason: str
+    cut_code: bool = False
 
 
 Answer: TypeAlias = CodeMessage | FinalMessage | NotProtocol
@@ -125,8 +136,10 @@ def parse_answer(text: str) -> Answer:
     """
     best_reason: str | None = None
     best_rank = -1
+    cut_code = False
+    read = text[:MAX_ANSWER_CHARS]
     for span in json_spans(
-        text[:MAX_ANSWER_CHARS],
+        read,
         opening="{",
         nested=True,
         max_spans=_MAX_CANDIDATES,
@@ -145,6 +158,15 @@ def parse_answer(text: str) -> Answer:
                 best_reason = f"the JSON object is not valid JSON ({span.error})"
             else:
                 best_reason = "the JSON object is not complete (no closing brace)"
+                cut_code = len(text) > MAX_ANSWER_CHARS and _CODE_TYPE.match(read, span.start + 1) is not None
+    if best_rank == 1 and cut_code:
+        return NotProtocol(
+            text,
+            f"the answer is {len(text)} characters long and only its first {MAX_ANSWER_CHARS} are read, so "
+            "its code object was cut off; write shorter code (compute or load large data instead of writing "
+            "it out in the code)",
+            cut_code=True,
+        )
     reason = best_reason or "the answer holds no JSON object"
     if len(text) > MAX_ANSWER_CHARS:
         reason += f" (only the first {MAX_ANSWER_CHARS} of its {len(text)} characters were read)"

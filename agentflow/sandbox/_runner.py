@@ -10,13 +10,24 @@ fd 0 at ``/dev/null`` and fd 1 at fd 2, so nothing user code writes can corrupt 
 bounded capture objects that stream ``out`` frames to the host (so output printed before a timeout is kept).
 
 Frames, child → host: ``ready``; ``call`` (a tool call: ``id``, ``name``, ``args``); ``out`` (``s``: stream
-name, ``d``: text); ``done`` (the step's outcome). Host → child: ``exec`` (one code step) and ``result``
-(the answer to a ``call``: ``ok`` plus ``value`` or ``error``). Several calls may be in flight at once
-(``parallel``, ``map_tool``, ``acall_tool`` with ``asyncio.gather``); results are matched by id.
+name, ``d``: text); ``done`` (the step's outcome, with the ``step`` number of its ``exec``). Host → child:
+``exec`` (one code step) and ``result`` (the answer to a ``call``: ``ok`` plus ``value`` or ``error``).
+Several calls may be in flight at once (``parallel``, ``map_tool``, ``acall_tool`` with ``asyncio.gather``);
+results are matched by id.
+
+A watch thread, started before any limit applies, does two things the main thread cannot while user code
+holds it: it flushes output left in the capture buffers (a ``print(..., end="")`` before a hang still
+reaches the host), and when the host's end of the channel closes (the host died, even mid-step) it deletes
+the working directory and ends the process, so a sandbox never outlives its host for long.
+
+Arguments after ``-c <source>`` (optional): ``<major.minor> <site dir>...``: directories of the host's
+installed packages to add (``site.addsitedir``) when this interpreter's version is ``major.minor``.
 """
 
 from __future__ import annotations
 
+# ``_thread``, not ``threading``: the watch thread needs no more, and ``threading`` costs start-up time.
+import _thread
 import ast
 import builtins
 import contextlib
@@ -29,6 +40,7 @@ import os
 import signal
 import struct
 import sys
+import time
 import traceback
 
 # Not ``typing.TYPE_CHECKING``: importing ``typing`` would add ~7 ms to every sandbox start.
@@ -42,6 +54,8 @@ PROTOCOL_VERSION = 1
 _HEADER = struct.Struct(">I")
 _MAX_FRAME = 256 * 1024 * 1024
 _FLUSH_AT = 4096
+_FLUSH_AFTER = 0.05
+"""Seconds after the last ``out`` frame from which a write is sent at once, even without a line break."""
 _MAX_ERROR_CHARS = 8000
 _MAX_TRACEBACK_FRAMES = 8
 _CO_COROUTINE = 0x80
@@ -50,6 +64,11 @@ _LAST = "__agentflow_last__"
 _RETURN = "__agentflow_return__"
 _HELPERS = ("call_tool", "acall_tool", "map_tool", "parallel", "final_answer", "ToolError")
 _STUB_MARK = "__agentflow_tool__"
+_WATCH_EVERY_MS = 100
+"""How often the watch thread flushes pending output (and at most how late it notices the host gone)."""
+_WORKDIR_PREFIX = "agentflow-sandbox-"
+"""The working directory the host made for this process starts so (``workdirs.WORKDIR_PREFIX``); the runner
+deletes nothing else."""
 
 
 class ToolError(Exception):
@@ -125,29 +144,41 @@ class _CpuGuard:
 
 
 class _Channel:
-    """Blocking frame I/O on the two private descriptors."""
+    """Blocking frame I/O on the two private descriptors.
+
+    Only the main thread reads. Both threads write (the watch thread flushes output), so a lock keeps
+    frames whole; only the main thread's writes are guarded against ``CpuTimeExceeded`` landing mid-frame
+    (signal handlers run in the main thread only).
+    """
 
     def __init__(self, read_fd: int, write_fd: int, guard: _CpuGuard) -> None:
         self.read_fd = read_fd
         self.write_fd = write_fd
         self._guard = guard
+        self._lock = _thread.allocate_lock()
 
-    def send(self, message: dict[str, Any], limit: int = 0) -> None:
-        """Write one frame; ``ValueError`` (nothing written) when it is not JSON or over ``limit`` bytes."""
+    def send(self, message: dict[str, Any], limit: int = 0, *, guarded: bool = True) -> None:
+        """Write one frame; ``ValueError`` (nothing written) when it is not JSON or over ``limit`` bytes.
+
+        ``guarded=False`` is for the watch thread, which must not touch the main thread's CPU guard.
+        """
         data = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         payload = data.encode("utf-8", "replace")
         if limit and len(payload) > limit:
             raise _TooBig(len(payload), limit)
         view = memoryview(_HEADER.pack(len(payload)) + payload)
-        self._guard.busy = True
+        if guarded:
+            self._guard.busy = True
         try:
-            while view:
-                written = os.write(self.write_fd, view)
-                view = view[written:]
+            with self._lock:
+                while view:
+                    written = os.write(self.write_fd, view)
+                    view = view[written:]
         except OSError as exc:
             raise _HostGone(f"cannot write to the host: {exc}") from None
         finally:
-            self._guard.after_frame()
+            if guarded:
+                self._guard.after_frame()
 
     def receive(self) -> dict[str, Any]:
         self._guard.busy = True
@@ -177,7 +208,14 @@ class _Channel:
 
 
 class _Capture(io.TextIOBase):
-    """``sys.stdout`` / ``sys.stderr`` during a step: streams lines to the host, up to a byte budget."""
+    """``sys.stdout`` / ``sys.stderr`` during a step: streams lines to the host, up to a byte budget.
+
+    A write goes out at once when it holds a line break, fills ``_FLUSH_AT`` bytes, or comes
+    ``_FLUSH_AFTER`` seconds after the last frame; otherwise (a burst of small writes) it waits in a buffer
+    until one of those, the end of the step, or the watch thread's next round. A re-entrant lock keeps the
+    buffer whole between the two threads (re-entrant: a signal handler that prints runs in the main thread,
+    maybe in the middle of a write).
+    """
 
     def __init__(self, name: str, channel: _Channel) -> None:
         super().__init__()
@@ -185,6 +223,8 @@ class _Capture(io.TextIOBase):
         self._channel = channel
         self._buffer: list[str] = []
         self._buffered = 0
+        self._lock = _thread.RLock()
+        self._sent_at = 0.0
         self.budget = 0
         self.dropped = 0
 
@@ -197,10 +237,12 @@ class _Capture(io.TextIOBase):
         return "<" + self._name + ">"
 
     def reset(self, budget: int) -> None:
-        self._buffer = []
-        self._buffered = 0
-        self.budget = budget
-        self.dropped = 0
+        with self._lock:
+            self._buffer = []
+            self._buffered = 0
+            self._sent_at = 0.0
+            self.budget = budget
+            self.dropped = 0
 
     def writable(self) -> bool:
         return True
@@ -213,26 +255,41 @@ class _Capture(io.TextIOBase):
             raise TypeError("write() argument must be str, not " + type(text).__name__)
         length = len(text)
         size = length if text.isascii() else len(text.encode("utf-8", "replace"))
-        if size > self.budget:
-            # Keep what fits (on a character boundary) and count the rest.
-            kept = text.encode("utf-8", "replace")[: self.budget].decode("utf-8", "ignore")
-            kept_size = len(kept.encode("utf-8"))
-            self.dropped += size - kept_size
-            text, size = kept, kept_size
-        if text:
-            self.budget -= size
-            self._buffer.append(text)
-            self._buffered += size
-            if self._buffered >= _FLUSH_AT or "\n" in text:
-                self.flush()
+        with self._lock:
+            if size > self.budget:
+                # Keep what fits (on a character boundary) and count the rest.
+                kept = text.encode("utf-8", "replace")[: self.budget].decode("utf-8", "ignore")
+                kept_size = len(kept.encode("utf-8"))
+                self.dropped += size - kept_size
+                text, size = kept, kept_size
+            if text:
+                self.budget -= size
+                self._buffer.append(text)
+                self._buffered += size
+                if (
+                    self._buffered >= _FLUSH_AT
+                    or "\n" in text
+                    or time.monotonic() - self._sent_at >= _FLUSH_AFTER
+                ):
+                    self.flush()
         return length
 
     def flush(self) -> None:
-        if self._buffer:
-            data = "".join(self._buffer)
-            self._buffer = []
-            self._buffered = 0
-            self._channel.send({"t": "out", "s": self._name, "d": data})
+        self._flush(guarded=True)
+
+    def flush_from_watch(self) -> None:
+        """The watch thread's flush: the same frames, without touching the main thread's CPU guard."""
+        self._flush(guarded=False)
+
+    def _flush(self, *, guarded: bool) -> None:
+        # Sent while holding the lock, so that two flushes cannot overtake each other.
+        with self._lock:
+            if self._buffer:
+                data = "".join(self._buffer)
+                self._buffer = []
+                self._buffered = 0
+                self._sent_at = time.monotonic()
+                self._channel.send({"t": "out", "s": self._name, "d": data}, guarded=guarded)
 
 
 class _Calls:
@@ -495,7 +552,9 @@ class Runner:
         code = str(message.get("code", ""))
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
 
-        done: dict[str, Any] = {"t": "done", "ok": True, "value": None, "final": False}
+        # The step number lets the host tell this step's outcome from a stale or forged one.
+        done: dict[str, Any] = {"t": "done", "step": message.get("step", 0), "ok": True, "value": None}
+        done["final"] = False
         sys.stdout, sys.stderr = self.stdout, self.stderr
         try:
             compiled = _compile(code, filename)
@@ -670,6 +729,72 @@ def _set_cpu_budget(seconds: int) -> None:
         resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
 
 
+def _add_site_dirs(args: list[str]) -> str | None:
+    """Make the host's installed packages importable: ``args`` is ``<major.minor> <dir>...`` (see the module
+    docstring). Returns why that is impossible here, or ``None`` (also when there is nothing to add)."""
+    if not args:
+        return None
+    wanted, directories = args[0], args[1:]
+    have = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    if have != wanted:
+        # Compiled packages are built for one minor version: importing them here would fail or crash.
+        return "this interpreter is Python " + have + ", the host's packages are for Python " + wanted
+    unreadable = [path for path in directories if not os.access(path, os.R_OK | os.X_OK)]
+    if unreadable:
+        return "the sandbox's user cannot read " + ", ".join(unreadable)
+    import site
+
+    for path in directories:
+        site.addsitedir(path)
+    return None
+
+
+def _watch_host(channel: _Channel, outputs: tuple[_Capture, ...], workdir: str | None) -> None:
+    """The watch thread: flush output that waits in a buffer; once the host is gone, clean up and exit.
+
+    It polls the channel for hang-up only (pending data is the main thread's to read), so it costs nothing
+    while it waits. It needs the interpreter lock to act: code stuck in one long call into C that holds it
+    delays it until the call returns (on Linux the kernel's parent-death signal covers that case; see
+    ``launch.py``).
+    """
+    import select
+
+    poller = select.poll()
+    poller.register(channel.read_fd, 0)  # 0: only POLLHUP, POLLERR and POLLNVAL are reported
+    while True:
+        try:
+            if poller.poll(_WATCH_EVERY_MS):
+                break
+            for output in outputs:
+                output.flush_from_watch()
+        except _HostGone:
+            break
+        except BaseException:  # a failed flush (say, MemoryError) is tried again next round
+            continue
+    _leave(workdir)
+
+
+def _fresh_locks(channel: _Channel, *outputs: _Capture) -> None:
+    channel._lock = _thread.allocate_lock()
+    for output in outputs:
+        output._lock = _thread.RLock()
+
+
+def _leave(workdir: str | None) -> None:
+    """The host is gone: delete the working directory, kill what the code started, and exit."""
+    if workdir is not None:
+        with contextlib.suppress(BaseException):
+            os.chdir("/")
+            import shutil
+
+            shutil.rmtree(workdir, ignore_errors=True)
+    # Without a PID namespace, processes the code started (``max_processes > 0``) share this process group
+    # (the host started it in a new session); this process goes too. In a PID namespace its exit is enough.
+    with contextlib.suppress(OSError):
+        os.killpg(0, signal.SIGKILL)
+    os._exit(0)
+
+
 def main() -> None:
     """Take over the standard descriptors, greet the host and serve ``exec`` frames until it leaves."""
     read_fd, write_fd = os.dup(0), os.dup(1)
@@ -677,6 +802,9 @@ def main() -> None:
     os.dup2(null, 0)
     os.close(null)
     os.dup2(2, 1)  # fd-level writes (C code, os.write(1, …)) reach the host's stderr pipe, not the channel
+    cwd = os.getcwd()
+    workdir = cwd if os.path.basename(cwd).startswith(_WORKDIR_PREFIX) else None
+    site_error = _add_site_dirs(sys.argv[1:])
     guard = _CpuGuard()
     channel = _Channel(read_fd, write_fd, guard)
     runner = Runner(channel, guard)
@@ -687,15 +815,22 @@ def main() -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversized write fails with EFBIG instead
     if hasattr(signal, "SIGXCPU"):
         signal.signal(signal.SIGXCPU, guard.on_signal)
+    # Before the first step's limits: the thread is one of the processes RLIMIT_NPROC counts (launch.py).
+    _thread.start_new_thread(_watch_host, (channel, (runner.stdout, runner.stderr), workdir))
+    if hasattr(os, "register_at_fork"):
+        # A process the code forks has no watch thread: a lock that thread held at the fork would never be
+        # released there.
+        os.register_at_fork(after_in_child=lambda: _fresh_locks(channel, runner.stdout, runner.stderr))
+    greeting: dict[str, Any] = {
+        "t": "ready",
+        "v": PROTOCOL_VERSION,
+        "python": ".".join(str(part) for part in sys.version_info[:3]),
+        "pid": os.getpid(),
+    }
+    if site_error is not None:
+        greeting["site_error"] = site_error
     try:
-        channel.send(
-            {
-                "t": "ready",
-                "v": PROTOCOL_VERSION,
-                "python": ".".join(str(part) for part in sys.version_info[:3]),
-                "pid": os.getpid(),
-            }
-        )
+        channel.send(greeting)
         while True:
             message = channel.receive()
             kind = message.get("t")
@@ -704,7 +839,7 @@ def main() -> None:
             elif kind != "result":  # a late tool answer the step no longer waited for
                 raise _HostGone("an unexpected frame between steps: " + repr(kind))
     except _HostGone:
-        return
+        _leave(workdir)
 
 
 if __name__ == "__main__":

@@ -3,18 +3,18 @@
 It knows nothing of steps or tools (``ProcessSandbox`` drives it). Kill is the only way to stop it: the
 runner is killed through a pidfd (race-free; it is PID 1 of its namespace, so everything it started dies
 with it), the ``unshare`` launcher then reaps it and exits, and the host reaps the launcher — no zombie is
-left. All I/O is on the process pipes through anyio; no threads except for deleting the working directory.
+left. All I/O is on the process pipes through anyio; no threads except for deleting the working directory
+and sweeping those that host processes which died left behind (``workdirs``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
-import tempfile
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Sequence
 
 import anyio
 from anyio.abc import Process
@@ -24,6 +24,7 @@ from .errors import SandboxStartError
 from .frames import HEADER, ChildMessage, FrameError, Ready, decode_child_message, frame_size, max_frame_bytes
 from .launch import LaunchPlan, dynamic_id, sandbox_environment
 from .limits import ExecutionLimits
+from .workdirs import Workdir, sweep_orphans
 
 __all__ = ["ChildExited", "SandboxProcess"]
 
@@ -46,7 +47,7 @@ class SandboxProcess:
         *,
         plan: LaunchPlan,
         limits: ExecutionLimits,
-        workdir: str,
+        workdir: Workdir,
     ) -> None:
         assert process.stdin is not None
         assert process.stdout is not None
@@ -63,7 +64,8 @@ class SandboxProcess:
         self._killed = False
         self.max_frame = max_frame_bytes(limits)
         """The largest frame ``receive`` accepts; ``ProcessSandbox`` sets it for each step's limits."""
-        self.workdir = workdir
+        self._workdir = workdir
+        self.workdir = workdir.path
         self.process_limits = limits.process_limits
         self.rlimits = plan.rlimits(limits)
         self.python_version = ""
@@ -76,22 +78,32 @@ class SandboxProcess:
         *,
         limits: ExecutionLimits,
         site_packages: bool = False,
+        site_dirs: Sequence[str] = (),
         workdir_parent: str | None = None,
         startup_timeout: float = 10.0,
     ) -> SandboxProcess:
-        """Start the process in a fresh private working directory and wait for its greeting."""
-        workdir = tempfile.mkdtemp(prefix="agentflow-sandbox-", dir=workdir_parent)
+        """Start the process in a fresh private working directory and wait for its greeting.
+
+        ``site_dirs``: the host's package directories for the runner to add (``site_packages=True`` with an
+        interpreter other than the host's); when it cannot, the start fails with the reason.
+        """
+        # Directories left by host processes that died (their sandboxes died with them): once per parent.
+        await anyio.to_thread.run_sync(sweep_orphans, workdir_parent)
+        try:
+            workdir = Workdir(workdir_parent)
+        except OSError as exc:
+            raise SandboxStartError(f"cannot make the sandbox's working directory: {exc}") from exc
         ident = dynamic_id() if plan.switch_user else None
         try:
             if ident is not None:
-                os.chown(workdir, ident, ident)
+                os.chown(workdir.path, ident, ident)
             process = await anyio.open_process(
-                plan.argv(site_packages=site_packages),
+                plan.argv(site_packages=site_packages, site_dirs=site_dirs),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                cwd=workdir,
-                env=sandbox_environment(workdir),
+                cwd=workdir.path,
+                env=sandbox_environment(workdir.path),
                 start_new_session=True,
                 user=ident,
                 group=ident,
@@ -99,7 +111,7 @@ class SandboxProcess:
                 umask=0o077,
             )
         except BaseException as exc:
-            shutil.rmtree(workdir, ignore_errors=True)
+            workdir.release()
             if isinstance(exc, OSError):
                 raise SandboxStartError(f"cannot start the sandbox process: {exc}{_notes(plan)}") from exc
             raise
@@ -117,11 +129,22 @@ class SandboxProcess:
                 await child.kill()
             if isinstance(exc, ChildExited | FrameError | TimeoutError):
                 reason = "did not greet the host in time" if isinstance(exc, TimeoutError) else str(exc)
+                command = " ".join(plan.argv(site_packages=site_packages)[:-1])
                 raise SandboxStartError(
-                    f"the sandbox process ({' '.join(plan.argv(site_packages=site_packages)[:-1])} …) "
-                    f"failed to start: {reason}{_notes(plan)}" + (f"\n{detail}" if detail else "")
+                    f"the sandbox process ({command} …) failed to start: {reason}{_notes(plan)}"
+                    + (f"\n{detail}" if detail else "")
                 ) from None
             raise
+        if greeting.site_error is not None:
+            with anyio.CancelScope(shield=True):
+                await child.kill()
+            # Telling the model that installed packages can be imported would be false: refuse instead.
+            raise SandboxStartError(
+                f"site_packages=True, but the sandbox runs {plan.python} (the sandbox's user cannot run "
+                f"{sys.executable}), and the host's packages cannot be used there: {greeting.site_error}. "
+                "Pass python= an interpreter that has the packages and that other users can run, or "
+                "site_packages=False"
+            )
         return child
 
     @property
@@ -146,6 +169,21 @@ class SandboxProcess:
         if stat is None or stat[1] != self._runner_started:
             return None
         return stat[0]
+
+    def cpu_soft_limit(self) -> float | None:
+        """The runner's soft ``RLIMIT_CPU`` in seconds (``inf``: unlimited), read from ``/proc``; ``None``
+        where that cannot be read."""
+        if self._runner_pid is None or not self.alive:
+            return None
+        try:
+            with open(f"/proc/{self._runner_pid}/limits", encoding="ascii", errors="replace") as handle:
+                for line in handle:
+                    if line.startswith("Max cpu time"):
+                        soft = line[len("Max cpu time") :].split()[0]
+                        return float("inf") if soft == "unlimited" else float(soft)
+        except (OSError, ValueError, IndexError):
+            pass
+        return None
 
     async def send(self, frame: bytes) -> None:
         """Write one whole frame (frames from concurrent tool answers never interleave).
@@ -199,7 +237,7 @@ class SandboxProcess:
             if self._pidfd is not None:
                 os.close(self._pidfd)
                 self._pidfd = None
-            await anyio.to_thread.run_sync(shutil.rmtree, self.workdir, True)
+            await anyio.to_thread.run_sync(self._workdir.release)
 
     async def exit_status(self) -> int | None:
         """The launcher's exit status once it has ended (``None`` if it still runs a second later)."""
@@ -211,7 +249,7 @@ class SandboxProcess:
         """Find the runner behind the ``unshare`` launcher and hold a pidfd to it for a race-free kill."""
         launcher = self._process.pid
         runner: int | None = launcher
-        if self._plan.prefix:
+        if self._plan.forks:
             runner = _first_child(launcher)
         self._runner_pid = runner
         if runner is not None:
@@ -225,7 +263,7 @@ class SandboxProcess:
         if self._pidfd is not None and hasattr(signal, "pidfd_send_signal"):
             with contextlib.suppress(ProcessLookupError, OSError):
                 signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
-            if self._plan.prefix:
+            if self._plan.forks:
                 return  # PID 1 of its own PID namespace: everything it started dies with it
         # Without a pidfd, or without a PID namespace (where the runner's children would outlive it): the
         # whole process group (the runner may have left it, but --kill-child still takes it). The launcher

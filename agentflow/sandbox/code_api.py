@@ -23,11 +23,22 @@ def callable_by_name(tool_name: str) -> bool:
     return is_stub_name(tool_name)
 
 
-def code_api_text(*, persistent: bool = True, network: bool = False, site_packages: bool = False) -> str:
+def code_api_text(
+    *,
+    persistent: bool = True,
+    network: bool = False,
+    site_packages: bool = False,
+    per_request: bool = False,
+) -> str:
     """The paragraph that tells the model how its code reaches tools and ends a step.
+
+    ``per_request``: the interpreter's state lasts for one request only (CodeAct gives each run its own
+    sandbox), so code the model sees from earlier requests in the conversation has to be run again.
 
     >>> "final_answer(x)" in code_api_text()
     True
+    >>> code_api_text(per_request=True).splitlines()[-1][:88]
+    'Variables, functions and imports persist between your code steps for the current request'
     """
     lines = [
         "Tools are Python functions in your code: call one by name with keyword arguments, e.g. "
@@ -41,11 +52,16 @@ def code_api_text(*, persistent: bool = True, network: bool = False, site_packag
         "Call `final_answer(x)` to finish with `x` as the final answer. `print()` output is shown to you, "
         "cut when it is long.",
     ]
-    state = (
-        "Variables, functions and imports persist between your code steps."
-        if persistent
-        else "Every code step starts in a fresh interpreter: nothing persists between steps."
-    )
+    if not persistent:
+        state = "Every code step starts in a fresh interpreter: nothing persists between steps."
+    elif per_request:
+        state = (
+            "Variables, functions and imports persist between your code steps for the current request only: "
+            "each new user request starts in a fresh interpreter, so anything defined by code earlier in "
+            "the conversation is gone and must be defined or computed again."
+        )
+    else:
+        state = "Variables, functions and imports persist between your code steps."
     reach = "The code has network access." if network else "The code has no network access."
     packages = (
         "Installed packages can be imported."

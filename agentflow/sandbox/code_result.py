@@ -36,6 +36,15 @@ class CodeErrorType(enum.StrEnum):
     PROTOCOL = "protocol"
     """The process broke the host channel (e.g. code wrote to its descriptors); it was killed."""
 
+    # Set by the runtime for code that no executor ran (``CodeExecuted.error_type`` says which).
+    NOT_RUN = "not_run"
+    """The runtime did not run the code: a limit was reached, the answer was cut before the code object
+    ended, or the same answer made native tool calls."""
+    UNSUPPORTED_LANGUAGE = "unsupported_language"
+    """The code is not Python, so it was not run."""
+    CANCELLED = "cancelled"
+    """The run ended (cancelled, timed out or failed) while the step ran; its process was killed."""
+
 
 @attrs.frozen
 class CodeResult:

@@ -9,6 +9,7 @@ process.
 
 from __future__ import annotations
 
+import decimal
 import struct
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
@@ -25,6 +26,7 @@ from .limits import ExecutionLimits
 
 __all__ = [
     "HEADER",
+    "MAX_CHILD_READS",
     "PROTOCOL_VERSION",
     "ChildMessage",
     "FrameError",
@@ -45,6 +47,9 @@ PROTOCOL_VERSION = 1
 HEADER = struct.Struct(">I")
 FRAME_MARGIN = 16 * 1024 * 1024
 """Room above a step's value and output in a frame: tool arguments, error text, JSON overhead."""
+MAX_CHILD_READS = 256 * 1024 * 1024
+"""The largest frame the child reads (``_runner._MAX_FRAME``): a bigger one makes it hang up, so the host
+answers a tool call whose result would not fit with a failure instead (``tool_result_frame``)."""
 
 
 class FrameError(SandboxError):
@@ -53,10 +58,12 @@ class FrameError(SandboxError):
 
 @attrs.frozen
 class Ready:
-    """The child is up and waits for steps."""
+    """The child is up and waits for steps; ``site_error`` says why the host's packages it was asked to
+    add (``site_packages=True`` with another interpreter) cannot be imported, if they cannot."""
 
     python: str
     pid: int
+    site_error: str | None = None
 
 
 @attrs.frozen
@@ -78,8 +85,9 @@ class OutputChunk:
 
 @attrs.frozen
 class StepDone:
-    """The step ended; ``dropped_*`` count the output bytes cut by the child."""
+    """The step ``step`` ended; ``dropped_*`` count the output bytes cut by the child."""
 
+    step: int
     ok: bool
     value: Any = None
     error: str | None = None
@@ -147,23 +155,37 @@ def exec_frame(
     )
 
 
-def tool_result_frame(call_id: int, result: ToolResult) -> bytes:
+def tool_result_frame(call_id: int, result: ToolResult, limit: int = MAX_CHILD_READS) -> bytes:
     """The answer to a tool call: the value when ``ok`` (its text output if it is not JSON), else the error.
+
+    An answer over ``limit`` bytes is replaced by a failure saying so: the child could not read it.
 
     >>> tool_result_frame(1, ToolResult("c", "t", "12", value={1, 2}))[4:]
     b'{"t":"result","id":1,"ok":true,"value":[1,2]}'
     >>> tool_result_frame(2, ToolResult("c", "t", "", value=[2**64]))[4:]
     b'{"t":"result","id":2,"ok":true,"value":[18446744073709551616]}'
+    >>> too_big = tool_result_frame(3, ToolResult("c", "t", "", value="x" * 100), limit=50)
+    >>> orjson.loads(too_big[4:])["error"][:48]
+    "TOOL_ERROR: the result of tool 't' is 142 bytes "
     """
     if not result.ok:
         return tool_failure_frame(call_id, result.output)
+    answer = {"t": "result", "id": call_id, "ok": True, "value": result.value}
     try:
-        return encode_frame({"t": "result", "id": call_id, "ok": True, "value": result.value})
+        frame = encode_frame(answer)
     except orjson.JSONEncodeError:
         try:
-            return encode_frame({"t": "result", "id": call_id, "ok": True, "value": _json_safe(result.value)})
+            frame = encode_frame({**answer, "value": _json_safe(result.value)})
         except orjson.JSONEncodeError:
-            return encode_frame({"t": "result", "id": call_id, "ok": True, "value": result.output})
+            frame = encode_frame({**answer, "value": result.output})
+    size = len(frame) - HEADER.size
+    if size > limit:
+        return tool_failure_frame(
+            call_id,
+            f"TOOL_ERROR: the result of tool {result.name!r} is {size} bytes as JSON, over the sandbox's "
+            f"limit of {limit}; ask the tool for less (a part, a page or a summary)",
+        )
+    return frame
 
 
 def tool_failure_frame(call_id: int, message: str) -> bytes:
@@ -172,7 +194,9 @@ def tool_failure_frame(call_id: int, message: str) -> bytes:
 
 
 def _json_safe(value: Any) -> Any:
-    """A copy ``encode_frame`` can write: sets become lists, attrs instances dicts; anything else raises."""
+    """A copy ``encode_frame`` can write: sets become lists, attrs instances dicts, a ``Decimal`` a number
+    when a float holds it exactly (else its digits as text, as a tool's output text writes it); anything
+    else raises."""
     if isinstance(value, set | frozenset):
         return [_json_safe(item) for item in value]
     if isinstance(value, list | tuple):
@@ -181,6 +205,11 @@ def _json_safe(value: Any) -> Any:
         return {key if isinstance(key, str) else str(key): _json_safe(item) for key, item in value.items()}
     if attrs.has(type(value)):
         return _json_safe(attrs.asdict(value))
+    if isinstance(value, decimal.Decimal):
+        # The rule of agentflow.tools.outcome (what a ReAct model sees): no rounding, ever.
+        number = float(value)
+        exact = value.is_finite() and decimal.Decimal(repr(number)) == value
+        return number if exact else str(value)
     exact_dumps(value)  # raises JSONEncodeError for what cannot be written (an int of any size can)
     return value
 
@@ -220,7 +249,11 @@ def decode_child_message(body: bytes) -> ChildMessage:
         if kind == "ready":
             if message.get("v") != PROTOCOL_VERSION:
                 raise ValueError(f"protocol version {message.get('v')!r}, expected {PROTOCOL_VERSION}")
-            return Ready(python=_get(message, "python", str), pid=_get(message, "pid", int))
+            site_error = message.get("site_error")
+            if site_error is not None and not isinstance(site_error, str):
+                raise ValueError("site_error must be a string")
+            python, pid = _get(message, "python", str), _get(message, "pid", int)
+            return Ready(python=python, pid=pid, site_error=site_error)
     except ValueError as exc:
         raise FrameError(f"bad {kind!r} frame from the sandbox: {exc}") from None
     raise FrameError(f"the sandbox sent an unknown frame type {kind!r}")
@@ -242,6 +275,7 @@ def _decode_done(message: dict[str, Any]) -> StepDone:
     if not all(isinstance(count, int) and count >= 0 for count in counts):
         raise ValueError("dropped counts must be integers >= 0")
     return StepDone(
+        step=_get(message, "step", int),
         ok=ok,
         value=message.get("value") if ok else None,
         error=None if ok else error,

@@ -15,6 +15,11 @@
 3. Without ``unshare`` or user namespaces (macOS, hardened kernels): a plain child process, with the
    separate uid when root. ``SandboxIsolation`` says what is missing; ``strict=True`` refuses to run then.
 
+On Linux, when util-linux's ``setpriv`` can set a parent-death signal, the whole command runs under
+``setpriv --pdeathsig KILL``: the kernel kills the launcher (and, through ``unshare --kill-child``, the
+runner and everything in its PID namespace) the moment the host process dies, whatever the code is doing.
+The runner also ends itself when its channel to the host closes (see ``_runner.py``).
+
 This module must not run user code or hold processes: it only decides and describes.
 """
 
@@ -34,7 +39,14 @@ import attrs
 from .errors import SandboxStartError, SandboxUnavailableError
 from .limits import ExecutionLimits
 
-__all__ = ["LaunchPlan", "SandboxIsolation", "plan_launch", "runner_source", "sandbox_environment"]
+__all__ = [
+    "LaunchPlan",
+    "SandboxIsolation",
+    "host_site_dirs",
+    "plan_launch",
+    "runner_source",
+    "sandbox_environment",
+]
 
 INNER_ID = 1000
 """The uid/gid the code sees inside the user namespace: not 0, so it has no capabilities there."""
@@ -57,6 +69,9 @@ class SandboxIsolation:
     - ``separate_user``: a fresh unprivileged uid/gid (host running as root);
     - ``resource_limits``: ``setrlimit`` limits are applied;
     - ``process_limit_enforced``: ``max_processes`` holds exactly (``RLIMIT_NPROC`` counts only the sandbox);
+    - ``dies_with_host``: the kernel kills the sandbox when the host process dies (a parent-death signal);
+      without it the runner still exits when it notices its channel close, unless code holds it in one
+      long call into C;
     - ``notes``: why something is missing, or what was chosen instead.
     """
 
@@ -69,6 +84,7 @@ class SandboxIsolation:
     resource_limits: bool
     process_limit_enforced: bool
     notes: tuple[str, ...] = ()
+    dies_with_host: bool = False
 
     @property
     def host_environment_protected(self) -> bool:
@@ -84,14 +100,27 @@ class LaunchPlan:
     python: str
     switch_user: bool
     nproc_base: int | None
-    """``RLIMIT_NPROC`` = this + ``max_processes`` (processes of the sandbox uid that exist before user
-    code runs); ``None`` when the count would include other processes (only ``max_processes=0`` holds)."""
+    """``RLIMIT_NPROC`` = this + ``max_processes`` (processes and threads of the sandbox uid that exist
+    before user code runs: the launcher, the runner and its watch thread); ``None`` when the count would
+    include other processes (only ``max_processes=0`` holds)."""
     isolation: SandboxIsolation
 
-    def argv(self, *, site_packages: bool) -> list[str]:
-        """The full command: namespaces wrapper, interpreter in isolated mode, runner source."""
+    @property
+    def forks(self) -> bool:
+        """Whether the launcher forks the runner (``unshare --fork``), rather than being it."""
+        return self.isolation.namespaces
+
+    def argv(self, *, site_packages: bool, site_dirs: Sequence[str] = ()) -> list[str]:
+        """The full command: wrappers, interpreter in isolated mode, runner source, then the host's package
+        directories to add when there are any (``site_dirs``; see ``host_site_dirs``)."""
         flags = ["-I", "-B"] if site_packages else ["-I", "-B", "-S"]
-        return [*self.prefix, self.python, *flags, "-c", runner_source()]
+        extra = [f"{sys.version_info[0]}.{sys.version_info[1]}", *site_dirs] if site_dirs else []
+        return [*self.prefix, self.python, *flags, "-c", runner_source(), *extra]
+
+    @property
+    def runs_host_python(self) -> bool:
+        """Whether the sandbox runs the host's own interpreter (so it sees the same installed packages)."""
+        return os.path.realpath(self.python) == os.path.realpath(sys.executable)
 
     def rlimits(self, limits: ExecutionLimits) -> dict[str, int | None]:
         """The ``resource`` limits the child applies before its first step (name → value, ``None``: leave)."""
@@ -138,6 +167,18 @@ def sandbox_environment(workdir: str) -> dict[str, str]:
     }
 
 
+def host_site_dirs() -> tuple[str, ...]:
+    """The directories of the host interpreter's installed packages (a virtual environment's own), for a
+    sandbox that runs another interpreter with ``site_packages=True``."""
+    import site
+
+    found: list[str] = []
+    for path in site.getsitepackages():
+        if os.path.isdir(path) and path not in found:
+            found.append(path)
+    return tuple(found)
+
+
 def dynamic_id() -> int:
     """A fresh uid/gid for one sandbox process (host running as root)."""
     return random.randrange(*_DYNAMIC_ID_RANGE)
@@ -174,20 +215,21 @@ async def _probe(*, python: str | None, network: bool, switch_user: bool) -> Lau
         )
     notes: list[str] = []
     pythons = _candidate_pythons(python)
+    guard = await _parent_death_guard(notes)
     prefixes: list[tuple[str, ...]] = []
     unshare = shutil.which("unshare") if sys.platform.startswith("linux") else None
     if unshare:
-        prefixes.append(_namespace_prefix(unshare, network=network))
+        prefixes.append((*guard, *_namespace_prefix(unshare, network=network)))
     elif sys.platform.startswith("linux"):
         notes.append("no 'unshare' binary (util-linux): no namespaces")
     else:
         notes.append(f"no namespaces on {sys.platform}")
-    prefixes.append(())
+    prefixes.append(guard)
 
     switch = switch_user and can_switch_user()
     for use_switch in (True, False) if switch else (False,):
         for prefix in prefixes:
-            if not prefix and not use_switch:
+            if prefix == guard and not use_switch:
                 return _plan(prefix, pythons[0], False, network, notes)
             failures: list[str] = []
             for candidate in pythons if use_switch else pythons[:1]:
@@ -207,7 +249,7 @@ async def _probe(*, python: str | None, network: bool, switch_user: bool) -> Lau
 
 
 def _plan(prefix: tuple[str, ...], python: str, switch: bool, network: bool, notes: list[str]) -> LaunchPlan:
-    namespaces = bool(prefix)
+    namespaces = any(os.path.basename(part) == "unshare" for part in prefix)
     root = can_switch_user()
     try:
         import resource  # noqa: F401
@@ -216,13 +258,14 @@ def _plan(prefix: tuple[str, ...], python: str, switch: bool, network: bool, not
     except ImportError:  # pragma: no cover - not POSIX
         rlimits = False
         notes.append("no 'resource' module: no memory, file or process limits")
+    # The runner and its watch thread, plus the unshare launcher when there is one.
     if switch:
-        nproc_base: int | None = 2 if namespaces else 1
+        nproc_base: int | None = 3 if namespaces else 2
     elif root:
         nproc_base = None
         notes.append("the sandbox runs as root's uid: RLIMIT_NPROC is ignored (no fork-bomb limit)")
     else:
-        nproc_base = 2 if namespaces else None
+        nproc_base = 3 if namespaces else None
     if not switch and root:
         notes.append("the sandbox shares root's uid: it can read and write root's files")
     if not namespaces and not network:
@@ -239,10 +282,39 @@ def _plan(prefix: tuple[str, ...], python: str, switch: bool, network: bool, not
         resource_limits=rlimits,
         process_limit_enforced=nproc_base is not None,
         notes=tuple(notes),
+        dies_with_host=bool(prefix) and os.path.basename(prefix[0]) == "setpriv",
     )
     return LaunchPlan(
         prefix=prefix, python=python, switch_user=switch, nproc_base=nproc_base, isolation=isolation
     )
+
+
+async def _parent_death_guard(notes: list[str]) -> tuple[str, ...]:
+    """``setpriv --pdeathsig KILL --`` where it works (Linux, util-linux 2.33+), else ``()`` with a note.
+
+    The signal is set in the launcher and kept across its ``exec`` (``unshare`` is not set-uid); the kernel
+    sends it when the host thread that started the launcher ends, which for an event loop's thread is the
+    host process's end in practice. It reaches the runner through ``unshare --kill-child``.
+    """
+    if not sys.platform.startswith("linux"):
+        return ()
+    setpriv, true = shutil.which("setpriv"), shutil.which("true")
+    works = False
+    if setpriv is not None and true is not None:
+        guard = (setpriv, "--pdeathsig", "KILL", "--")
+        try:
+            with anyio.fail_after(_PROBE_TIMEOUT):
+                done = await anyio.run_process([*guard, true], check=False, stdin=subprocess.DEVNULL)
+            works = done.returncode == 0
+        except (OSError, TimeoutError):
+            pass
+    if not works:
+        notes.append(
+            "no 'setpriv --pdeathsig' (util-linux): if the host process is killed, the sandbox ends only "
+            "once its runner notices"
+        )
+        return ()
+    return guard
 
 
 def _namespace_prefix(unshare: str, *, network: bool) -> tuple[str, ...]:

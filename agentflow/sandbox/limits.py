@@ -28,17 +28,21 @@ def _at_least(minimum: float) -> Any:
 class ExecutionLimits:
     """Limits of one code step (``wall_time``, ``cpu_seconds``, outputs) and of the process running it.
 
-    - ``wall_time``: seconds before the host kills the process (tool calls made by the code count too);
+    - ``wall_time``: seconds of the code's own time before the host kills the process; time while a tool
+      call of the step runs on the host is not counted (the tool's timeout bounds that, and in CodeAct the
+      run's ``timeout``), so a slow tool does not cost the sandbox its state;
     - ``cpu_seconds``: CPU seconds per step; the code gets a ``cpu_limit`` error and the process lives on,
-      unless it is stuck in one long call into C (``sum(range(10**12))``) that the error cannot interrupt:
-      then, on Linux, the host kills the process a little later (``cpu_limit`` too, with ``state_lost``);
+      unless it does not stop there (it is stuck in one long call into C such as ``sum(range(10**12))``
+      that the error cannot interrupt, or it caught the error or lifted its limit): then, on Linux, the
+      host kills the process a little later (``cpu_limit`` too, with ``state_lost``);
     - ``memory_bytes``: address space of the process (``RLIMIT_AS``): allocations beyond it raise
       ``MemoryError``;
     - ``max_open_files`` (``RLIMIT_NOFILE``), ``max_file_bytes`` (``RLIMIT_FSIZE``: a bigger write fails);
     - ``max_processes``: extra processes or threads the code may start (0: no ``fork``, no threads);
     - ``max_output_bytes``: captured stdout and stderr each, per step (the rest is cut with a marker);
     - ``max_result_bytes``: the step's value as JSON; a bigger value is an ``output_limit`` error;
-    - ``max_parallel_tool_calls``: tool calls from one step that the host runs at the same time.
+    - ``max_parallel_tool_calls``: tool calls from one step that the host runs at the same time; more wait
+      for a slot (the code may make any number of calls at once: the channel never stalls).
 
     The process-wide limits (memory, files, processes) are fixed when the process starts: a step with
     different ones restarts a persistent sandbox (its variables are lost, and the step's result says so).

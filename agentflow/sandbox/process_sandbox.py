@@ -4,15 +4,25 @@ One sandbox serves one agent run. Steps run one at a time; with ``persistent=Tru
 share one interpreter, like notebook cells, and with ``persistent=False`` every step gets a fresh process
 and working directory. Each step:
 
-- sends the code to the child and serves the tool calls it makes (concurrently, bounded by
-  ``max_parallel_tool_calls``) through the host's ``ToolInvoker`` — the child never runs a tool itself;
+- sends the code to the child and serves the tool calls it makes (concurrently, at most
+  ``max_parallel_tool_calls`` tools running) through the host's ``ToolInvoker`` — the child never runs a
+  tool itself;
 - collects the output the child streams (bounded), then its outcome;
-- is bounded by ``wall_time``: past it the process is killed and the step returns a ``timeout`` result
-  on time. A killed persistent process is replaced at the next step (its variables are gone; the result
-  says so with ``state_lost``);
+- is bounded by ``wall_time`` of the code's own time: the time while a tool call runs on the host is not
+  counted (the invoker's tool timeout bounds that). Past it the process is killed and the step returns a
+  ``timeout`` result. A killed persistent process is replaced at the next step (its variables are gone; the
+  result says so with ``state_lost``);
 - is bounded by ``cpu_seconds`` in the child (a ``cpu_limit`` error, the process lives on) and, for code
-  the child cannot interrupt (a long call into C), by the host: past ``cpu_seconds + CPU_GRACE`` CPU seconds
-  the process is killed and the step is a ``cpu_limit`` error with ``state_lost`` (see ``cpu_watch``).
+  that does not stop there (a long call into C, or code that lifted or caught the limit), by the host: past
+  ``cpu_seconds + CPU_GRACE`` CPU seconds the process is killed and the step is a ``cpu_limit`` error with
+  ``state_lost`` (see ``cpu_watch``).
+
+The channel never stalls: the host reads the child's frames all through a step (a call that finds every
+tool slot taken waits for one while the host reads on), and an answer is written without holding a slot,
+so the child may write any number of calls before it reads an answer (``map_tool`` does).
+
+The child is not trusted: a frame that breaks the protocol, a ``done`` for another step, or a process that
+keeps using CPU between steps (code that went on after its step ended) gets the process killed.
 
 Cancelling ``execute`` kills the process before the cancellation propagates. What is isolated, and how,
 is decided in ``launch.py`` and reported by ``isolation``; see docs/sandbox-security.md.
@@ -35,6 +45,7 @@ from .cpu_watch import CPU_GRACE, cpu_exceeded
 from .errors import SandboxClosedError, SandboxUnavailableError
 from .executor import ToolInvoker
 from .frames import (
+    MAX_CHILD_READS,
     FrameError,
     OutputChunk,
     Ready,
@@ -45,13 +56,54 @@ from .frames import (
     tool_failure_frame,
     tool_result_frame,
 )
-from .launch import SandboxIsolation, can_switch_user, plan_launch
+from .launch import SandboxIsolation, can_switch_user, host_site_dirs, plan_launch
 from .limits import ExecutionLimits
 
 __all__ = ["ProcessSandbox", "SubprocessExecutor"]
 
 _DEFAULT_LIMITS = ExecutionLimits()
 _LOST = "the sandbox was restarted, so variables, imports and files from earlier steps are gone"
+_IDLE_CPU = 1.0
+"""CPU seconds a persistent process may use between two steps. Idle, it waits on its channel (late tool
+answers cost it almost nothing); more means code kept running after its step ended (it wrote a ``done``
+frame of its own), unwatched by ``wall_time``."""
+
+
+class _CodeClock:
+    """The wall time a step's code has used: the time while no tool call of it runs on the host.
+
+    Time waiting for a tool is the tool's (its timeout bounds it), so a slow tool does not end the step.
+    """
+
+    def __init__(self, budget: float) -> None:
+        self._budget = budget
+        self._used = 0.0
+        self._since = anyio.current_time()
+        self._tools = 0
+        self._idle = anyio.Event()
+
+    def tool_started(self) -> None:
+        if self._tools == 0:
+            self._used += anyio.current_time() - self._since
+            self._idle = anyio.Event()
+        self._tools += 1
+
+    def tool_finished(self) -> None:
+        self._tools -= 1
+        if self._tools == 0:
+            self._since = anyio.current_time()
+            self._idle.set()
+
+    async def run_out(self) -> None:
+        """Return once the code has used up its budget."""
+        while True:
+            if self._tools:
+                await self._idle.wait()
+                continue
+            left = self._budget - self._used - (anyio.current_time() - self._since)
+            if left <= 0:
+                return
+            await anyio.sleep(left)
 
 
 class _Output:
@@ -107,7 +159,10 @@ class ProcessSandbox:
     - ``python``: the interpreter (default: this one, or a system ``python3`` when the sandbox's own uid
       cannot run this one); only its standard library is needed;
     - ``network``: allow network access (default: none, where the OS can take it away);
-    - ``site_packages``: let code import the interpreter's installed packages (default: stdlib only);
+    - ``site_packages``: let code import installed packages (default: stdlib only). When the sandbox runs
+      another interpreter than the host's (see ``python``) the host's package directories are added to it,
+      which needs the same Python minor version and directories the sandbox's user can read; else the
+      start fails with ``SandboxStartError`` rather than the code finding its imports missing;
     - ``separate_user``: when the host runs as root, run the sandbox under a fresh unprivileged uid;
     - ``strict``: refuse to run (``SandboxUnavailableError``) unless the host's environment is unreadable,
       the network is cut (when ``network=False``) and resource limits apply;
@@ -149,6 +204,7 @@ class ProcessSandbox:
         self._closed = False
         self._step = 0
         self._note: str | None = None
+        self._idle_cpu: float | None = None  # the process's CPU time when its last step ended
 
     @property
     def isolation(self) -> SandboxIsolation | None:
@@ -204,11 +260,12 @@ class ProcessSandbox:
             result: CodeResult | None = None
             keep = False
             try:
-                with anyio.move_on_after(limits.wall_time):
-                    result, keep = await self._run_step(child, code, tools, tool_names, limits, output)
+                result, keep = await self._run_step(child, code, tools, tool_names, limits, output)
             finally:
                 if not keep or not self._persistent:
                     await self._discard()
+                else:
+                    self._idle_cpu = child.cpu_time()
             self._check_open()
             if result is None:
                 result = CodeResult(
@@ -216,7 +273,8 @@ class ProcessSandbox:
                     stdout=output.stdout.text(),
                     stderr=output.stderr.text(),
                     error=(
-                        f"TimeoutError: the code ran longer than {limits.wall_time:g} s and was stopped"
+                        f"TimeoutError: the code ran longer than {limits.wall_time:g} s (time spent waiting "
+                        "for tool calls not counted) and was stopped"
                         + (f"; {_LOST}" if self._persistent else "")
                     ),
                     error_type=CodeErrorType.TIMEOUT,
@@ -252,11 +310,11 @@ class ProcessSandbox:
 
     async def _ensure_child(self, limits: ExecutionLimits) -> SandboxProcess:
         child = self._child
-        if child is not None and child.alive and child.process_limits == limits.process_limits:
-            return child
         if child is not None:
+            why = self._why_replace(child, limits)
+            if why is None:
+                return child
             if self._persistent:
-                why = "the execution limits changed" if child.alive else "its process had ended"
                 self._note = f"[note: {why}, so {_LOST}]"
             await self._discard()
         plan = await plan_launch(
@@ -267,18 +325,36 @@ class ProcessSandbox:
         self._isolation = plan.isolation
         if self._strict:
             _require_strict_isolation(plan.isolation, network=self._network)
+        # The interpreter's own packages are not the ones the host's code was written against.
+        use_host_packages = self._site_packages and self._python is None and not plan.runs_host_python
         child = await SandboxProcess.spawn(
             plan,
             limits=limits,
             site_packages=self._site_packages,
+            site_dirs=host_site_dirs() if use_host_packages else (),
             workdir_parent=self._workdir_parent,
             startup_timeout=self._startup_timeout,
         )
+        self._idle_cpu = None
         if self._closed:  # aclose() ran while the process started
             await child.kill()
             self._check_open()
         self._child = child
         return child
+
+    def _why_replace(self, child: SandboxProcess, limits: ExecutionLimits) -> str | None:
+        """Why the process cannot run the next step, or ``None`` when it can."""
+        if not child.alive:
+            return "its process had ended"
+        if child.process_limits != limits.process_limits:
+            return "the execution limits changed"
+        used = child.cpu_time()
+        if self._idle_cpu is not None and used is not None and used - self._idle_cpu > _IDLE_CPU:
+            return (
+                f"its code went on running after its step had ended ({used - self._idle_cpu:.1f} CPU "
+                "seconds between steps)"
+            )
+        return None
 
     async def _discard(self) -> None:
         child, self._child = self._child, None
@@ -293,24 +369,33 @@ class ProcessSandbox:
         tool_names: Sequence[str],
         limits: ExecutionLimits,
         output: _StepOutput,
-    ) -> tuple[CodeResult, bool]:
-        """Drive one step to its end; returns the result and whether the process may be kept."""
+    ) -> tuple[CodeResult | None, bool]:
+        """Drive one step to its end; returns the result (``None``: past ``wall_time``) and whether the
+        process may be kept."""
         slots = anyio.Semaphore(limits.max_parallel_tool_calls)
+        clock = _CodeClock(limits.wall_time)
         child.max_frame = max_frame_bytes(limits)  # per step: max_result_bytes may differ between steps
         outcome: tuple[CodeResult, bool] | None = None
+        over_cpu: list[bool] = []  # set by the CPU watch when it ends the step: whether the code lifted it
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(child.drain_stderr, output.stderr.add_raw)
-            tasks.start_soon(self._watch_cpu, child, limits, tasks.cancel_scope)
+            tasks.start_soon(self._watch_cpu, child, limits, over_cpu, tasks.cancel_scope)
+            tasks.start_soon(self._watch_clock, clock, tasks.cancel_scope)
             try:
                 await child.send(exec_frame(code, self._step, tool_names, limits, child.rlimits))
                 while True:
                     message = await child.receive()
                     if isinstance(message, ToolCallRequest):
+                        # Only a running tool holds a slot (its answer is written without one), so this
+                        # wait ends when a tool finishes, whatever the code does meanwhile.
                         await slots.acquire()
-                        tasks.start_soon(self._serve_call, child, message, tools, slots)
+                        clock.tool_started()
+                        tasks.start_soon(self._serve_call, child, message, tools, slots, clock)
                     elif isinstance(message, OutputChunk):
                         output.add(message)
                     elif isinstance(message, StepDone):
+                        if message.step != self._step:
+                            raise FrameError(f"an outcome for step {message.step} during step {self._step}")
                         outcome = self._finished(message, output), True
                         break
                     elif isinstance(message, Ready):
@@ -322,41 +407,66 @@ class ProcessSandbox:
             except FrameError as exc:
                 outcome = self._broken(exc, output), False
             tasks.cancel_scope.cancel()
-        if outcome is None:  # only the CPU watch cancels this scope (the wall-time scope is the caller's)
-            return self._over_cpu(limits, output), False
-        return outcome
+        if outcome is not None:
+            return outcome
+        if over_cpu:
+            return self._over_cpu(limits, output, lifted=over_cpu[0]), False
+        return None, False  # the clock ran out
+
+    async def _watch_clock(self, clock: _CodeClock, step: anyio.CancelScope) -> None:
+        """End the step (``step`` is its scope) once its code has used up ``wall_time``."""
+        await clock.run_out()
+        step.cancel()
 
     async def _watch_cpu(
-        self, child: SandboxProcess, limits: ExecutionLimits, step: anyio.CancelScope
+        self,
+        child: SandboxProcess,
+        limits: ExecutionLimits,
+        over_cpu: list[bool],
+        step: anyio.CancelScope,
     ) -> None:
-        """End the step (``step`` is its scope) once it is past its CPU time in code the runner cannot
-        interrupt; see ``cpu_watch``."""
+        """End the step (``step`` is its scope) once it is past its CPU time in code the runner did not stop
+        (see ``cpu_watch``); ``over_cpu`` gets whether the code had lifted its limit."""
         if await cpu_exceeded(child.cpu_time, limits.cpu_seconds + CPU_GRACE):
+            soft, used = child.cpu_soft_limit(), child.cpu_time()
+            # Past its soft limit the kernel raises it a second at a time (sending SIGXCPU each time), so
+            # it stays just above the time used, unless the code set it higher itself.
+            lifted = soft is not None and used is not None and soft > used + CPU_GRACE + 1
+            over_cpu.append(lifted)
             step.cancel()
 
     async def _serve_call(
-        self, child: SandboxProcess, call: ToolCallRequest, tools: ToolInvoker, slots: anyio.Semaphore
+        self,
+        child: SandboxProcess,
+        call: ToolCallRequest,
+        tools: ToolInvoker,
+        slots: anyio.Semaphore,
+        clock: _CodeClock,
     ) -> None:
         try:
-            try:
-                result = await tools(call.name, call.args)
-            except Exception as exc:  # the invoker should not raise; the code still gets an answer
-                frame = tool_failure_frame(
-                    call.id,
-                    f"TOOL_ERROR: calling {call.name!r} failed on the host: {type(exc).__name__}: {exc}",
-                )
-            else:
-                if isinstance(result, ToolResult):
-                    frame = tool_result_frame(call.id, result)
-                else:
-                    kind = type(result).__name__
-                    frame = tool_failure_frame(
-                        call.id, f"TOOL_ERROR: the host's tool invoker returned {kind}"
-                    )
-            with contextlib.suppress(ChildExited):  # the step's reader reports that
-                await child.send(frame)
+            frame = await self._answer(call, tools)
         finally:
+            # The tool is done: its slot is free and the code's clock runs again, even if the code reads
+            # the answer only later (it may be writing more calls first).
+            clock.tool_finished()
             slots.release()
+        with contextlib.suppress(ChildExited):  # the step's reader reports that
+            await child.send(frame)
+
+    @staticmethod
+    async def _answer(call: ToolCallRequest, tools: ToolInvoker) -> bytes:
+        """Run one call through the invoker; the frame that answers it (a failure if the child could not
+        read the result)."""
+        try:
+            result = await tools(call.name, call.args)
+        except Exception as exc:  # the invoker should not raise; the code still gets an answer
+            return tool_failure_frame(
+                call.id, f"TOOL_ERROR: calling {call.name!r} failed on the host: {type(exc).__name__}: {exc}"
+            )
+        if isinstance(result, ToolResult):
+            return tool_result_frame(call.id, result, MAX_CHILD_READS)
+        kind = type(result).__name__
+        return tool_failure_frame(call.id, f"TOOL_ERROR: the host's tool invoker returned {kind}")
 
     def _finished(self, done: StepDone, output: _StepOutput) -> CodeResult:
         return CodeResult(
@@ -378,11 +488,17 @@ class ProcessSandbox:
             output, f"the sandbox process ended during the step ({detail})", CodeErrorType.KILLED
         )
 
-    def _over_cpu(self, limits: ExecutionLimits, output: _StepOutput) -> CodeResult:
+    def _over_cpu(self, limits: ExecutionLimits, output: _StepOutput, *, lifted: bool) -> CodeResult:
+        why = (
+            "the code raised its own limit"
+            if lifted
+            else "the code caught CpuTimeExceeded and went on, or was inside one long call that cannot be "
+            "interrupted (such as a long call into C)"
+        )
         return self._process_lost(
             output,
-            f"CpuTimeExceeded: the step used up its CPU time limit ({limits.cpu_seconds} s) inside a call "
-            "that cannot be interrupted (a long call into C), so the process was stopped",
+            f"CpuTimeExceeded: the step used more than its CPU time limit ({limits.cpu_seconds} s) and did "
+            f"not stop ({why}), so the process was stopped",
             CodeErrorType.CPU_LIMIT,
         )
 

@@ -30,10 +30,29 @@ async def test_a_step_spinning_inside_c_code_is_stopped_at_its_cpu_limit(
     assert result.state_lost
     assert result.stdout == "spinning\n"
     assert result.error is not None
-    assert result.error.startswith("CpuTimeExceeded: the step used up its CPU time limit (1 s)")
+    assert result.error.startswith(
+        "CpuTimeExceeded: the step used more than its CPU time limit (1 s) and did not stop (the code caught "
+        "CpuTimeExceeded and went on, or was inside one long call that cannot be interrupted"
+    )
     assert "variables, imports and files from earlier steps are gone" in result.error
     after = await sandbox.execute("'kept' in globals(), echo(ok=True)['ok']", tools, tools.names)
     assert after.value == [False, True]
+
+
+@needs_proc
+async def test_plain_python_that_lifted_its_cpu_limit_is_not_blamed_on_c_code(
+    sandbox: ProcessSandbox, tools: HostTools
+) -> None:
+    lift = "import resource as r\nr.setrlimit(r.RLIMIT_CPU, (r.RLIM_INFINITY, r.RLIM_INFINITY))\n"
+    limits = ExecutionLimits(wall_time=60, cpu_seconds=1)
+    result = await sandbox.execute(lift + "while True:\n    pass", tools, limits=limits)
+    assert result.error_type is CodeErrorType.CPU_LIMIT
+    assert result.error is not None
+    assert result.error.startswith(
+        "CpuTimeExceeded: the step used more than its CPU time limit (1 s) and did not stop (the code raised "
+        "its own limit), so the process was stopped"
+    )
+    assert "call into C" not in result.error
 
 
 def readings(*values: float | None) -> Iterator[float | None]:

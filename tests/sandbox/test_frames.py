@@ -36,11 +36,11 @@ def test_every_child_message_decodes_to_its_type() -> None:
     assert decode_child_message(b'{"t":"call","id":1,"name":"n","args":{}}') == ToolCallRequest(1, "n", {})
     assert decode_child_message(b'{"t":"out","s":"stderr","d":"x"}') == OutputChunk("stderr", "x")
     done = decode_child_message(
-        b'{"t":"done","ok":false,"error":"boom","error_type":"memory","dropped":{"stdout":3,"stderr":0}}'
+        b'{"t":"done","step":2,"ok":false,"error":"boom","error_type":"memory","dropped":{"stdout":3,"stderr":0}}'
     )
-    assert done == StepDone(ok=False, error="boom", error_type=CodeErrorType.MEMORY, dropped_stdout=3)
-    final = decode_child_message(b'{"t":"done","ok":true,"value":[1],"final":true}')
-    assert final == StepDone(ok=True, value=[1], is_final=True)
+    assert done == StepDone(step=2, ok=False, error="boom", error_type=CodeErrorType.MEMORY, dropped_stdout=3)
+    final = decode_child_message(b'{"t":"done","step":1,"ok":true,"value":[1],"final":true}')
+    assert final == StepDone(step=1, ok=True, value=[1], is_final=True)
 
 
 @pytest.mark.parametrize(
@@ -52,9 +52,10 @@ def test_every_child_message_decodes_to_its_type() -> None:
         (b'{"t":"call","id":true,"name":"n","args":{}}', "id must be an integer"),
         (b'{"t":"call","id":1,"name":"n","args":[]}', "args must be an object"),
         (b'{"t":"out","s":"stdin","d":""}', "unknown stream 'stdin'"),
-        (b'{"t":"done","ok":false}', "a failed step needs error and error_type"),
-        (b'{"t":"done","ok":false,"error":"e","error_type":"weird"}', "'weird' is not a valid CodeErrorType"),
-        (b'{"t":"done","ok":true,"dropped":{"stdout":-1}}', "dropped counts must be integers >= 0"),
+        (b'{"t":"done","step":1,"ok":false}', "a failed step needs error and error_type"),
+        (b'{"t":"done","step":1,"ok":false,"error":"e","error_type":"weird"}', "'weird' is not a valid"),
+        (b'{"t":"done","step":1,"ok":true,"dropped":{"stdout":-1}}', "dropped counts must be integers >= 0"),
+        (b'{"t":"done","ok":true,"value":"forged"}', "step must be an integer"),
         (b'{"t":"ready","v":2,"python":"3","pid":1}', "protocol version 2, expected 1"),
     ],
 )
@@ -104,8 +105,8 @@ def test_big_integers_cross_the_channel_exactly() -> None:
     # The child writes integers of any size (stdlib json); a float on the way would round 10**20 + 1.
     call = decode_child_message(b'{"t":"call","id":1,"name":"store","args":{"n":100000000000000000001}}')
     assert call == ToolCallRequest(1, "store", {"n": 10**20 + 1})
-    done = decode_child_message(b'{"t":"done","ok":true,"value":[-9223372036854775809]}')
-    assert done == StepDone(ok=True, value=[-(2**63) - 1])
+    done = decode_child_message(b'{"t":"done","step":1,"ok":true,"value":[-9223372036854775809]}')
+    assert done == StepDone(step=1, ok=True, value=[-(2**63) - 1])
     result = tool_result_frame(2, ToolResult("c", "t", "", value={"total": 10**30, "ids": {2**64}}))
     assert result[4:] == b'{"t":"result","id":2,"ok":true,"value":{"total":%d,"ids":[%d]}}' % (10**30, 2**64)
 

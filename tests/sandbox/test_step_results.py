@@ -6,7 +6,7 @@ import math
 
 from agentflow.sandbox import CodeErrorType, ExecutionLimits, ProcessSandbox
 
-from .conftest import HostTools
+from .conftest import HostTools, short_limits
 
 
 async def test_last_expression_is_the_value(sandbox: ProcessSandbox, tools: HostTools) -> None:
@@ -111,6 +111,16 @@ async def test_stdout_and_stderr_are_captured(sandbox: ProcessSandbox, tools: Ho
     assert result.stdout == "out 1\n"
     assert result.stderr == "err\n"
     assert result.value == 5
+
+
+async def test_output_without_a_line_break_is_kept_when_the_step_times_out(
+    sandbox: ProcessSandbox, tools: HostTools
+) -> None:
+    # Progress output: no line breaks, the second write right after the first, then a hang.
+    code = "print('50%', end='')\nprint('\\r75%', end='')\nimport time\ntime.sleep(60)"
+    result = await sandbox.execute(code, tools, limits=short_limits())
+    assert result.error_type is CodeErrorType.TIMEOUT
+    assert result.stdout == "50%\r75%"
 
 
 async def test_output_is_truncated_with_a_marker(sandbox: ProcessSandbox, tools: HostTools) -> None:
