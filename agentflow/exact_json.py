@@ -13,13 +13,14 @@ rejected.
 
 from __future__ import annotations
 
+import decimal
 import json
 from collections.abc import Callable
 from typing import Any, Final
 
 import orjson
 
-__all__ = ["dumps", "loads"]
+__all__ = ["decimal_value", "dumps", "loads"]
 
 _MIN_INT: Final = -(2**63)
 _MAX_INT: Final = 2**64 - 1
@@ -29,6 +30,17 @@ _ROUNDED: Final = 2.0**63
 """orjson reads every integer literal outside its range as a float at least this large (in magnitude)."""
 _SHORTEST_ROUNDED: Final = 19
 """Digits in the shortest literal orjson rounds (``-9223372036854775809``): shorter texts are exact."""
+
+
+def decimal_value(value: decimal.Decimal) -> float | str:
+    """A ``Decimal`` as JSON writes it without rounding: a number when a float says it exactly (prices:
+    ``9.99``), else its digits as text. One rule for a tool's output, its events and what CodeAct code gets.
+
+    >>> decimal_value(decimal.Decimal("9.99")), decimal_value(decimal.Decimal("0.1000000000000000000000001"))
+    (9.99, '0.1000000000000000000000001')
+    """
+    number = float(value)
+    return number if value.is_finite() and decimal.Decimal(repr(number)) == value else str(value)
 
 
 def loads(text: str | bytes) -> Any:

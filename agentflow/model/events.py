@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 import attrs
 
+from ..exact_json import decimal_value
 from .messages import ToolCall
 from .response import NOT_IN_JSON, ChatResponse, TokenUsage
 
@@ -86,8 +87,7 @@ def to_jsonable(value: Any, _depth: int = 0) -> Any:
     if isinstance(value, os.PathLike):
         return os.fspath(value)
     if isinstance(value, decimal.Decimal):
-        number = float(value)
-        return number if value.is_finite() and decimal.Decimal(repr(number)) == value else str(value)
+        return decimal_value(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_jsonable(getattr(value, f.name), depth) for f in dataclasses.fields(value)}
     return repr(value)

@@ -17,6 +17,7 @@ from typing import Any, Literal
 import attrs
 import orjson
 
+from ..exact_json import decimal_value
 from ..exact_json import dumps as exact_dumps
 from ..exact_json import loads as exact_loads
 from ..result import ToolResult
@@ -206,10 +207,7 @@ def _json_safe(value: Any) -> Any:
     if attrs.has(type(value)):
         return _json_safe(attrs.asdict(value))
     if isinstance(value, decimal.Decimal):
-        # The rule of agentflow.tools.outcome (what a ReAct model sees): no rounding, ever.
-        number = float(value)
-        exact = value.is_finite() and decimal.Decimal(repr(number)) == value
-        return number if exact else str(value)
+        return decimal_value(value)  # as a ReAct model sees it: no rounding, ever
     exact_dumps(value)  # raises JSONEncodeError for what cannot be written (an int of any size can)
     return value
 

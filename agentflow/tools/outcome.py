@@ -16,6 +16,7 @@ from typing import Any, Final, Literal
 import attrs
 import orjson
 
+from ..exact_json import decimal_value
 from ..exact_json import dumps as exact_dumps
 from ..model.messages import ToolCall
 from ..result import ToolResult
@@ -87,10 +88,7 @@ def _default(value: Any) -> Any:
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, decimal.Decimal):
-        # A number when a float says it exactly (prices: 9.99), else its digits as text (no rounding).
-        number = float(value)
-        exact = value.is_finite() and decimal.Decimal(repr(number)) == value
-        return number if exact else str(value)
+        return decimal_value(value)
     raise TypeError(f"values of type {type(value).__qualname__} cannot be turned into JSON")
 
 
