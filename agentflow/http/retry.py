@@ -15,23 +15,12 @@ from typing import Any
 
 import attrs
 
-from ..model.errors import ModelError
+from ..model.errors import ModelError, header
 
 __all__ = ["NEVER_RETRIED_STATUSES", "RetryPolicy", "retry_after_seconds"]
 
 NEVER_RETRIED_STATUSES = frozenset({400, 401, 403, 404})
 """Statuses that no policy retries: the same request would fail the same way."""
-
-
-def _header(headers: Mapping[str, str], name: str) -> str | None:
-    """A header value by case-insensitive name (aiohttp's headers already are; plain dicts may not be)."""
-    value = headers.get(name)
-    if value is not None:
-        return value
-    for key, candidate in headers.items():
-        if key.lower() == name:
-            return candidate
-    return None
 
 
 def _seconds(value: str, scale: float = 1.0) -> float | None:
@@ -56,12 +45,12 @@ def retry_after_seconds(headers: Mapping[str, str], *, now: float | None = None)
     >>> retry_after_seconds({"retry-after": "Wed, 21 Oct 2015 07:28:10 GMT"}, now=1445412480.0)
     10.0
     """
-    ms = _header(headers, "retry-after-ms")
+    ms = header(headers, "retry-after-ms")
     if ms is not None:
         seconds = _seconds(ms, 0.001)
         if seconds is not None:
             return seconds
-    value = _header(headers, "retry-after")
+    value = header(headers, "retry-after")
     if value is None:
         return None
     seconds = _seconds(value)
@@ -125,7 +114,7 @@ class RetryPolicy:
             return False
         if error.status in NEVER_RETRIED_STATUSES:
             return False
-        should = _header(error.headers, "x-should-retry") if error.headers else None
+        should = header(error.headers, "x-should-retry") if error.headers else None
         if should is not None:
             # Compared as the openai SDK reads it, but whatever the case: some gateways send "False".
             should = should.strip().lower()

@@ -40,9 +40,11 @@ of loops already closed: it forgets them.
 
 Retries are the client's business (its ``RetryPolicy``): failures go up typed. The one exception is a
 keep-alive race: a pooled connection that the server closed just as the request went out on it (the request
-fails before any byte of an answer). That request is sent once more at once, on another connection, as
-browsers do and aiohttp itself does for idempotent methods: a server closing an idle connection has not
-read what arrives on it. Only once, only on a reused connection, and nothing is published about it.
+fails before any byte of an answer, within ``_RACE_SECONDS`` of getting the connection). That request is
+sent once more at once, on another connection, as browsers do: a server closing an idle connection has not
+read what arrives on it. (aiohttp itself does this for idempotent methods only; a POST that failed later may
+have been worked on, and goes to the retry policy.) Only once, only on a reused connection, and nothing is
+published about it.
 
 Redirects are not followed: a 3xx comes back as the response (the client makes it a ``RedirectError``).
 Following one would turn a POST into a GET (301, 302, 303) or carry it to another host without its
@@ -77,11 +79,16 @@ _NO_SCOPE = contextlib.nullcontext()  # reusable: entering it does nothing
 
 log = logging.getLogger("agentflow.http")
 
-# Whether the latest request of this context (task) got a pooled connection: set by
-# ``_PoolConnector.connect``, read by ``send`` only when the request failed. A context variable because
+# When the latest request of this context (task) got a pooled connection (loop time), or -1.0 for a new one:
+# set by ``_PoolConnector.connect``, read by ``send`` only when the request failed. A context variable because
 # aiohttp gives ``send`` no handle on the request's connection, and concurrent requests run in tasks of
 # their own (each with its own context).
-_REUSED: contextvars.ContextVar[bool] = contextvars.ContextVar("agentflow_http_reused", default=False)
+_REUSED: contextvars.ContextVar[float] = contextvars.ContextVar("agentflow_http_reused", default=-1.0)
+_RACE_SECONDS = 1.0
+"""How soon after a pooled connection was handed out its failure still counts as a keep-alive race. A server
+that closed an idle connection answers the request's first bytes with its FIN or RST within a round trip;
+a connection dropped later (a proxy's idle timeout during a long generation) may have carried a request the
+model worked on, and sending that again would be billed twice, so it goes to the retry policy."""
 
 # What a pooled connection that the server closed while it sat idle fails with, when a request is sent on
 # it: the server's FIN (no byte of an answer), its RST, or a write on the closing socket. A failure to
@@ -287,9 +294,12 @@ def _closed_by_aiohttp(exc: RuntimeError) -> bool:
 
 def _closed(url: str, doing: str) -> ModelConnectionError:
     """The error of a call whose HTTP session was closed under it (by ``aclose``, from another task)."""
+    # Not retryable: the close was deliberate, and retrying would open a new session nobody closes (and
+    # send again a request the server may already be working on).
     return ModelConnectionError(
         f"the HTTP session was closed while {doing} {_where(url)} (another task called aclose() on the "
-        "model or its transport, or closed the session it was given)"
+        "model or its transport, or closed the session it was given)",
+        retryable=False,
     )
 
 
@@ -341,7 +351,10 @@ def _stale_connection(exc: BaseException) -> bool:
     Only before any byte of an answer: a ``ServerDisconnectedError`` that carries a partial status line or
     headers (its ``message``) is a server that began to answer.
     """
-    if isinstance(exc, aiohttp.ClientConnectorError) or not _REUSED.get():
+    handed_out = _REUSED.get()
+    if isinstance(exc, aiohttp.ClientConnectorError) or handed_out < 0:
+        return False
+    if asyncio.get_running_loop().time() - handed_out > _RACE_SECONDS:
         return False
     return not isinstance(exc, aiohttp.ServerDisconnectedError) or isinstance(exc.message, str)
 
@@ -375,14 +388,14 @@ class _PoolConnector(aiohttp.TCPConnector):
         traces: list[Trace],
         timeout: aiohttp.ClientTimeout,  # noqa: ASYNC109 (aiohttp's signature)
     ) -> Connection:
-        """aiohttp's ``connect``, noting whether the connection was used before."""
+        """aiohttp's ``connect``, noting whether (and when) the connection was used before."""
+        _REUSED.set(-1.0)  # not the previous request's: this connect may fail before it is known
         connection = await super().connect(req, traces, timeout)
         protocol = connection.protocol
         served = self._served
         if protocol in served:
-            _REUSED.set(True)
+            _REUSED.set(asyncio.get_running_loop().time())
         else:
-            _REUSED.set(False)
             served.add(protocol)
         return connection
 

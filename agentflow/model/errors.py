@@ -283,8 +283,9 @@ def _class_for_status(status: int) -> type[ModelError]:
     return ModelError
 
 
-def _header(headers: Mapping[str, str], name: str) -> str | None:
-    """A header by case-insensitive name (aiohttp's headers already are; plain dicts may not be)."""
+def header(headers: Mapping[str, str], name: str) -> str | None:
+    """A header by case-insensitive ``name`` (lower case; aiohttp's headers already are case-insensitive,
+    plain dicts may not be)."""
     value = headers.get(name)
     if value is None:
         value = next((v for k, v in headers.items() if k.lower() == name), None)
@@ -292,7 +293,7 @@ def _header(headers: Mapping[str, str], name: str) -> str | None:
 
 
 def _redirect_error(status: int, text: str, headers: Mapping[str, str], url: str | None) -> RedirectError:
-    where = _header(headers, "location")
+    where = header(headers, "location")
     kwargs: dict[str, Any] = {"status": status, "body": text, "headers": headers}
     if not where:
         return RedirectError(

@@ -56,7 +56,7 @@ async def test_closing_the_model_fails_a_stream_another_task_is_waiting_on() -> 
     assert [e for e in seen if isinstance(e, TextDelta)] == [TextDelta("a")]
     [error] = failures
     assert re.match(CLOSED, str(error)), error
-    assert error.retryable  # like any lost connection (a call not yet answered is retried on a new session)
+    assert not error.retryable  # the close was deliberate: no new session, no second request
 
 
 async def test_closing_the_model_fails_a_blocking_call_reading_its_body() -> None:

@@ -6,6 +6,7 @@ second failure."""
 
 from __future__ import annotations
 
+import anyio
 import pytest
 from raw_http_server import RawHttpServer, RawReply, RawRequest, answer_ok
 
@@ -116,3 +117,21 @@ async def test_the_request_is_resent_once_then_the_retry_policy_decides() -> Non
     assert [(r.connection, r.index) for r in server.requests] == [(1, 1), (1, 2), (2, 1), (3, 1)]
     assert [r.attempt for r in recorder.retries] == [2]
     assert recorder.sleeps == [0.5]
+
+
+async def test_a_pooled_connection_dropped_after_the_server_worked_on_the_request_is_not_resent() -> None:
+    # A proxy's idle timeout during a long generation looks like a keep-alive race (nothing was answered)
+    # but comes long after the request went out: the server may have worked on it, and sending it again
+    # silently would be billed twice. It goes to the retry policy (here: none).
+    async def work_then_drop(request: RawRequest) -> RawReply:
+        if request.index > 1:
+            await anyio.sleep(1.3)
+            return UNANSWERED
+        return await answer_ok(request)
+
+    recorder = Recorder()
+    async with RawHttpServer(work_then_drop) as server, model_for(server, recorder) as model:
+        await model.chat(HI)
+        with pytest.raises(ModelConnectionError):
+            await model.chat(HI)
+    assert len(server.requests) == 2

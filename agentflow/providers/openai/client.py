@@ -123,6 +123,12 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
 
 
+def _excerpt(text: str) -> str:
+    """The start of a body for an error message: whitespace collapsed, at most ``_EXCERPT_CHARS``."""
+    excerpt = " ".join(text.split())
+    return excerpt if len(excerpt) <= _EXCERPT_CHARS else excerpt[:_EXCERPT_CHARS] + "…"
+
+
 def _got(value: object) -> str:
     """``int 30``: the type and a short repr of a wrong value, for an error message."""
     text = repr(value)
@@ -393,7 +399,7 @@ class OpenAIHttpClient:
                     text = raw.decode("utf-8", "replace")
                     raise ProtocolError(
                         f"the response from {redact_url(url)} is not valid JSON ({exc}); it is {kind}: "
-                        f"{text[:200]!r}",
+                        f"{_excerpt(text)!r}",
                         status=status,
                         body=text,
                     ) from exc
@@ -504,12 +510,9 @@ class OpenAIHttpClient:
             )
         if content_type.partition(";")[0].strip().lower() in _NOT_A_STREAM:
             text = (await self._read_start(response, deadline, url)).decode("utf-8", "replace")
-            excerpt = " ".join(text.split())
-            if len(excerpt) > _EXCERPT_CHARS:
-                excerpt = excerpt[:_EXCERPT_CHARS] + "…"
             raise ProtocolError(
                 f"expected an event stream from {redact_url(url)} but got a {content_type!r} page (a proxy, "
-                f"gateway or login page answering in the server's place?): {excerpt!r}",
+                f"gateway or login page answering in the server's place?): {_excerpt(text)!r}",
                 status=status,
                 body=text,
             )
