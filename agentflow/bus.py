@@ -330,10 +330,19 @@ class Subscription(Generic[E_co]):
         # events of a run's ending (synthetic tool results, the terminal event) are ever held.
         self._held.append(event)
 
+    def _release_parked(self) -> None:
+        """The run is ending: a publish waiting for this consumer to make room stops waiting. Its event is
+        held, ahead of anything held already (it is older), so it still comes after the buffered ones."""
+        if self._parked is not None and self._room is not None:
+            self._held.appendleft(self._parked)
+            self._parked = None
+            self._room.set()
+
     def _end(self) -> None:
         if self._parked is not None:
-            # A publish still waits to hand this over: it comes after the buffered events, as held ones do.
-            self._held.append(self._parked)
+            # A publish still waits to hand this over: it comes after the buffered events, and before the
+            # ones held since (owed events paid at the close are newer).
+            self._held.appendleft(self._parked)
             self._parked = None
             if self._room is not None:
                 self._room.set()
@@ -879,6 +888,9 @@ class EventBus:
         if self._state == _OPEN:
             self._state = _ENDING
             self._careful = True
+            for sink in self._sinks:
+                if isinstance(sink, Subscription):
+                    sink._release_parked()  # a delivery waiting on a consumer that stopped reading goes on
             if self._lock is None or not self._lock.locked():
                 self._pay_without_waiting()  # else the next publish pays, once the delivery under way is done
 

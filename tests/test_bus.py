@@ -681,3 +681,34 @@ def test_bad_event_types_are_refused_when_subscribing_or_registering(types: Any,
 def test_a_callback_must_be_callable() -> None:
     with pytest.raises(TypeError, match="callback must be callable"):
         EventBus("r").on(None, "print")  # type: ignore[arg-type]
+
+
+async def test_the_ending_does_not_wait_on_a_delivery_parked_for_a_consumer_that_stopped_reading() -> None:
+    # A publish from a task of its own waits for room in a consumer that stopped reading; the run then ends.
+    # Its terminal publish must neither wait for that consumer nor be lost.
+    bus = EventBus("r")
+    stalled = bus.subscribe(buffer=1)
+    await bus.publish(TextDelta("1"))  # fills the buffer
+    async with anyio.create_task_group() as group:
+        group.start_soon(bus.publish, TextDelta("2"))  # parked: the consumer reads nothing
+        await anyio.wait_all_tasks_blocked()
+        bus.begin_ending()
+        with anyio.fail_after(1):
+            await bus.publish(finished())
+    assert bus.closed
+    seen = [event async for event in stalled]
+    expected = [("TextDelta", 1), ("TextDelta", 2), ("RunFinished", 3)]
+    assert [(type(e).__name__, e.seq) for e in seen] == expected
+
+
+async def test_a_delivery_parked_at_the_close_keeps_its_place_before_newer_events() -> None:
+    bus = EventBus("r")
+    stalled = bus.subscribe(buffer=1)
+    await bus.publish(TextDelta("1"))
+    async with anyio.create_task_group() as group:
+        group.start_soon(bus.publish, TextDelta("2"))  # parked
+        await anyio.wait_all_tasks_blocked()
+        with anyio.move_on_after(0.05):
+            await bus.publish(TextDelta("3"))  # queued behind it, then cut: still published, after it
+        await bus.close()
+    assert [e.seq for e in [event async for event in stalled]] == [1, 2, 3]
