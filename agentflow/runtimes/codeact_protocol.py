@@ -151,14 +151,18 @@ def parse_answer(text: str) -> Answer:
                 return message
             if best_rank < 2:
                 best_reason, best_rank = message, 2
-        elif best_rank < 1:
-            # A later "{" may still close (prose can open a brace it never closes), so the search goes on.
-            best_rank = 1
-            if span.complete:
-                best_reason = f"the JSON object is not valid JSON ({span.error})"
-            else:
-                best_reason = "the JSON object is not complete (no closing brace)"
+        else:
+            if not span.complete and not cut_code:
+                # Any unclosed code object, not only the first bad span: a stray "{…}" in the prose before
+                # a code object cut at the read limit must not hide it.
                 cut_code = len(text) > MAX_ANSWER_CHARS and _CODE_TYPE.match(read, span.start + 1) is not None
+            if best_rank < 1:
+                # A later "{" may still close (prose can open a brace it never closes): the search goes on.
+                best_rank = 1
+                if span.complete:
+                    best_reason = f"the JSON object is not valid JSON ({span.error})"
+                else:
+                    best_reason = "the JSON object is not complete (no closing brace)"
     if best_rank == 1 and cut_code:
         return NotProtocol(
             text,

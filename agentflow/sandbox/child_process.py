@@ -24,7 +24,7 @@ from .errors import SandboxStartError
 from .frames import HEADER, ChildMessage, FrameError, Ready, decode_child_message, frame_size, max_frame_bytes
 from .launch import LaunchPlan, dynamic_id, sandbox_environment
 from .limits import ExecutionLimits
-from .workdirs import Workdir, sweep_orphans
+from .workdirs import Workdir, needs_sweep, sweep_orphans
 
 __all__ = ["ChildExited", "SandboxProcess"]
 
@@ -88,7 +88,8 @@ class SandboxProcess:
         interpreter other than the host's); when it cannot, the start fails with the reason.
         """
         # Directories left by host processes that died (their sandboxes died with them): once per parent.
-        await anyio.to_thread.run_sync(sweep_orphans, workdir_parent)
+        if needs_sweep(workdir_parent):
+            await anyio.to_thread.run_sync(sweep_orphans, workdir_parent)
         try:
             workdir = Workdir(workdir_parent)
         except OSError as exc:

@@ -17,9 +17,10 @@ and working directory. Each step:
   ``cpu_seconds + CPU_GRACE`` CPU seconds the process is killed and the step is a ``cpu_limit`` error with
   ``state_lost`` (see ``cpu_watch``).
 
-The channel never stalls: the host reads the child's frames all through a step (a call that finds every
-tool slot taken waits for one while the host reads on), and an answer is written without holding a slot,
-so the child may write any number of calls before it reads an answer (``map_tool`` does).
+The channel cannot deadlock: an answer is written without holding a tool slot, so a slot frees as soon as
+its tool finishes, and the child may write any number of calls before it reads an answer (``map_tool``
+does). While every slot is taken, the host reads no further frame until one frees: a child writing much
+output meanwhile waits on its pipe for that long, no longer.
 
 The child is not trusted: a frame that breaks the protocol, a ``done`` for another step, or a process that
 keeps using CPU between steps (code that went on after its step ended) gets the process killed.

@@ -49,8 +49,8 @@ class Workdir:
         except OSError:
             shutil.rmtree(self.path, ignore_errors=True)
             raise
-        # Blocking: a sweep may hold it for a moment (it leaves claims younger than _MIN_AGE alone).
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        # Never waits: a sweep leaves claims younger than _MIN_AGE alone, and this one was just made.
+        fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
     def release(self) -> None:
         """Delete the directory and its claim file, then drop the lock. Idempotent."""
@@ -61,6 +61,11 @@ class Workdir:
             os.unlink(self.path + _CLAIM_SUFFIX)
         os.close(self._fd)
         self._fd = None
+
+
+def needs_sweep(parent: str | None = None) -> bool:
+    """Whether ``sweep_orphans(parent)`` has work left: not run yet for that directory in this process."""
+    return os.path.realpath(parent if parent is not None else tempfile.gettempdir()) not in _swept
 
 
 def sweep_orphans(parent: str | None = None) -> list[str]:
@@ -98,6 +103,12 @@ def _take_orphan(claim: str, workdir: str) -> bool:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             return False  # its host is alive
+        try:
+            now = os.lstat(claim)
+        except OSError:
+            return False  # released by its host between the open and the lock
+        if (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino):
+            return False  # released and made again since the open: not the claim this lock holds
         with contextlib.suppress(OSError):
             if stat.S_ISDIR(os.lstat(workdir).st_mode):  # never a symbolic link
                 shutil.rmtree(workdir, ignore_errors=True)

@@ -29,3 +29,10 @@ def test_nothing_after_the_first_characters_is_read() -> None:
     answer = parse_answer("x" * MAX_ANSWER_CHARS + '{"type": "final", "output": "late"}')
     assert isinstance(answer, NotProtocol)
     assert answer.reason.startswith("the answer holds no JSON object (only the first 200000 of its")
+
+
+def test_a_code_object_cut_at_the_read_limit_is_seen_after_a_stray_brace_in_the_prose() -> None:
+    code = '{"type": "code", "code": "x = 1\\n' + "# filler\\n" * (MAX_ANSWER_CHARS // 10) + '"}'
+    answer = parse_answer("Note {this is not JSON} first.\n" + code)
+    assert isinstance(answer, NotProtocol)
+    assert answer.cut_code
