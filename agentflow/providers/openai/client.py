@@ -427,7 +427,8 @@ class OpenAIHttpClient:
         A failed attempt is retried (announced by a ``ModelRetry`` event, and to the client's ``on_retry``)
         only while no event has been yielded yet; afterwards the error propagates. A body that fails once
         the stream began (connection lost, read or total timeout) carries what had arrived as its
-        ``partial``, as a cut-off stream does (the decoder's). Closing the generator closes the
+        ``partial``, as a cut-off stream does (the decoder's); so does an error the server reports in the stream
+        after part of the answer. Closing the generator closes the
         connection, except after the completion event: then what is left of the body is drained first
         (bounded, as after the end marker), so the connection goes back to the pool.
         """
@@ -475,7 +476,13 @@ class OpenAIHttpClient:
             except ModelError as error:
                 retry = None if emitted else self._plan_retry(error, attempt, deadline, url)
                 if retry is None:
-                    if decode is not None and isinstance(error, _BODY_FAILURES) and error.partial is None:
+                    # What had arrived goes with the error: a dropped body's, or an in-band error's that
+                    # came after some of the answer (a provider failing mid-answer, e.g. a token limit).
+                    if (
+                        decode is not None
+                        and error.partial is None
+                        and (emitted or isinstance(error, _BODY_FAILURES))
+                    ):
                         error.partial = _partial(decode)
                     raise
             finally:

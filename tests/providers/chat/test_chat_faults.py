@@ -335,6 +335,9 @@ async def test_in_band_error_chunk_over_http(server: LocalServer, sleeps: SleepR
     assert events == [TextDelta("x")]
     assert isinstance(error, BadRequestError)
     assert error.status == 400
+    # What had arrived before the error goes with it, as with a dropped connection.
+    assert error.partial is not None
+    assert error.partial.message.text == "x"
 
 
 async def test_event_error_over_http(server: LocalServer, sleeps: SleepRecorder) -> None:
