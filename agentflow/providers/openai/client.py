@@ -427,8 +427,8 @@ class OpenAIHttpClient:
         A failed attempt is retried (announced by a ``ModelRetry`` event, and to the client's ``on_retry``)
         only while no event has been yielded yet; afterwards the error propagates. A body that fails once
         the stream began (connection lost, read or total timeout) carries what had arrived as its
-        ``partial``, as a cut-off stream does (the decoder's); so does an error the server reports in the stream
-        after part of the answer. Closing the generator closes the
+        ``partial``, as a cut-off stream does (the decoder's); so does an error the server reports in the
+        stream after part of the answer. Closing the generator closes the
         connection, except after the completion event: then what is left of the body is drained first
         (bounded, as after the end marker), so the connection goes back to the pool.
         """
