@@ -79,6 +79,7 @@ _LAZY: dict[str, str] = {
     "RunStarted": "agentflow.events",
     "StepStarted": "agentflow.events",
     "ModelRequest": "agentflow.events",
+    "OutputRejected": "agentflow.events",
     "ToolCallRequested": "agentflow.events",
     "ToolStarted": "agentflow.events",
     "ToolProgress": "agentflow.events",
@@ -124,6 +125,8 @@ _LAZY: dict[str, str] = {
     "MaxStepsExceeded": "agentflow.runtimes",
     "AgentRunError": "agentflow.runtimes",
     "register_runtime": "agentflow.runtimes",
+    "OutputType": "agentflow.runtimes.output",
+    "OutputValidationError": "agentflow.runtimes.output",
     "CodeActRuntime": "agentflow.runtimes.codeact",
     "PlanCreated": "agentflow.events",
     "PlanUpdated": "agentflow.events",
@@ -184,6 +187,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
     from .events import (
         CodeExecuted,
         ModelRequest,
+        OutputRejected,
         PlanCreated,
         PlanUpdated,
         RunCancelled,
@@ -213,6 +217,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
     )
     from .runtimes.codeact import CodeActOptions, CodeActRuntime
     from .runtimes.deep_research import DeepResearchRuntime
+    from .runtimes.output import OutputType, OutputValidationError
     from .runtimes.planner import (
         ModelPlanner,
         PlanContext,
@@ -293,6 +298,9 @@ __all__ = [
     "NotFoundError",
     "OpenAIChatModel",
     "OpenAIResponsesModel",
+    "OutputRejected",
+    "OutputType",
+    "OutputValidationError",
     "Param",
     "Plan",
     "PlanContext",

@@ -20,6 +20,7 @@ from .result import AgentResult, ToolResult
 __all__ = [
     "CodeExecuted",
     "ModelRequest",
+    "OutputRejected",
     "PlanCreated",
     "PlanUpdated",
     "RunCancelled",
@@ -135,6 +136,18 @@ class PlanUpdated(RunEvent):
     """DeepResearch revised its plan between steps (``plan.revision`` counts the revisions)."""
 
     plan: Plan
+
+
+@attrs.frozen
+class OutputRejected(RunEvent):
+    """The model's final answer did not match the agent's ``output_type``; ``error`` says why.
+
+    ``retrying``: the answer goes back to the model with the error, and the run goes on; otherwise the run
+    fails with ``OutputValidationError``.
+    """
+
+    error: str
+    retrying: bool
 
 
 @attrs.frozen

@@ -61,7 +61,8 @@ class AgentResult:
 
     ``new_items`` are the memory items the run appended (its part of the conversation), ``usage`` the sum
     over every model call of the run. ``refusal`` is the model's refusal message when its last answer was
-    one (``StopReason.REFUSAL``).
+    one (``StopReason.REFUSAL``). ``output`` is the final answer read into the agent's ``output_type``
+    (``None`` without one, or when the run ended without a final answer).
     """
 
     run_id: str
@@ -75,3 +76,4 @@ class AgentResult:
     error: str | None = None
     reasoning_text: str | None = None
     refusal: str | None = None
+    output: Any = None

@@ -30,6 +30,7 @@ from ..model.messages import Message, UserMessage
 from ..model.protocol import ChatModel
 from ..runtimes import AgentRuntime, resolve_runtime
 from ..runtimes.context import RunContext
+from ..runtimes.output import output_type_of
 from ..tools.registry import ToolRegistry
 from ..tools.tool import Tool
 from .chat_client import ChatModelClient
@@ -163,6 +164,9 @@ class Agent(RunStarter):
     - ``memory``: ``None`` gives every ``run()`` a fresh ``InMemoryMemory`` (runs are independent; use
       ``session()`` for a conversation); a zero-argument factory is used instead of ``InMemoryMemory``; a
       ``Memory`` instance makes ``run()``/``stream()`` continue that one conversation (runs serialised).
+    - ``output_type``: the type the final answer is read into (``AgentResult.output``): an attrs class, a
+      dataclass, a ``TypedDict``, ``list[...]``…, or an ``OutputType`` for more control. The model is asked
+      for JSON of that schema; an answer that does not match is sent back (see ``OutputType``).
     """
 
     def __init__(
@@ -177,6 +181,7 @@ class Agent(RunStarter):
         settings: ModelSettings | None = None,
         memory: Memory | Callable[[], Memory] | None = None,
         name: str | None = None,
+        output_type: Any = None,
     ) -> None:
         self.model_client = as_model_client(model)
         self.runtime = resolve_runtime(runtime)
@@ -190,6 +195,17 @@ class Agent(RunStarter):
         if not isinstance(self.settings, ModelSettings):
             raise TypeError(f"settings must be a ModelSettings, got {type(self.settings).__name__}")
         self.name = _optional_text("name", name) or self.runtime.name
+        self.output_type = output_type_of(output_type)
+        if self.output_type is not None:
+            if not self.runtime.structured_output:
+                raise TypeError(
+                    f"the {self.runtime.name} runtime does not read its final answer into an output_type "
+                    f"(its answer is not a plain model message); use runtime='react' or 'deep_research'"
+                )
+            if self.settings.response_format is not None:
+                raise TypeError(
+                    "give either output_type or ModelSettings.response_format: output_type sends its own"
+                )
         self._memory_factory: Callable[[], Memory] = InMemoryMemory
         self._default_session: Session | None = None
         if _is_memory(memory):
@@ -278,6 +294,7 @@ class Agent(RunStarter):
             input_text=text,
             input_items=items,
             stream_model=stream_model,
+            output_type=self.output_type,
             # Only a run with a handle (``agent.stream()``) can be cancelled through ``AgentRun.cancel()``.
             cancel_scope=anyio.CancelScope() if subscribe else None,
         )

@@ -4,8 +4,8 @@ How a prompt lands on the Chat protocol (seed 000 §2, kept deliberately):
 - ``system_prompt`` → the first system message; ``instructions`` → a second system message; then the items,
   converted one by one (``agentflow.agent.items.to_chat_messages``).
 - Sent: ``model``, ``temperature``, ``top_p``, ``max_output_tokens`` as ``max_completion_tokens``, ``user``,
-  ``tools``, ``tool_choice``, ``parallel_tool_calls`` (only with tools: the API rejects it without), and
-  ``extra_body`` as custom top-level parameters (standard fields win on a clash).
+  ``response_format``, ``tools``, ``tool_choice``, ``parallel_tool_calls`` (only with tools: the API rejects
+  it without), and ``extra_body`` as custom top-level parameters (standard fields win on a clash).
 - Better than the seed: ``tool_choice`` may be structured (a ``ToolChoice`` or a ``{"type": "function", …}``
   map; other maps, e.g. ``allowed_tools``, go through verbatim), and ``reasoning={"effort": X}`` becomes
   ``reasoning_effort`` (the other ``reasoning`` keys, such as ``summary``, have no Chat form).
@@ -102,6 +102,7 @@ def _chat_parameters(prompt: AgentPrompt) -> ChatParameters:
         parallel_tool_calls=prompt.parallel_tool_calls if tools else None,
         reasoning_effort=reasoning_effort(prompt.reasoning),
         user=prompt.user,
+        response_format=prompt.response_format,
         custom=custom,
     )
 
@@ -127,6 +128,7 @@ def _settings_key(prompt: AgentPrompt) -> tuple[Any, ...] | None:
         prompt.parallel_tool_calls,
         reasoning_effort(prompt.reasoning),  # read anew: ``reasoning`` is a mutable map
         prompt.user,
+        prompt.response_format,
     )
 
 

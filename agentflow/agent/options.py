@@ -6,6 +6,7 @@ Nothing here runs anything; the runtime in ``agentflow.runtimes.base`` reads the
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -162,12 +163,27 @@ def _reasoning(_inst: object, _attr: object, value: Any) -> None:
         raise TypeError(f"ModelSettings.{exc}") from None
 
 
+def _response_format(value: Any) -> Mapping[str, Any] | None:
+    """An own copy of a ``response_format`` (the model clients reuse it by identity), checked."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or not isinstance(value.get("type"), str):
+        raise TypeError(
+            "ModelSettings.response_format must be a mapping such as {'type': 'json_object'} or "
+            f"{{'type': 'json_schema', 'json_schema': {{…}}}}, got {value!r}; for a typed answer use "
+            "Agent(output_type=...)"
+        )
+    return copy.deepcopy(dict(value))
+
+
 @attrs.frozen
 class ModelSettings:
     """Per-call model parameters an agent puts on every ``AgentPrompt``; ``None`` means "not sent".
 
     ``model`` overrides the model name the model object was built with. ``parallel_tool_calls`` is sent to
     the model when set, and ``False`` also makes the runtime execute a step's tool calls one at a time.
+    ``response_format`` is Chat's (``{"type": "json_object"}``, ``{"type": "json_schema", …}``; on Responses
+    it becomes ``text.format``); ``Agent(output_type=…)`` builds one from a type and reads the answer into it.
 
     >>> ModelSettings(model="gpt-4.1-mini", temperature=0).temperature
     0
@@ -187,3 +203,4 @@ class ModelSettings:
     extra_body: Mapping[str, Any] = attrs.field(
         factory=dict, converter=_to_mapping, validator=_is(Mapping, "extra_body", "ModelSettings")
     )
+    response_format: Mapping[str, Any] | None = attrs.field(default=None, converter=_response_format)

@@ -102,6 +102,10 @@ class AgentPrompt:
     memory item of each reply it returns included, so do not mutate those), so a step converts only the items
     that are new. Clients key their entries by their own name; ``None`` (a prompt built by hand) reuses
     nothing."""
+    response_format: Mapping[str, Any] | None = None
+    """Chat's ``response_format`` (``{"type": "json_schema", "json_schema": {…}}``); on Responses it is sent
+    as ``text.format``. Clients may reuse what they built from it while the same mapping comes back, so do
+    not mutate one you have passed."""
 
     def __attrs_post_init__(self) -> None:
         for tool in self.tools:

@@ -5,7 +5,8 @@ How a prompt lands on the Responses protocol (seed 000 §3, kept deliberately):
   inserted at index 0 of ``input``, before the conversation items;
 - passed through: ``model``, ``tools`` (sent flat: ``{type, name, description, parameters, strict}``),
   ``tool_choice`` in any form, ``parallel_tool_calls``, ``temperature``, ``top_p``, ``max_output_tokens``,
-  ``reasoning``, ``store``, ``user`` and ``extra_body``;
+  ``reasoning``, ``store``, ``user`` and ``extra_body``; ``response_format`` (Chat's shape) as ``text.format``
+  (``json_schema`` flattened);
 - ``store=False`` (stateless: the server keeps nothing) also asks for ``include:
   ["reasoning.encrypted_content"]``, added to any ``include`` of ``extra_body`` or the model's defaults:
   replayed reasoning items must carry their content, as a bare ``rs_…`` id cannot be looked up;
@@ -27,7 +28,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..model.messages import ToolCall
 from ..model.stream import ModelStream
-from ..providers.openai.responses_codec import UNFINISHED_STATUSES
+from ..providers.openai.responses_codec import UNFINISHED_STATUSES, text_format
 from ..providers.openai.responses_types import ResponsesRequest, ResponsesResponse
 from .client_base import ProtocolClient
 from .items import system_item, to_responses_input, with_call_ids
@@ -133,6 +134,7 @@ def to_responses_request(prompt: AgentPrompt, *, encrypted_reasoning: bool = Fal
         store=prompt.store,
         user=prompt.user,
         include=include,
+        text=None if prompt.response_format is None else {"format": text_format(prompt.response_format)},
         extra_body=dict(prompt.extra_body),
     )
 

@@ -43,6 +43,7 @@ from ..agent.prompt import AgentModelResult, AgentPrompt
 from ..bus import BusClosedError, EventBus
 from ..events import (
     ModelRequest,
+    OutputRejected,
     RunCancelled,
     RunFailed,
     RunFinished,
@@ -74,6 +75,7 @@ from ..tools.outcome import cancelled_result, exception_message
 from .calls import complete_tool_calls, patch_memory_items
 from .context import NO_USAGE, RunContext
 from .errors import AgentRunError, MaxStepsExceeded
+from .output import OUTPUT_RETRY_PROMPT, OutputValidationError
 
 __all__ = ["AgentRuntime", "answer_stop_reason"]
 
@@ -157,6 +159,8 @@ class AgentRuntime:
     """The runtime's name (``RunStarted.runtime``)."""
     instructions: ClassVar[str | None] = None
     """Text added to the system prompt of every model call (after the agent's own system prompt)."""
+    structured_output: ClassVar[bool] = True
+    """Whether the runtime reads its final answer into an agent's ``output_type`` (``read_output``)."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -365,6 +369,9 @@ class AgentRuntime:
             extra_body=s.extra_body,
             stream=ctx.stream_model,
             cache=ctx.prompt_cache,
+            response_format=s.response_format
+            if ctx.output_type is None
+            else ctx.output_type.response_format(),
         )
 
     async def call_model(self, ctx: RunContext, prompt: AgentPrompt) -> AgentModelResult:
@@ -483,7 +490,10 @@ class AgentRuntime:
         calls = self.store_turn(ctx, result)
         if not calls:
             # A refusal, or an answer cut short, must not pass for a final one.
-            return answer_stop_reason(result)
+            stop = answer_stop_reason(result)
+            if stop is StopReason.FINAL_ANSWER and ctx.output_type is not None:
+                return await self.read_output(ctx, result.output_text, final=final)
+            return stop
         if final:
             await self.refuse_calls(ctx, calls, "not run: the run reached its step limit")
             return None
@@ -493,6 +503,30 @@ class AgentRuntime:
             )
             return StopReason.MAX_TOKENS
         return await self.act(ctx, calls)
+
+    async def read_output(self, ctx: RunContext, text: str, *, final: bool = False) -> StopReason | None:
+        """Read a final answer into the agent's ``output_type`` (``ctx.output``) and end the run.
+
+        An answer that does not match is sent back to the model with what is wrong (``OutputRejected``, then
+        ``OUTPUT_RETRY_PROMPT`` as a user turn) and the run goes on, up to ``output_type.retries`` times;
+        after that, or in the ``final`` step after ``max_steps``, the run fails with
+        ``OutputValidationError``.
+        """
+        spec = ctx.output_type
+        assert spec is not None
+        try:
+            ctx.output = spec.parse(text)
+        except ValueError as exc:
+            reason = str(exc)
+        else:
+            return StopReason.FINAL_ANSWER
+        retrying = not final and ctx.output_rejections < spec.retries
+        ctx.output_rejections += 1
+        await ctx.emit(OutputRejected(error=reason, retrying=retrying))
+        if not retrying:
+            raise OutputValidationError(reason, text, ctx.result_for(StopReason.ERROR, error=reason))
+        ctx.remember((user_item(OUTPUT_RETRY_PROMPT.format(error=reason)),))
+        return None
 
     def store_turn(self, ctx: RunContext, result: AgentModelResult) -> tuple[ToolCall, ...]:
         """Write a model turn to memory (call ids and names completed first) and to the run; its calls."""

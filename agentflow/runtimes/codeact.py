@@ -197,6 +197,8 @@ class CodeActRuntime(AgentRuntime):
 
     name: ClassVar[str] = "codeact"
     instructions: ClassVar[str | None] = CODEACT_INSTRUCTIONS
+    # Its final answer is a value from code or a protocol object, not a message a schema can shape.
+    structured_output: ClassVar[bool] = False
 
     def __init__(self, options: CodeActOptions | None = None) -> None:
         if options is not None and not isinstance(options, CodeActOptions):

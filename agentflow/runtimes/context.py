@@ -29,6 +29,7 @@ from ..result import AgentResult, StopReason, ToolResult
 from ..tools.executor import ToolExecutor
 from ..tools.registry import ToolRegistry
 from .calls import answer_unanswered_calls
+from .output import OutputType
 
 __all__ = ["NO_USAGE", "RunContext", "usage_total"]
 
@@ -69,6 +70,8 @@ class RunContext:
     wait_turn: Callable[[], Awaitable[None]] | None = attrs.field(default=None, repr=False)
     """Awaited inside the run's scopes before anything else: a session's run waits there for the runs ahead
     of it on the same memory (``AgentRun`` holds the lock)."""
+    output_type: OutputType | None = None
+    """What the final answer is read into (``Agent(output_type=…)``); ``None``: its text is the answer."""
 
     step: int = 0
     """The index of the current step (after the run: the number of steps run)."""
@@ -81,6 +84,10 @@ class RunContext:
     output_text: str = ""
     reasoning_text: str | None = None
     refusal: str | None = None
+    output: Any = None
+    """The final answer read into ``output_type``."""
+    output_rejections: int = 0
+    """How many final answers did not match ``output_type``."""
     pending: list[ToolCall] = attrs.field(factory=list)
     finished: dict[str, ToolResult] = attrs.field(factory=dict)
     announced: set[str] = attrs.field(factory=set, repr=False)
@@ -222,4 +229,5 @@ class RunContext:
             error=error,
             reasoning_text=self.reasoning_text,
             refusal=self.refusal,
+            output=self.output,
         )

@@ -20,8 +20,6 @@ from .outcome import exception_message
 
 __all__ = ["ArgumentParser", "ToolArgumentsError"]
 
-_ROOT = "arguments"
-
 
 class ToolArgumentsError(ValueError):
     """The arguments of a tool call are not valid: ``path`` (``""`` for the whole object) and ``reason``."""
@@ -62,11 +60,23 @@ def _describe(schema: Any) -> str:
 
 
 class ArgumentParser:
-    """Validates and converts one tool's arguments. Build it once per tool (the schema is compiled here)."""
+    """Validates and converts one tool's arguments. Build it once per tool (the schema is compiled here).
 
-    __slots__ = ("_convert", "_invalid", "_tool", "_validate")
+    ``root`` names the whole value in error paths (``arguments.items[0]``) and ``subject`` the value in the
+    other messages (default: ``"<tool> arguments"``); an agent's structured output is checked the same way.
+    """
 
-    def __init__(self, tool: str, schema: Mapping[str, Any], convert: Callable[[Any], Any] | None) -> None:
+    __slots__ = ("_convert", "_invalid", "_root", "_subject", "_validate")
+
+    def __init__(
+        self,
+        tool: str,
+        schema: Mapping[str, Any],
+        convert: Callable[[Any], Any] | None,
+        *,
+        root: str = "arguments",
+        subject: str | None = None,
+    ) -> None:
         import fastjsonschema
 
         try:
@@ -75,7 +85,8 @@ class ArgumentParser:
             raise ValueError(f"tool {tool!r} has an invalid parameters schema: {exc}") from exc
         # Kept here so a call never imports anything (``fastjsonschema`` loads with the first tool).
         self._invalid: type[Exception] = fastjsonschema.JsonSchemaValueException
-        self._tool = tool
+        self._root = root
+        self._subject = subject if subject is not None else f"{tool} arguments"
         self._convert = convert
 
     def parse(self, raw: str | Mapping[str, Any]) -> dict[str, Any]:
@@ -87,11 +98,11 @@ class ArgumentParser:
                 try:
                     value = exact_loads(raw)  # an account number of 30 digits stays exact
                 except orjson.JSONDecodeError as exc:
-                    raise ToolArgumentsError(f"{self._tool} arguments are not valid JSON: {exc}") from None
+                    raise ToolArgumentsError(f"{self._subject} are not valid JSON: {exc}") from None
         else:
             value = dict(raw)
         if not isinstance(value, dict):
-            raise ToolArgumentsError(f"{self._tool} arguments must be a JSON object, got {_kind(value)}")
+            raise ToolArgumentsError(f"{self._subject} must be a JSON object, got {_kind(value)}")
         self._check(value)
         if self._convert is None:
             return value
@@ -101,7 +112,7 @@ class ArgumentParser:
             # attrs validators, a class's own __init__ checks and the like: the schema allowed the value but
             # the annotated type did not. Whatever the constructor raised, it is the arguments' fault.
             reason = exception_message(exc)
-            raise ToolArgumentsError(f"{self._tool} arguments could not be converted: {reason}") from None
+            raise ToolArgumentsError(f"{self._subject} could not be converted: {reason}") from None
         return converted
 
     def _check(self, value: dict[str, Any]) -> None:
@@ -141,7 +152,7 @@ class ArgumentParser:
                 "must be " + " or ".join(_describe(s) for s in exc.rule_definition) + f", got {_kind(value)}"
             )
         path = name[len("data") :].lstrip(".") if name.startswith("data") else name
-        where = _ROOT + name[len("data") :] if name.startswith("data") else name
+        where = self._root + name[len("data") :] if name.startswith("data") else name
         return ToolArgumentsError(f"{where} {reason}", path=path, reason=reason)
 
 

@@ -60,6 +60,7 @@ __all__ = [
     "encode_tool_choice",
     "error_from_event",
     "request_from_chat",
+    "text_format",
     "tool_call_from_item",
 ]
 
@@ -250,7 +251,7 @@ def encode_input(items: Iterable[InputItem]) -> list[Any]:
     return wire
 
 
-def _chat_text_format(response_format: Mapping[str, Any]) -> dict[str, Any]:
+def text_format(response_format: Mapping[str, Any]) -> dict[str, Any]:
     """Chat's ``response_format`` as Responses' ``text.format`` (``json_schema`` is flattened)."""
     fmt = dict(response_format)
     if fmt.get("type") == "json_schema" and isinstance(fmt.get("json_schema"), Mapping):
@@ -285,9 +286,7 @@ def request_from_chat(request: ChatRequest, overrides: ChatParameters | None = N
         max_output_tokens=max_tokens,
         reasoning=None if params.reasoning_effort is None else {"effort": params.reasoning_effort},
         user=params.user,
-        text=None
-        if params.response_format is None
-        else {"format": _chat_text_format(params.response_format)},
+        text=None if params.response_format is None else {"format": text_format(params.response_format)},
         extra_body=dict(params.custom),
     )
 

@@ -1,0 +1,209 @@
+"""Structured output: the type an agent's final answer must have, and how an answer is read into it.
+
+``Agent(output_type=Weather)`` asks the model for its final answer as JSON matching ``Weather``'s schema
+(``response_format`` ``json_schema`` on Chat, ``text.format`` on Responses, on every call of the run: the
+model may still call tools first), then reads the answer into a ``Weather`` (``AgentResult.output``). An
+answer that is not valid JSON, or does not match, is sent back to the model with what is wrong
+(``OUTPUT_RETRY_PROMPT``, ``OutputRejected`` on the bus), up to ``retries`` times; then the run fails with
+``OutputValidationError``.
+
+Any type a tool parameter may have works (``agentflow.tools.schema``): an attrs class, a dataclass, a
+``TypedDict``, ``list[X]``, a ``Literal``, a union… A type whose schema is not an object is wrapped as
+``{"result": …}`` on the wire (OpenAI requires an object at the root) and unwrapped when read. The schema is
+strict (OpenAI's strict mode: the model's output is guaranteed to match) when the type allows it; a type that
+strict mode cannot express (``dict[str, int]``, ``Any``) gets a plain schema, which is validated here alike.
+
+Reading is tolerant of servers that ignore ``response_format`` (many OpenAI-compatible ones): JSON in
+Markdown fences or prose is found (``json_text.json_spans``), and a wrapped type's bare value is accepted.
+
+Pure: no I/O, nothing async.
+
+>>> import attrs
+>>> @attrs.frozen
+... class City:
+...     name: str
+...     population: int
+>>> spec = OutputType(City)
+>>> spec.response_format()["json_schema"]["name"], spec.strict
+('City', True)
+>>> spec.parse('{"name": "Paris", "population": 2102650}')
+City(name='Paris', population=2102650)
+>>> OutputType(list[int]).parse('Here you go: [1, 2, 3]')
+[1, 2, 3]
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+import orjson
+
+from ..exact_json import loads as exact_loads
+from ..result import AgentResult
+from ..tools.arguments import ArgumentParser, ToolArgumentsError
+from ..tools.schema import MISSING, Prop, Shape, object_shape, shape_of
+from .errors import AgentRunError
+from .json_text import MAX_SCANNED_CHARS, json_spans
+
+__all__ = ["OUTPUT_RETRY_PROMPT", "OutputType", "OutputValidationError", "output_type_of"]
+
+OUTPUT_RETRY_PROMPT: Final = (
+    "Your final answer does not match the required output format: {error}. "
+    "Answer again with only the JSON value the format asks for."
+)
+"""The user turn that sends a rejected final answer back to the model (``{error}`` is what is wrong)."""
+
+_WRAPPER: Final = "result"
+_NAME: Final = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+class OutputValidationError(AgentRunError):
+    """The model's final answer did not match the agent's output type, after every retry.
+
+    ``text`` is the last answer and ``reason`` what is wrong with it; ``partial`` keeps the run's work.
+    """
+
+    def __init__(self, reason: str, text: str, partial: AgentResult) -> None:
+        super().__init__(f"the model's final answer does not match the output type: {reason}", partial)
+        self.reason = reason
+        self.text = text
+
+
+class OutputType:
+    """What an agent's final answer must be: ``tp`` (any type a tool parameter may have), its JSON schema,
+    and how an answer is read into it.
+
+    ``Agent(output_type=X)`` is ``Agent(output_type=OutputType(X))``; build one yourself to choose:
+
+    - ``name``: the schema's name on the wire (default: the type's name, else ``"output"``);
+    - ``description``: sent with the schema (default: none; the type's docstring describes an object);
+    - ``strict``: OpenAI's strict mode; ``None`` (default) uses it when the type allows it;
+    - ``retries``: how many times a final answer that does not match is sent back (default 2).
+    """
+
+    __slots__ = (
+        "_parsers",
+        "_response_format",
+        "_wrapped",
+        "description",
+        "name",
+        "retries",
+        "schema",
+        "strict",
+        "type",
+    )
+
+    def __init__(
+        self,
+        tp: Any,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        strict: bool | None = None,
+        retries: int = 2,
+    ) -> None:
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise ValueError(f"OutputType retries must be an int >= 0, got {retries!r}")
+        if strict is not None and not isinstance(strict, bool):
+            raise TypeError(f"OutputType strict must be a bool or None, got {strict!r}")
+        if tp is str:
+            raise TypeError(
+                "output_type=str is the default (the answer's text, AgentResult.output_text); "
+                "give a structured type such as an attrs class, a dataclass, a TypedDict or list[...]"
+            )
+        where = f"output type {tp!r}"
+        if strict is None:
+            try:
+                shape, strict = shape_of(tp, strict=True, where=where), True
+            except TypeError:
+                shape, strict = shape_of(tp, strict=False, where=where), False
+        else:
+            shape = shape_of(tp, strict=strict, where=where)
+        self.type = tp
+        self.strict = strict
+        self.retries = retries
+        self.description = description
+        self.name = _wire_name(name if name is not None else getattr(tp, "__name__", None))
+        self._wrapped = not _is_object(shape)
+        shape = self._rooted(shape, strict)
+        self.schema: Mapping[str, Any] = shape.schema
+        self._parsers = [self._parser(shape)]
+        if strict:
+            # A server that ignores the schema (many compatible ones) leaves optional fields out, which
+            # strict mode would have made it send: such an answer is read with the plain schema too.
+            self._parsers.append(self._parser(self._rooted(shape_of(tp, where=where), False)))
+        json_schema: dict[str, Any] = {"name": self.name, "schema": dict(shape.schema), "strict": strict}
+        if description:
+            json_schema["description"] = description
+        self._response_format = {"type": "json_schema", "json_schema": json_schema}
+
+    def _rooted(self, shape: Shape, strict: bool) -> Shape:
+        if not self._wrapped:
+            return shape
+        return object_shape([Prop(name=_WRAPPER, shape=shape, required=True, default=MISSING)], strict=strict)
+
+    def _parser(self, shape: Shape) -> ArgumentParser:
+        return ArgumentParser(self.name, shape.schema, shape.convert, root="output", subject="the output")
+
+    def __repr__(self) -> str:
+        return f"OutputType({self.type!r}, name={self.name!r}, strict={self.strict})"
+
+    def response_format(self) -> Mapping[str, Any]:
+        """The Chat Completions ``response_format`` asking for this type (Responses: its ``text.format``).
+
+        The same mapping every time; do not mutate it.
+        """
+        return self._response_format
+
+    def parse(self, text: str) -> Any:
+        """``text`` read into the output type, or a ``ValueError`` saying what is wrong with it."""
+        value = self._decode(text)
+        if self._wrapped and not (isinstance(value, dict) and value.keys() == {_WRAPPER}):
+            value = {_WRAPPER: value}  # the bare value, from a server that ignored the schema
+        if not isinstance(value, dict):
+            raise ToolArgumentsError("the answer must be a JSON object")
+        first: ToolArgumentsError | None = None
+        for parser in self._parsers:
+            try:
+                converted = parser.parse(value)
+            except ToolArgumentsError as exc:
+                first = first or exc  # the error against the schema the model was given
+                continue
+            return converted[_WRAPPER] if self._wrapped else converted
+        assert first is not None
+        raise first
+
+    def _decode(self, text: str) -> Any:
+        stripped = text.strip()
+        if not stripped:
+            raise ToolArgumentsError("the answer is empty; it must be JSON")
+        try:
+            return exact_loads(stripped)
+        except orjson.JSONDecodeError:
+            pass
+        # JSON in fences or prose: the first value that decodes (an object unless the type is wrapped).
+        opening = "{[" if self._wrapped else "{"
+        for span in json_spans(stripped[:MAX_SCANNED_CHARS], opening=opening):
+            if span.error is None:
+                return span.value
+        raise ToolArgumentsError("the answer is not valid JSON")
+
+
+def output_type_of(value: Any) -> OutputType | None:
+    """``value`` as an ``OutputType``: ``None`` stays ``None``, an ``OutputType`` as it is, a type wrapped."""
+    if value is None or isinstance(value, OutputType):
+        return value
+    return OutputType(value)
+
+
+def _is_object(shape: Shape) -> bool:
+    schema = shape.schema
+    return schema.get("type") == "object" and isinstance(schema.get("properties"), Mapping)
+
+
+def _wire_name(name: object) -> str:
+    """A schema name OpenAI accepts (``^[a-zA-Z0-9_-]{1,64}$``)."""
+    cleaned = _NAME.sub("_", name).strip("_")[:64] if isinstance(name, str) else ""
+    return cleaned or "output"

@@ -1,0 +1,318 @@
+"""Structured output: ``Agent(output_type=…)`` on both protocols, over real HTTP, streamed and not.
+
+The request asks for the type's JSON schema (``response_format`` on Chat, ``text.format`` on Responses), the
+final answer is read into the type (``AgentResult.output``), and an answer that does not match goes back to
+the model with what is wrong (``OutputRejected``), up to ``retries`` times, then fails the run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Literal, TypedDict
+
+import anyio
+import attrs
+import pytest
+
+from agentflow import (
+    Agent,
+    AgentOptions,
+    ModelSettings,
+    OpenAIChatModel,
+    OpenAIResponsesModel,
+    OutputRejected,
+    OutputType,
+    OutputValidationError,
+    RunFailed,
+    RunFinished,
+    StopReason,
+)
+from agentflow.agent.chat_client import to_chat_request
+from agentflow.agent.prompt import AgentModelResult, AgentPrompt
+from agentflow.agent.responses_client import to_responses_request
+from agentflow.model.events import Event
+from agentflow.runtimes.output import OUTPUT_RETRY_PROMPT
+from agentflow.testing import Reply, ScriptedServer
+from agentflow.testing.fake import FakeModelClient, reply
+from agentflow.tools import tool
+
+Protocol = Literal["chat", "responses"]
+PROTOCOLS: list[Protocol] = ["chat", "responses"]
+
+
+@attrs.frozen
+class City:
+    """A city and its population."""
+
+    name: str
+    population: int
+    country: str | None = None
+
+
+@dataclasses.dataclass
+class Forecast:
+    city: str
+    days: list[float]
+
+
+class Person(TypedDict):
+    name: str
+    age: int
+
+
+@tool
+async def population(city: str) -> int:
+    """The population of a city."""
+    return 2_102_650
+
+
+def model_for(protocol: Protocol, server: ScriptedServer) -> Any:
+    cls = OpenAIChatModel if protocol == "chat" else OpenAIResponsesModel
+    return cls(base_url=server.base_url, api_key="sk-test", model="gpt-test")
+
+
+def asked_format(protocol: Protocol, body: dict[str, Any]) -> dict[str, Any]:
+    """The JSON schema a request asked for, in Chat's ``json_schema`` shape."""
+    if protocol == "chat":
+        fmt = body["response_format"]
+        assert fmt["type"] == "json_schema"
+        inner: dict[str, Any] = fmt["json_schema"]
+        return inner
+    fmt = dict(body["text"]["format"])
+    assert fmt.pop("type") == "json_schema"
+    return fmt
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_the_answer_is_read_into_the_type_after_tools(protocol: Protocol, stream: bool) -> None:
+    turns = [
+        Reply(tool_calls=[("population", {"city": "Paris"})]),
+        Reply(text='{"name": "Paris", "population": 2102650, "country": null}', chunk_size=7),
+    ]
+    async with (
+        ScriptedServer(turns) as server,
+        Agent(model_for(protocol, server), tools=[population], output_type=City) as agent,
+    ):
+        with anyio.fail_after(10):
+            if stream:
+                events: list[Event] = []
+                async with agent.stream("How many people live in Paris?") as run:
+                    async for event in run:
+                        events.append(event)
+                result = run.result
+                assert isinstance(events[-1], RunFinished)
+                assert events[-1].to_dict()["result"]["output"] == {
+                    "name": "Paris",
+                    "population": 2102650,
+                    "country": None,
+                }
+            else:
+                result = await agent.run("How many people live in Paris?")
+    assert result is not None
+    assert result.stop_reason is StopReason.FINAL_ANSWER
+    assert result.output == City("Paris", 2102650)
+    # Every call asks for the schema: the model may call tools first, then answers in it.
+    for request in server.requests:
+        schema = asked_format(protocol, request.body)
+        assert schema["name"] == "City"
+        assert schema["strict"] is True
+        assert schema["schema"]["required"] == ["name", "population", "country"]
+        assert schema["schema"]["additionalProperties"] is False
+        assert schema["schema"]["properties"]["country"] == {"type": ["string", "null"]}
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_an_answer_that_does_not_match_goes_back_with_the_error(protocol: Protocol) -> None:
+    turns = [Reply(text='{"name": "Paris"}'), Reply(text='{"name": "Paris", "population": 3}')]
+    async with ScriptedServer(turns) as server, Agent(model_for(protocol, server), output_type=City) as agent:
+        events: list[Event] = []
+        with anyio.fail_after(10):
+            async with agent.stream("Paris?") as run:
+                async for event in run:
+                    events.append(event)
+    result = run.result
+    assert result is not None
+    assert result.output == City("Paris", 3)
+    assert result.steps == 2
+    rejected = [e for e in events if isinstance(e, OutputRejected)]
+    assert len(rejected) == 1
+    assert rejected[0].retrying is True
+    # Said against the schema the model was given (strict: every property is required, optional ones null).
+    assert rejected[0].error == "output is missing the required properties 'population', 'country'"
+    assert rejected[0].step == 0
+    # The second request carries the rejected answer, then the error as a user turn.
+    second = server.requests[1].body
+    expected = OUTPUT_RETRY_PROMPT.format(error=rejected[0].error)
+    if protocol == "chat":
+        assert [m["role"] for m in second["messages"]][-3:] == ["user", "assistant", "user"]
+        assert second["messages"][-1]["content"] == expected
+    else:
+        last = second["input"][-1]
+        assert last["role"] == "user"
+        assert last["content"] == [{"type": "input_text", "text": expected}]
+    # Both turns are in the run's new items: memory stays a faithful conversation.
+    assert len(result.new_items) == 4
+
+
+async def test_the_run_fails_once_the_retries_are_spent() -> None:
+    model = FakeModelClient([reply("I think Paris.", usage=(10, 5))] * 2)
+    agent = Agent(model, output_type=OutputType(City, retries=1))
+    events: list[Event] = []
+    agent.on(None, events.append)
+    with pytest.raises(OutputValidationError) as caught:
+        await agent.run("Paris?")
+    error = caught.value
+    assert error.text == "I think Paris."
+    assert error.reason == "the answer is not valid JSON"
+    assert error.partial.usage.total_tokens == 30  # both calls count
+    assert [e.retrying for e in events if isinstance(e, OutputRejected)] == [True, False]
+    terminal = events[-1]
+    assert isinstance(terminal, RunFailed)
+    assert terminal.error_type == "OutputValidationError"
+    assert len(model.prompts) == 2
+
+
+async def test_no_retries_fails_at_the_first_answer_that_does_not_match() -> None:
+    model = FakeModelClient([reply("[]")])
+    with pytest.raises(OutputValidationError, match="must be a JSON object"):
+        await Agent(model, output_type=OutputType(City, retries=0)).run("Paris?")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"result": [1, 2, 3]}', [1, 2, 3]),
+        ("[1, 2, 3]", [1, 2, 3]),  # a server that ignored the schema: the bare value
+        ("Here it is:\n```json\n[1, 2, 3]\n```", [1, 2, 3]),
+    ],
+)
+async def test_a_type_that_is_not_an_object_is_wrapped(text: str, expected: list[int]) -> None:
+    model = FakeModelClient([reply(text)])
+    result = await Agent(model, output_type=list[int]).run("Three numbers?")
+    assert result.output == expected
+    fmt = model.prompts[0].response_format
+    assert fmt is not None
+    assert fmt["json_schema"]["schema"] == {
+        "type": "object",
+        "properties": {"result": {"type": "array", "items": {"type": "integer"}}},
+        "required": ["result"],
+        "additionalProperties": False,
+    }
+
+
+def test_an_answer_leaving_out_optional_fields_is_read_with_their_defaults() -> None:
+    # What a server that ignores the (strict) schema sends.
+    spec = OutputType(City)
+    assert spec.strict is True
+    assert spec.parse('{"name": "Paris", "population": 3}') == City("Paris", 3)
+    assert spec.parse('{"name": "Paris", "population": 3, "country": null}') == City("Paris", 3)
+
+
+async def test_fenced_json_in_prose_is_read() -> None:
+    answer = 'Sure! ```json\n{"city": "Oslo", "days": [1.5, 2]}\n``` Anything else?'
+    result = await Agent(FakeModelClient([reply(answer)]), output_type=Forecast).run("Oslo?")
+    assert result.output == Forecast("Oslo", [1.5, 2.0])
+
+
+async def test_a_typeddict_and_a_literal() -> None:
+    result = await Agent(FakeModelClient([reply('{"name": "Ada", "age": 36}')]), output_type=Person).run("?")
+    assert result.output == {"name": "Ada", "age": 36}
+    result = await Agent(FakeModelClient([reply('{"result": "yes"}')]), output_type=Literal["yes", "no"]).run(
+        "?"
+    )
+    assert result.output == "yes"
+
+
+def test_a_type_strict_mode_cannot_express_gets_a_plain_schema() -> None:
+    spec = OutputType(dict[str, int])
+    assert spec.strict is False
+    assert spec.response_format()["json_schema"]["strict"] is False
+    assert spec.parse('{"result": {"a": 1}}') == {"a": 1}
+    with pytest.raises(TypeError, match="strict mode"):
+        OutputType(dict[str, int], strict=True)
+
+
+def test_output_type_options() -> None:
+    spec = OutputType(list[City], name="city list!", description="Cities, largest first.")
+    fmt = spec.response_format()["json_schema"]
+    assert fmt["name"] == "city_list"
+    assert fmt["description"] == "Cities, largest first."
+    assert OutputType(list[int]).name == "list"
+    assert repr(OutputType(City)).startswith("OutputType(")
+
+
+async def test_a_refusal_is_not_an_invalid_answer() -> None:
+    model = FakeModelClient([AgentModelResult(refusal="I can't help with that.")])
+    result = await Agent(model, output_type=City).run("?")
+    assert result.stop_reason is StopReason.REFUSAL
+    assert result.output is None
+    assert len(model.prompts) == 1
+
+
+async def test_the_final_answer_step_after_max_steps_is_read_too() -> None:
+    model = FakeModelClient([reply(tool_calls=[("population", {"city": "Paris"})]), reply('{"result": 5}')])
+    agent = Agent(
+        model,
+        tools=[population],
+        output_type=int,
+        options=AgentOptions(max_steps=1, on_max_steps="final_answer"),
+    )
+    result = await agent.run("?")
+    assert result.stop_reason is StopReason.MAX_STEPS
+    assert result.output == 5
+    model = FakeModelClient([reply(tool_calls=[("population", {"city": "Paris"})]), reply("five")])
+    agent = Agent(
+        model,
+        tools=[population],
+        output_type=int,
+        options=AgentOptions(max_steps=1, on_max_steps="final_answer"),
+    )
+    with pytest.raises(OutputValidationError):  # no retry in the last step
+        await agent.run("?")
+
+
+async def test_each_run_of_a_session_has_its_own_output() -> None:
+    model = FakeModelClient([reply('{"result": 1}'), reply('{"result": 2}')])
+    session = Agent(model, output_type=int).session()
+    assert (await session.run("one")).output == 1
+    assert (await session.run("two")).output == 2
+
+
+def test_bad_configurations_are_refused_where_they_are_written() -> None:
+    model = FakeModelClient([])
+    with pytest.raises(TypeError, match="codeact runtime does not read"):
+        Agent(model, runtime="codeact", output_type=City)
+    with pytest.raises(TypeError, match=r"either output_type or ModelSettings\.response_format"):
+        Agent(model, output_type=City, settings=ModelSettings(response_format={"type": "json_object"}))
+    with pytest.raises(TypeError, match="output_type=str is the default"):
+        Agent(model, output_type=str)
+    with pytest.raises(ValueError, match="retries"):
+        OutputType(City, retries=-1)
+    with pytest.raises(TypeError, match="unsupported annotation"):
+        Agent(model, output_type=object)
+    with pytest.raises(TypeError, match="response_format must be a mapping"):
+        ModelSettings(response_format="json")  # type: ignore[arg-type]
+
+
+async def test_a_response_format_setting_is_sent_on_both_protocols() -> None:
+    settings = ModelSettings(response_format={"type": "json_object"})
+    model = FakeModelClient([reply('{"a": 1}')])
+    result = await Agent(model, settings=settings).run("JSON please")
+    assert result.output_text == '{"a": 1}'
+    assert result.output is None
+    prompt = model.prompts[0]
+    assert prompt.response_format == {"type": "json_object"}
+    schema = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}
+    request = to_chat_request(AgentPrompt(response_format=schema))
+    assert request.parameters.response_format == schema
+    responses = to_responses_request(AgentPrompt(response_format=schema))
+    assert responses.text == {"format": {"type": "json_schema", "name": "x", "schema": {"type": "object"}}}
+
+
+def test_settings_keep_their_own_copy() -> None:
+    given = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}
+    settings = ModelSettings(response_format=given)
+    given["json_schema"]["name"] = "changed"
+    assert settings.response_format is not None
+    assert settings.response_format["json_schema"]["name"] == "x"
