@@ -77,7 +77,7 @@ from .context import NO_USAGE, RunContext
 from .errors import AgentRunError, MaxStepsExceeded
 from .output import OUTPUT_RETRY_PROMPT, OutputValidationError
 
-__all__ = ["AgentRuntime", "answer_stop_reason"]
+__all__ = ["AgentRuntime", "RetryRelay", "answer_stop_reason", "billed_usage"]
 
 _NO_DEADLINE = contextlib.nullcontext()  # reusable: entering it does nothing
 
@@ -125,13 +125,13 @@ def _forces(tool_choice: object) -> bool:
     return isinstance(tool_choice, Mapping) and tool_choice.get("type") == "function"
 
 
-def _spent(error: ModelError) -> TokenUsage | None:
+def billed_usage(error: ModelError) -> TokenUsage | None:
     """What a model call that failed on its answer (an incomplete response…) was billed, if it says."""
     usage = getattr(getattr(error, "partial", None), "usage", None)
     return usage if isinstance(usage, TokenUsage) else None
 
 
-class _RetryRelay:
+class RetryRelay:
     """Publishes a blocking model call's retries on the run's bus while the call lasts.
 
     Emptied when the call ends: the tasks the HTTP library starts during the call keep a copy of the
@@ -390,12 +390,12 @@ class AgentRuntime:
         await ctx.emit(ModelRequest(model=ctx.model_name(prompt.model), items=len(prompt.items), tools=names))
         if not prompt.stream:
             # A blocking call has no stream to carry its retries: they come through the context's listener.
-            relay = _RetryRelay(ctx.bus)
+            relay = RetryRelay(ctx.bus)
             token = retry_listener.set(relay)
             try:
                 result = await ctx.model.create(prompt)
             except ModelError as exc:
-                spent = _spent(exc)
+                spent = billed_usage(exc)
                 if spent is not None:  # billed although it failed (an incomplete response): it counts
                     ctx.add_usage(spent)
                 raise
@@ -437,7 +437,7 @@ class AgentRuntime:
         except ModelError as exc:
             # A stream that failed on its answer (an incomplete response) may carry what it was billed.
             if reported is None:
-                reported = _spent(exc)
+                reported = billed_usage(exc)
             raise
         finally:
             if reported is not None:

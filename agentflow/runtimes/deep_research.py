@@ -5,10 +5,17 @@ One run::
     RunStarted
     [user input → memory]
     planner.plan(goal)  → on_plan hook (may edit) → "Plan:\\n1. …\\n2. …\\n" system item → memory
+        (in plan(), a model planner's call: ModelRequest [ModelRetry…] [UsageReported] ModelCompleted)
     PlanCreated(plan)
     the base loop (ReAct: text + native tool calls), and with ``replan_every=N``, after every N-th step:
         planner.plan(goal, progress so far) → on_plan → "Updated plan:\\n…" → memory → PlanUpdated(plan)
+        (its model call published as the first plan's)
     exactly one terminal event
+
+A planner's model call (made through ``PlanContext.model_call``) is published as a step's blocking call is,
+but outside any step (between ``RunStarted`` or a ``StepFinished`` and the plan's event), with the step of
+the plan event it leads to; its text and reasoning are not published as deltas (they are the plan, not the
+agent's answer: ``ModelCompleted`` carries them). Its usage counts the moment it completes.
 
 Where this does better than the reference: the plan goes after the user input, once per run (also in a
 session, and for streamed runs); the planner may be model-backed (``ModelPlanner``) and may re-plan with the
@@ -23,16 +30,23 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import ClassVar, TypeAlias
+from typing import Any, ClassVar, TypeAlias
 
 import attrs
 
+from ..agent.chat_client import chat_result
 from ..agent.items import system_item, to_chat_messages
-from ..events import PlanCreated, PlanUpdated
+from ..events import ModelRequest, PlanCreated, PlanUpdated
+from ..model.errors import ModelError
+from ..model.events import ModelCompleted, UsageReported
 from ..model.messages import AiMessage, UserMessage
-from ..model.response import TokenUsage
+from ..model.protocol import ChatModel
+from ..model.request import ChatRequest
+from ..model.response import ChatResponse, TokenUsage
+from ..model.retries import retry_listener
 from ..plan import Plan
 from ..result import StopReason
+from .base import RetryRelay, billed_usage
 from .context import RunContext
 from .planner import PlanContext, Planner, PlanningError, SimplePlanner
 from .react import ReActRuntime
@@ -66,6 +80,54 @@ def _conversation(ctx: RunContext) -> tuple[tuple[str, str], ...]:
         if isinstance(message, UserMessage | AiMessage) and message.text:
             turns.append(("user" if isinstance(message, UserMessage) else "assistant", message.text))
     return tuple(turns[-_CONVERSATION_TURNS:])
+
+
+class _PlanningCall:
+    """``PlanContext.model_call`` for one planning of a run: the planner's model call, published and counted
+    as a step's blocking call is (``AgentRuntime.call_model``), its text aside.
+
+    ``made`` counts the calls that went through it (the run then has their usage already). Emptied when the
+    planning ends: a planner may keep the context it was given, and through it the whole run; a call made
+    after that is a plain ``model.chat``.
+    """
+
+    __slots__ = ("ctx", "made")
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx: RunContext | None = ctx
+        self.made = 0
+
+    async def __call__(self, model: ChatModel, request: ChatRequest, /, **overrides: Any) -> ChatResponse:
+        ctx = self.ctx
+        if ctx is None:
+            return await model.chat(request, **overrides)
+        self.made += 1
+        # The model asked for: the call's own, else the request's, else the model's default (when it says).
+        name = overrides.get("model") or request.parameters.model or getattr(model, "model", None)
+        if not isinstance(name, str):
+            name = None
+        tools = tuple(t.name for t in request.parameters.tools or ())
+        await ctx.emit(ModelRequest(model=name, items=len(request.messages), tools=tools))
+        relay = RetryRelay(ctx.bus)
+        token = retry_listener.set(relay)
+        try:
+            response = await model.chat(request, **overrides)
+        except ModelError as exc:
+            spent = billed_usage(exc)
+            if spent is not None:  # billed although it failed (an incomplete response): it counts
+                ctx.add_usage(spent)
+            raise
+        finally:
+            retry_listener.reset(token)
+            relay.bus = None
+        # Counted before anything is published: a cancel landing while it is keeps the tokens in the result.
+        ctx.add_usage(response.usage)
+        if response.usage is not None and ctx.bus.has_listeners():
+            await ctx.emit(UsageReported(response.usage))
+        # The plan's text is no part of the agent's answer: no TextDelta (a UI printing the deltas would show
+        # the planner's JSON), and no memory items (the plan enters memory in its own form).
+        await ctx.emit(ModelCompleted(attrs.evolve(chat_result(response), memory_items=())))
+        return response
 
 
 class DeepResearchRuntime(ReActRuntime):
@@ -163,14 +225,21 @@ class DeepResearchRuntime(ReActRuntime):
         return plan
 
     async def _ask_planner(self, ctx: RunContext, current: Plan | None) -> Plan:
+        call = _PlanningCall(ctx)
+        context = attrs.evolve(self.planning_context(ctx, current), model_call=call)
         try:
-            made = await self.planner.plan(ctx.input_text, self.planning_context(ctx, current))
+            made = await self.planner.plan(ctx.input_text, context)
         except PlanningError as exc:
-            # A planning call that failed on its answer spent tokens too: the failed run's result counts them.
-            if exc.usage is not None:
+            # A planning call that failed on its answer spent tokens too: the failed run's result counts them
+            # (those made through ``model_call`` were counted as they completed).
+            if exc.usage is not None and not call.made:
                 ctx.add_usage(exc.usage)
             raise
-        self._count_usage(ctx, made)
+        finally:
+            call.ctx = None
+        if not call.made:
+            # A planner that called its model some other way reports what it spent on the plan.
+            self._count_usage(ctx, made)
         return made
 
     def planning_context(self, ctx: RunContext, current: Plan | None) -> PlanContext:

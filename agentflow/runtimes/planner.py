@@ -7,8 +7,9 @@ tolerantly (code fences, prose around the JSON, ``{"steps": [...]}``, step objec
 numbered list); an answer that is not a plan raises ``PlanParseError`` or falls back to the simple plan.
 
 ``parse_plan_steps`` and ``planning_input`` are pure (text in, values out). The one I/O here is
-``ModelPlanner.plan``'s model call. Nothing here knows about runs, memory or events: the runtime
-(``agentflow.runtimes.deep_research``) does that.
+``ModelPlanner.plan``'s model call, made through ``PlanContext.model_call`` when the context has one. Nothing
+here knows about runs, memory or events: the runtime (``agentflow.runtimes.deep_research``) does that, and
+the ``model_call`` it passes is how a planner's model calls reach the run's events and usage.
 """
 
 from __future__ import annotations
@@ -17,15 +18,15 @@ import abc
 import bisect
 import logging
 import re
-from collections.abc import Mapping
-from typing import Any, Literal
+from collections.abc import Awaitable, Mapping
+from typing import Any, Literal, Protocol
 
 import attrs
 
 from ..model.messages import SystemMessage, ToolCall, UserMessage
 from ..model.protocol import ChatModel
 from ..model.request import ChatRequest
-from ..model.response import TokenUsage
+from ..model.response import ChatResponse, TokenUsage
 from ..model.tools import ToolSpec
 from ..plan import Plan, PlanStep, StepStatus
 from ..result import ToolResult
@@ -34,6 +35,7 @@ from .json_text import MAX_SCANNED_CHARS, json_spans
 __all__ = [
     "PLANNER_PROMPT",
     "REPLANNER_PROMPT",
+    "ModelCall",
     "ModelPlanner",
     "OnInvalidPlan",
     "PlanContext",
@@ -94,6 +96,22 @@ class PlanParseError(PlanningError):
         self.text = text
 
 
+class ModelCall(Protocol):
+    """How a planner calls a model in a run: ``await call(model, request, **overrides)``, as ``model.chat``.
+
+    The DeepResearch runtime passes one on ``PlanContext.model_call``. It makes the call with
+    ``model.chat`` and publishes it on the run's bus as the run's own model calls are (``ModelRequest``,
+    its retries, ``ModelCompleted``), and counts its usage towards the run's: a planner that calls its
+    model through it needs to do nothing else for its tokens to be seen and counted.
+    """
+
+    def __call__(
+        self, model: ChatModel, request: ChatRequest, /, **overrides: Any
+    ) -> Awaitable[ChatResponse]:
+        """Send ``request`` to ``model`` (``overrides`` as for ``ChatModel.chat``); the whole response."""
+        ...
+
+
 @attrs.frozen
 class PlanContext:
     """What a planner knows besides the goal.
@@ -102,6 +120,11 @@ class PlanContext:
     messages before this run's input (a session's earlier turns, the latest last), so a follow-up ("and how
     does it compare to B?") can be planned. When the runtime re-plans, ``current`` is the plan so far and
     the rest is the progress: the steps run, every tool call and its result, and the agent's latest text.
+
+    ``model_call`` (set by the runtime for a run, ``None`` elsewhere) is how a planner that asks a model
+    should make the call (``ModelCall``), so the run publishes it and counts its tokens. When a planning
+    made any call through it, the run has counted those calls, and the plan's ``usage`` (or a
+    ``PlanningError``'s) is not added to the run's usage again; otherwise it is.
     """
 
     current: Plan | None = None
@@ -111,6 +134,7 @@ class PlanContext:
     latest_text: str = ""
     tools: tuple[ToolSpec, ...] = ()
     conversation: tuple[tuple[str, str], ...] = ()
+    model_call: ModelCall | None = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def replanning(self) -> bool:
@@ -120,6 +144,9 @@ class PlanContext:
 
 class Planner(abc.ABC):
     """Turns a goal into a ``Plan``. Subclass it and implement ``plan``, or use a built-in one.
+
+    A planner that asks a model should make the call through ``context.model_call`` when the context has
+    one (see ``PlanContext``): a run then publishes the call and counts its tokens.
 
     >>> import anyio
     >>> anyio.run(Planner.simple().plan, "Why is the sky blue?").texts
@@ -168,7 +195,8 @@ class ModelPlanner(Planner):
     - ``max_steps``: the most steps the prompt asks for (the answer is not cut).
     - ``prompt`` / ``replan_prompt``: the system prompts (``{max_steps}`` is filled in).
     - ``parameters``: ``ChatParameters`` fields for the planning call, e.g. ``{"temperature": 0}``.
-    The plan's ``usage`` is the planning call's usage; the runtime adds it to the run's.
+    The call goes through ``context.model_call`` when there is one (in a run: published, and counted there),
+    else straight to ``model.chat``. The plan's ``usage`` is the planning call's usage.
 
     >>> from agentflow.testing.fake import FakeChatModel, chat_reply
     >>> import anyio
@@ -214,7 +242,12 @@ class ModelPlanner(Planner):
         """Ask the model; parse its answer into a plan (see the class docstring for invalid answers)."""
         if not goal.strip():
             return Plan(goal)
-        response = await self.model.chat(self.request(goal, context), **self.parameters)
+        request = self.request(goal, context)
+        call = context.model_call if context is not None else None
+        if call is None:
+            response = await self.model.chat(request, **self.parameters)
+        else:
+            response = await call(self.model, request, **self.parameters)
         try:
             steps = parse_plan_steps(response.text)
         except PlanParseError as exc:
