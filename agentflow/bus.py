@@ -1,7 +1,8 @@
 """The per-run event bus: stamps every event with ``run_id``/``step``/``seq`` and delivers it to subscribers.
 
 One ``EventBus`` belongs to one run. The runtime publishes; consumers either iterate a ``Subscription``
-(a bounded anyio memory stream) or register a callback with ``on``. Rules:
+(a bounded anyio memory stream, kept in ``agentflow.subscription`` and re-exported here) or register a
+callback with ``on``. Rules:
 
 - **Backpressure by default.** ``publish`` waits while a subscriber's buffer is full, so a slow consumer
   slows the run instead of growing a queue. A subscriber may choose ``policy="drop_deltas"``: when its
@@ -18,10 +19,11 @@ One ``EventBus`` belongs to one run. The runtime publishes; consumers either ite
 - **A cancel never loses an event.** ``publish`` hands an event to its subscribers one after another; when a
   cancel lands while it waits on one of them (an async callback, a full buffer), the subscribers that have
   not got the event yet are owed it. They get it before anything else: at once when the run is ending
-  (never waiting for a subscription), otherwise at the next ``publish``. A callback that was running has
-  seen the event; a subscription whose turn was cut gets it unless its consumer took it in first. A
-  publish cancelled while it queues behind such a wait is published all the same, after it (its caller
-  may count it as sent already). So nobody misses an event or sees one twice, and ``seq`` order holds.
+  (never waiting for a subscription), otherwise at the next ``publish`` or at ``close``. A callback that
+  was running has seen the event; a subscription whose turn was cut gets it unless its consumer took it in
+  first. A publish cancelled while it queues behind such a wait is published all the same, after it (its
+  caller may count it as sent already). So nobody misses an event or sees one twice, and ``seq`` order
+  holds.
 - **Isolation.** A callback that raises is logged on the ``agentflow`` logger and recorded in
   ``callback_failures``; the run goes on. A subscription whose consumer closed it, left its
   ``async with`` or broke out of its ``async for`` is dropped from the bus and never blocks the run. A
@@ -40,17 +42,17 @@ import inspect
 import logging
 import operator
 import typing
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from types import MemberDescriptorType, TracebackType, UnionType
-from typing import Any, Generic, Literal, TypeVar, overload
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from types import MemberDescriptorType, UnionType
+from typing import Any, TypeVar, overload
 
 import anyio
 import attrs
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .cancellation import cancel_requested
-from .events import RunCancelled, RunFailed, RunFinished, ToolProgress
-from .model.events import Event, ReasoningDelta, RefusalDelta, TextDelta, ToolCallArgumentsDelta
+from .events import RunCancelled, RunFailed, RunFinished
+from .model.events import Event
+from .subscription import DELTA_TYPES, Policy, Subscription
 
 __all__ = [
     "DELTA_TYPES",
@@ -66,28 +68,19 @@ __all__ = [
 _log = logging.getLogger("agentflow")
 
 E = TypeVar("E", bound=Event)
-E_co = TypeVar("E_co", bound=Event, covariant=True)
-
-DELTA_TYPES: tuple[type[Event], ...] = (
-    TextDelta,
-    ReasoningDelta,
-    RefusalDelta,
-    ToolCallArgumentsDelta,
-    ToolProgress,
-)
-"""The events a ``drop_deltas`` subscriber may lose when it falls behind."""
 
 TERMINAL_TYPES: tuple[type[Event], ...] = (RunFinished, RunFailed, RunCancelled)
 """The events that end a run (exactly one per run); publishing one closes the bus."""
-
-Policy = Literal["backpressure", "drop_deltas"]
-"""What a subscriber's full buffer does to ``publish``: wait (``backpressure``) or drop deltas."""
 
 EventTypes = type[Event] | UnionType | Sequence[type[Event] | UnionType] | None
 """Which events a subscriber wants (``isinstance`` match): a class, a union of classes (such as
 ``agentflow.events.TerminalEvent``), a tuple of either, or ``None`` (all)."""
 
 _MAX_RECORDED_FAILURES = 100
+
+_CLOSE_WAITS_FOR_CALLBACKS = 10.0
+"""How long ``close`` may wait (shielded) to give callbacks the events a cancel cut short: as long as a
+runtime gives its terminal publish, which pays them first thing."""
 
 # The bus's state (``EventBus._state``): open; ending (publish never waits for a subscriber); closed.
 _OPEN, _ENDING, _CLOSED = 0, 1, 2
@@ -105,249 +98,6 @@ class CallbackFailure:
     seq: int
     callback: str
     error: BaseException = attrs.field(eq=False)
-
-
-class Subscription(Generic[E_co]):
-    """A consumer's view of a run's events: an async iterator over a bounded buffer.
-
-    Use it as an async context manager so it is closed (and removed from the bus) however the loop ends::
-
-        async with bus.subscribe((TextDelta,)) as events:
-            async for event in events:
-                print(event.text, end="")
-
-    Iteration ends after the run's terminal event. Leaving an ``async for`` early closes the subscription
-    (at once with ``async with``; otherwise when Python finalises the loop's iterator, on the next pass of
-    the event loop), so a consumer that stopped reading never holds up the run. To read a few events and
-    keep the subscription, use ``receive()``. ``dropped`` counts the delta events a ``drop_deltas``
-    subscriber lost because its buffer was full.
-    """
-
-    __slots__ = (
-        "_bus",
-        "_drop_deltas",
-        "_held",
-        "_parked",
-        "_receive",
-        "_room",
-        "_send",
-        "_unbuffered",
-        "dropped",
-        "types",
-    )
-
-    def __init__(
-        self, bus: EventBus, types: tuple[type[Event], ...] | None, buffer: int, policy: Policy
-    ) -> None:
-        self._bus = bus
-        self.types = types
-        """The event types this subscription receives (``None``: all)."""
-        self._drop_deltas = policy == "drop_deltas"
-        self.dropped = 0
-        send, receive = anyio.create_memory_object_stream[Any](max_buffer_size=buffer)
-        self._send: MemoryObjectSendStream[Any] = send
-        self._receive: MemoryObjectReceiveStream[Any] = receive
-        # Events of the run's ending that did not fit the buffer; delivered after it (see ``_offer_ending``).
-        self._held: collections.deque[Event] = collections.deque()
-        # The event a publish waits to hand over (buffer full), until the consumer takes it in (``_deliver``).
-        self._parked: Event | None = None
-        self._room: anyio.Event | None = None
-        self._unbuffered = buffer == 0
-
-    # -- consumer side -------------------------------------------------------------------------------
-
-    def __aiter__(self) -> AsyncIterator[E_co]:
-        return self._iterate()
-
-    async def _iterate(self) -> AsyncIterator[E_co]:
-        # A generator, so that leaving an ``async for`` early (``break``, an exception, cancellation) closes
-        # the subscription when Python finalises the loop's iterator: a consumer that walked away can
-        # never hold up the run, even without ``async with``.
-        try:
-            while True:
-                yield await self.__anext__()
-        except StopAsyncIteration:
-            return
-        finally:
-            self.close()
-
-    async def __anext__(self) -> E_co:
-        """The next event; ``StopAsyncIteration`` (and the subscription closed) after the terminal event."""
-        # Take a buffered event without a trip through the event loop: the buffer is bounded and the
-        # producer yields whenever it is full, so this cannot starve other tasks.
-        event: E_co
-        try:
-            if self._parked is None:
-                return self._receive.receive_nowait()  # type: ignore[no-any-return]
-            event = self._receive.receive_nowait()  # and a publish waits to hand one over: take it in
-        except anyio.WouldBlock:
-            pass
-        except anyio.EndOfStream:
-            return self._after_buffer()
-        except anyio.ClosedResourceError:
-            raise StopAsyncIteration from None
-        else:
-            self._take_in(event)
-            return event
-        try:
-            event = await self._receive.receive()
-        except anyio.EndOfStream:
-            return self._after_buffer()
-        except anyio.ClosedResourceError:
-            raise StopAsyncIteration from None
-        if self._parked is not None:
-            self._take_in(event)
-        return event
-
-    def _after_buffer(self) -> E_co:
-        # The bus has ended and the buffer is drained: the held events of the ending, then the end.
-        if self._held:
-            return self._held.popleft()  # type: ignore[return-value]
-        self.close()
-        raise StopAsyncIteration
-
-    async def receive(self) -> E_co:
-        """The next event; raises ``anyio.EndOfStream`` once the run has ended and every event was read."""
-        try:
-            event: E_co = await self._receive.receive()
-        except anyio.EndOfStream:
-            if self._held:
-                return self._held.popleft()  # type: ignore[return-value]
-            raise
-        if self._parked is not None:
-            self._take_in(event)
-        return event
-
-    def _take_in(self, taken: object) -> None:
-        # The consumer took ``taken`` while a publish waits to hand ``_parked`` over: take that in now.
-        if self._unbuffered:
-            # No buffer: the consumer takes the parked event straight from the waiting ``send()``.
-            if taken is self._parked:
-                self._parked = None
-            return
-        try:
-            self._send.send_nowait(self._parked)
-        except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            return  # ``taken`` was handed over directly, not from the buffer: no room yet
-        self._parked = None
-        if self._room is not None:
-            self._room.set()
-
-    def close(self) -> None:
-        """Stop receiving: the bus forgets this subscription (buffered events are discarded)."""
-        self._bus._remove(self)
-        self._send.close()
-        self._receive.close()
-        if self._room is not None:
-            self._room.set()  # a publish waiting for room finds the subscription closed
-
-    async def aclose(self) -> None:
-        """Async alias of ``close``."""
-        self.close()
-
-    def __del__(self) -> None:
-        # A forgotten subscription is not a leak worth a ResourceWarning: it holds no OS resource and the
-        # bus already let go of it (or will skip it once its buffer is closed).
-        self._send.close()
-        self._receive.close()
-
-    async def __aenter__(self) -> Subscription[E_co]:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    # -- producer side (the bus) -----------------------------------------------------------------------
-
-    def _offer(self, event: Event) -> Awaitable[None] | None:
-        """Deliver without waiting if possible; otherwise return what the publisher must await."""
-        try:
-            self._send.send_nowait(event)
-        except anyio.WouldBlock:
-            if self._drop_deltas and isinstance(event, DELTA_TYPES):
-                self.dropped += 1
-                return None
-            return self._deliver(event)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            self._bus._remove(self)
-        return None
-
-    async def _deliver(self, event: Event) -> None:
-        # The buffer is full: the event is parked until the consumer takes it in (``_take_in``). Not
-        # anyio's ``send()`` on a buffer: a cancel can land after the consumer took the item it offered,
-        # and then nobody could tell whether this subscriber has the event. Parked, it is exactly one of
-        # taken in or still here when a cancel cuts the wait (``_withdraw``).
-        self._parked = event
-        try:
-            if self._unbuffered:
-                # No buffer to take it into: the consumer takes it from the waiting send and returns it in
-                # the same step, which clears ``_parked`` (``_take_in``), so the same holds.
-                await self._send.send(event)
-                self._parked = None
-                return
-            while True:
-                self._room = room = anyio.Event()
-                await room.wait()
-                if self._parked is not event:
-                    return  # taken in
-                # Woken without it: the consumer closed the subscription, which the send reports.
-                try:
-                    self._send.send_nowait(event)
-                except anyio.WouldBlock:
-                    continue
-                self._parked = None
-                return
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            self._parked = None
-            self._bus._remove(self)
-        finally:
-            self._room = None
-
-    def _withdraw(self, event: Event) -> bool:
-        """A cancel cut the delivery of ``event`` to this subscription: whether it was not delivered (and is
-        now no longer offered)."""
-        if self._parked is event:
-            self._parked = None
-            return True
-        return False
-
-    def _offer_ending(self, event: Event) -> None:
-        """Deliver without ever waiting: what does not fit the buffer is held (the bus ends right after)."""
-        if not self._held and self._parked is None:
-            try:
-                self._send.send_nowait(event)
-                return
-            except anyio.WouldBlock:
-                if self._drop_deltas and isinstance(event, DELTA_TYPES):
-                    self.dropped += 1
-                    return
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                self._bus._remove(self)
-                return
-        # Held events come after everything buffered, so the order stays the publish order. Only the few
-        # events of a run's ending (synthetic tool results, the terminal event) are ever held.
-        self._held.append(event)
-
-    def _release_parked(self) -> None:
-        """The run is ending: a publish waiting for this consumer to make room stops waiting. Its event is
-        held, ahead of anything held already (it is older), so it still comes after the buffered ones."""
-        if self._parked is not None and self._room is not None:
-            self._held.appendleft(self._parked)
-            self._parked = None
-            self._room.set()
-
-    def _end(self) -> None:
-        if self._parked is not None:
-            # A publish still waits to hand this over: it comes after the buffered events, and before the
-            # ones held since (owed events paid at the close are newer).
-            self._held.appendleft(self._parked)
-            self._parked = None
-            if self._room is not None:
-                self._room.set()
-        # Closing the send side lets the consumer drain what is buffered, then ends its iteration.
-        self._send.close()
 
 
 class _Callback:
@@ -469,6 +219,7 @@ def normalise_event_types(types: EventTypes) -> tuple[type[Event], ...] | None:
     not an ``Event`` subclass. ``subscribe``, ``on``, ``agent.stream`` and ``agent.on`` check ``types`` so.
 
     >>> from agentflow.events import TerminalEvent
+    >>> from agentflow.model.events import TextDelta
     >>> [cls.__name__ for cls in normalise_event_types((TextDelta, TerminalEvent))]
     ['TextDelta', 'RunFinished', 'RunFailed', 'RunCancelled']
     """
@@ -724,10 +475,14 @@ class EventBus:
     async def _publish_in_order(self, event: E, owned: bool) -> E:
         if self._state == _CLOSED:
             raise self._closed_error(event)
+        cls = type(event)
+        info = _event_classes.get(cls) or _event_classes.setdefault(cls, _EventClass(cls))
         held = None
         lock = self._lock
         if lock is not None and lock.locked():
             self._refuse_reentry(lock)
+            if info.terminal:
+                self.begin_ending()  # the delivery it queues behind stops waiting for a consumer too
             # Queue behind a publish suspended mid-delivery, so every subscriber sees seq order.
             held = lock
             try:
@@ -736,8 +491,6 @@ class EventBus:
                 self._owe_whole(event, owned)
                 raise
         try:
-            cls = type(event)
-            info = _event_classes.get(cls) or _event_classes.setdefault(cls, _EventClass(cls))
             if info.terminal:
                 self.begin_ending()  # from here nothing waits for a subscription, not even what is owed
             try:
@@ -842,8 +595,8 @@ class EventBus:
     def _pay_without_waiting(self) -> None:
         # The run is ending: a subscription owed events gets them now, in order, never waiting (what does not
         # fit its buffer is held for it). A callback may be async, so it waits for the next publish (the
-        # terminal event's at the latest), which pays it first. Only while no delivery is under way (or
-        # from the one just cut), so nothing owed can overtake an event still being delivered.
+        # terminal event's at the latest) or ``close``, which pays it first. Only while no delivery is under
+        # way (or from the one just cut), so nothing owed can overtake an event still being delivered.
         if not self._owed:
             return
         kept: collections.deque[tuple[Event, tuple[_Sink, ...]]] = collections.deque()
@@ -897,9 +650,40 @@ class EventBus:
     async def close(self) -> None:
         """End every subscription (consumers still drain what is buffered) and refuse further events.
 
-        Publishing a terminal event does this by itself; call it for a run that ends without one.
+        Publishing a terminal event does this by itself; call it for a run that ends without one. An event a
+        cancel cut short still reaches whoever is owed it, as at a run's ending: the subscriptions at once,
+        the callbacks after any delivery under way, shielded but waited for at most 10 seconds in all.
         """
-        self._close()
+        if not self._owed or self._state == _CLOSED:
+            self._close()
+            return
+        try:
+            with anyio.move_on_after(_CLOSE_WAITS_FOR_CALLBACKS, shield=True):
+                await self._pay_owed_before_closing()
+        finally:
+            self._close()
+
+    async def _pay_owed_before_closing(self) -> None:
+        # As the terminal publish does: stop waiting for subscriptions, queue behind a delivery under way
+        # (it can then only wait for an async callback), then pay what is owed, oldest first.
+        self.begin_ending()
+        lock = self._lock
+        if lock is not None and lock.locked():
+            owner = lock.statistics().owner
+            if owner is not None and owner == anyio.get_current_task():
+                return  # closed from a callback: the delivery under way cannot end before this does
+            await lock.acquire()
+        else:
+            lock = self._take_lock()
+        try:
+            while self._owed:
+                owed, sinks = self._owed.popleft()
+                sinks = tuple(sink for sink in sinks if sink in self._sinks)  # who left is owed nothing
+                waiting = self._offer_all(owed, sinks)
+                if waiting is not None:
+                    await self._deliver_from(owed, sinks, *waiting)
+        finally:
+            self._release(lock)
 
     def _close(self) -> None:
         if self._state == _CLOSED:

@@ -14,6 +14,7 @@ import attrs
 import orjson
 import pytest
 
+import agentflow.bus as bus_module
 from agentflow.bus import DELTA_TYPES, BusClosedError, EventBus
 from agentflow.events import (
     RunCancelled,
@@ -127,15 +128,19 @@ async def test_close_ends_subscriptions_after_their_buffered_events() -> None:
     assert [e.text async for e in events if isinstance(e, TextDelta)] == ["a", "b"]
 
 
-async def test_the_terminal_event_never_waits_and_reaches_a_subscriber_that_stopped_reading() -> None:
+@pytest.mark.parametrize("buffer", [1, 0], ids=["buffered", "unbuffered"])
+async def test_the_terminal_event_never_waits_and_reaches_a_subscriber_that_stopped_reading(
+    buffer: int,
+) -> None:
     bus = EventBus("r")
-    stalled = bus.subscribe(buffer=1)
-    await bus.publish(TextDelta("fills the buffer"))
+    stalled = bus.subscribe(buffer=buffer)
+    for _ in range(buffer):
+        await bus.publish(TextDelta("fills the buffer"))
     # Nobody reads: publishing the terminal event must still return at once (no task group, no timeout).
     terminal = await bus.publish(finished())
     assert bus.closed
     received = [e async for e in stalled]  # read later: the buffered event, then the terminal event, last
-    assert [type(e) for e in received] == [TextDelta, RunFinished]
+    assert [type(e) for e in received] == [TextDelta, RunFinished][1 - buffer :]
     assert received[-1] == terminal
 
 
@@ -465,12 +470,14 @@ async def test_a_cancel_while_a_full_subscription_waits_owes_it_the_event_the_ne
 
 
 @pytest.mark.parametrize("begin_ending", [True, False], ids=["ending-begun", "terminal-only"])
+@pytest.mark.parametrize("buffer", [1, 0], ids=["buffered", "unbuffered"])
 async def test_a_subscription_owed_an_event_gets_it_held_when_the_run_ends_without_reading(
-    begin_ending: bool,
+    buffer: int, begin_ending: bool
 ) -> None:
     bus = EventBus("r")
-    stalled = bus.subscribe(buffer=1)
-    await bus.publish(TextDelta("fills the buffer"))
+    stalled = bus.subscribe(buffer=buffer)
+    for _ in range(buffer):
+        await bus.publish(TextDelta("fills the buffer"))
     async with anyio.create_task_group() as group:
         group.start_soon(bus.publish, ToolStarted(ToolCall("c1", "search", "{}")))
         await anyio.wait_all_tasks_blocked()
@@ -480,8 +487,8 @@ async def test_a_subscription_owed_an_event_gets_it_held_when_the_run_ends_witho
             bus.begin_ending()
         await bus.publish(RunCancelled(AgentResult("r", "", StopReason.CANCELLED)))
     received = [e async for e in stalled]
-    assert seqs(received) == [1, 2, 3]
-    assert [type(e) for e in received] == [TextDelta, ToolStarted, RunCancelled]
+    assert seqs(received) == list(range(1, buffer + 3))
+    assert [type(e) for e in received] == [TextDelta, ToolStarted, RunCancelled][1 - buffer :]
 
 
 async def test_a_publish_cancelled_while_it_queues_is_still_published_after_the_one_ahead() -> None:
@@ -683,32 +690,192 @@ def test_a_callback_must_be_callable() -> None:
         EventBus("r").on(None, "print")  # type: ignore[arg-type]
 
 
-async def test_the_ending_does_not_wait_on_a_delivery_parked_for_a_consumer_that_stopped_reading() -> None:
+# -- the ending and a delivery parked for a consumer ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("begin_ending", [True, False], ids=["ending-begun", "terminal-only"])
+@pytest.mark.parametrize("buffer", [1, 0], ids=["buffered", "unbuffered"])
+async def test_the_ending_does_not_wait_on_a_delivery_parked_for_a_consumer_that_stopped_reading(
+    buffer: int, begin_ending: bool
+) -> None:
     # A publish from a task of its own waits for room in a consumer that stopped reading; the run then ends.
     # Its terminal publish must neither wait for that consumer nor be lost.
     bus = EventBus("r")
-    stalled = bus.subscribe(buffer=1)
-    await bus.publish(TextDelta("1"))  # fills the buffer
+    stalled = bus.subscribe(buffer=buffer)
+    for _ in range(buffer):
+        await bus.publish(TextDelta("fills the buffer"))
     async with anyio.create_task_group() as group:
-        group.start_soon(bus.publish, TextDelta("2"))  # parked: the consumer reads nothing
+        group.start_soon(bus.publish, TextDelta("parked"))  # the consumer reads nothing
         await anyio.wait_all_tasks_blocked()
-        bus.begin_ending()
+        if begin_ending:
+            bus.begin_ending()
         with anyio.fail_after(1):
             await bus.publish(finished())
     assert bus.closed
     seen = [event async for event in stalled]
-    expected = [("TextDelta", 1), ("TextDelta", 2), ("RunFinished", 3)]
-    assert [(type(e).__name__, e.seq) for e in seen] == expected
+    expected = [*(["TextDelta"] * buffer), "TextDelta", "RunFinished"]
+    assert [type(e).__name__ for e in seen] == expected
+    assert seqs(seen) == list(range(1, buffer + 3))
 
 
-async def test_a_delivery_parked_at_the_close_keeps_its_place_before_newer_events() -> None:
+async def test_the_ending_releases_an_unbuffered_delivery_caught_before_its_send_waits() -> None:
     bus = EventBus("r")
-    stalled = bus.subscribe(buffer=1)
-    await bus.publish(TextDelta("1"))
+    stalled = bus.subscribe(buffer=0)
     async with anyio.create_task_group() as group:
-        group.start_soon(bus.publish, TextDelta("2"))  # parked
+        group.start_soon(bus.publish, TextDelta("parked"))
+        # One pass of the event loop: the publish has parked the event and yields on its way into the
+        # send, not yet waiting there, when the run ends.
+        await anyio.lowlevel.checkpoint()
+        bus.begin_ending()
+        with anyio.fail_after(1):
+            await bus.publish(finished())
+    assert [(type(e).__name__, e.seq) async for e in stalled] == [("TextDelta", 1), ("RunFinished", 2)]
+
+
+@pytest.mark.parametrize("buffer", [1, 0], ids=["buffered", "unbuffered"])
+async def test_a_consumer_that_reads_on_as_the_ending_releases_its_delivery_gets_each_event_once(
+    buffer: int,
+) -> None:
+    bus = EventBus("r")
+    events = bus.subscribe(buffer=buffer)
+    for _ in range(buffer):
+        await bus.publish(TextDelta("fills the buffer"))
+    got: list[Event] = []
+    async with anyio.create_task_group() as group:
+        group.start_soon(bus.publish, TextDelta("parked"))
+        await anyio.wait_all_tasks_blocked()
+        bus.begin_ending()
+        # The consumer reads on before the released publish runs again: without a buffer it takes the
+        # parked event itself (with one, the buffered event; the parked one is then held for it).
+        got.append(await events.__anext__())
+        with anyio.fail_after(1):
+            await bus.publish(finished())
+    got.extend([e async for e in events])
+    assert seqs(got) == list(range(1, buffer + 3))
+    assert isinstance(got[-1], RunFinished)
+
+
+@pytest.mark.parametrize("buffer", [1, 0], ids=["buffered", "unbuffered"])
+async def test_a_consumer_still_reading_gets_every_event_of_the_ending_in_order(buffer: int) -> None:
+    bus = EventBus("r")
+    got: list[Event] = []
+
+    async def consume() -> None:
+        async with bus.subscribe(buffer=buffer) as events:
+            async for event in events:
+                got.append(event)
+                await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(consume)
+        await anyio.wait_all_tasks_blocked()
+        for i in range(3):
+            await bus.publish(TextDelta(str(i)))
+        bus.begin_ending()
+        await bus.publish(ToolStarted(ToolCall("c1", "search", "{}")))
+        with anyio.fail_after(1):
+            await bus.publish(finished())
+    assert seqs(got) == [1, 2, 3, 4, 5]
+    assert isinstance(got[-1], RunFinished)
+
+
+@pytest.mark.parametrize("buffer", [1, 0], ids=["buffered", "unbuffered"])
+async def test_a_delivery_parked_at_the_close_keeps_its_place_before_newer_events(buffer: int) -> None:
+    bus = EventBus("r")
+    stalled = bus.subscribe(buffer=buffer)
+    for _ in range(buffer):
+        await bus.publish(TextDelta("fills the buffer"))
+    async with anyio.create_task_group() as group:
+        group.start_soon(bus.publish, TextDelta("parked"))
         await anyio.wait_all_tasks_blocked()
         with anyio.move_on_after(0.05):
-            await bus.publish(TextDelta("3"))  # queued behind it, then cut: still published, after it
+            await bus.publish(TextDelta("queued"))  # queued behind it, then cut: still published, after it
         await bus.close()
-    assert [e.seq for e in [event async for event in stalled]] == [1, 2, 3]
+    assert seqs([event async for event in stalled]) == list(range(1, buffer + 3))
+
+
+# -- closing the bus after a cancel cut a delivery short -----------------------------------------------------
+
+
+def first_a_callback_that_hangs_on_cut(bus: EventBus) -> anyio.Event:
+    """Register, ahead of the sinks registered after it, a callback that hangs on ``TextDelta("cut")``; the
+    event is set once it runs."""
+    in_callback = anyio.Event()
+
+    async def slow(event: Event) -> None:
+        if isinstance(event, TextDelta) and event.text == "cut":
+            in_callback.set()
+            await anyio.sleep_forever()
+
+    bus.on(None, slow)
+    return in_callback
+
+
+async def publish_cut_short(bus: EventBus, in_callback: anyio.Event) -> None:
+    """Publish ``TextDelta("cut")``; a cancel cuts its delivery while the hanging callback runs."""
+    async with anyio.create_task_group() as group:
+        group.start_soon(bus.publish, TextDelta("cut"))
+        await in_callback.wait()
+        group.cancel_scope.cancel()
+
+
+async def test_closing_the_bus_hands_an_event_cut_short_to_the_callbacks_owed_it() -> None:
+    bus = EventBus("r")
+    in_callback = first_a_callback_that_hangs_on_cut(bus)
+    events = bus.subscribe()
+    called: list[Event] = []
+    awaited: list[Event] = []
+
+    async def record(event: Event) -> None:
+        await anyio.lowlevel.checkpoint()
+        awaited.append(event)
+
+    bus.on(None, called.append)
+    bus.on(None, record)
+    await publish_cut_short(bus, in_callback)
+    await bus.close()
+    assert seqs(called) == seqs(awaited) == [1]  # subscriptions always got it; now the callbacks do too
+    assert seqs([e async for e in events]) == [1]
+    assert bus.closed
+
+
+async def test_a_close_in_a_cancelled_task_still_hands_the_callbacks_what_they_are_owed() -> None:
+    bus = EventBus("r")
+    in_callback = first_a_callback_that_hangs_on_cut(bus)
+    awaited: list[Event] = []
+
+    async def record(event: Event) -> None:
+        await anyio.lowlevel.checkpoint()
+        awaited.append(event)
+
+    bus.on(None, record)
+    await publish_cut_short(bus, in_callback)
+    with anyio.CancelScope() as scope:
+        scope.cancel()  # clean-up after a cancel: the close runs shielded, as a run's ending does
+        await bus.close()
+    assert seqs(awaited) == [1]
+    assert bus.closed
+    assert bus.failed_callbacks == 0
+
+
+async def test_closing_the_bus_waits_for_a_callback_owed_an_event_only_so_long(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(bus_module, "_CLOSE_WAITS_FOR_CALLBACKS", 0.05)
+    bus = EventBus("r")
+    in_callback = first_a_callback_that_hangs_on_cut(bus)
+    events = bus.subscribe()
+
+    async def hangs(_event: Event) -> None:
+        await anyio.sleep_forever()
+
+    bus.on(None, hangs)
+    later: list[Event] = []
+    bus.on(None, later.append)
+    await publish_cut_short(bus, in_callback)
+    with anyio.fail_after(5):  # a hang guard
+        await bus.close()
+    assert bus.closed
+    assert seqs(later) == [1]  # the callback after the hanging one still got it, once the wait was cut
+    assert [f.callback for f in bus.callback_failures] == [hangs.__qualname__]
+    assert seqs([e async for e in events]) == [1]
