@@ -16,7 +16,9 @@ import orjson
 
 from ..exact_json import dumps as exact_dumps
 from ..exact_json import loads as exact_loads
-from .outcome import exception_message
+from .formats import FORMAT_EXAMPLES, FORMATS, uses_formats
+from .outcome import MAX_ERROR_CHARS, exception_message
+from .schema import ConversionError
 
 __all__ = ["ArgumentParser", "ToolArgumentsError"]
 
@@ -46,12 +48,35 @@ def _kind(value: Any) -> str:
     return f"the string {text}" if isinstance(value, str) else f"the number {text}"
 
 
+_MAX_NAMES = 8
+
+
+def _object_kind(value: dict[str, Any]) -> str:
+    """``an object with email, key``: the keys tell which alternative of a union the model meant."""
+    return f"an object with {_listed(list(value))}" if value else "an empty object"
+
+
+def _listed(names: list[Any]) -> str:
+    shown = ", ".join(str(n) for n in names[:_MAX_NAMES])
+    return shown + (", …" if len(names) > _MAX_NAMES else "")
+
+
 def _describe(schema: Any) -> str:
     if not isinstance(schema, Mapping):
         return "a value"
     if "enum" in schema:
         return "one of " + ", ".join(exact_dumps(v).decode() for v in schema["enum"])
     kind = schema.get("type")
+    properties = schema.get("properties")
+    if kind == "object" and isinstance(properties, Mapping):
+        # Alternatives of a union of classes all say "object": their properties tell them apart.
+        required = [p for p in schema.get("required") or () if p in properties]
+        optional = [p for p in properties if p not in required]
+        text = f"an object with {_listed(required)}" if required else "an object"
+        if optional:
+            text += f" (optional: {_listed(optional)})"
+        title = schema.get("title")
+        return f"{title} ({text})" if isinstance(title, str) and title else text
     if isinstance(kind, list):
         return " or ".join(kind)
     if isinstance(kind, str):
@@ -80,7 +105,9 @@ class ArgumentParser:
         import fastjsonschema
 
         try:
-            self._validate: Callable[[Any], Any] = fastjsonschema.compile(dict(schema), use_default=False)
+            self._validate: Callable[[Any], Any] = fastjsonschema.compile(
+                dict(schema), use_default=False, formats=_formats_for(schema)
+            )
         except fastjsonschema.JsonSchemaDefinitionException as exc:
             raise ValueError(f"tool {tool!r} has an invalid parameters schema: {exc}") from exc
         # Kept here so a call never imports anything (``fastjsonschema`` loads with the first tool).
@@ -108,12 +135,25 @@ class ArgumentParser:
             return value
         try:
             converted: dict[str, Any] = self._convert(value)
-        except Exception as exc:
+        except ConversionError as exc:
             # attrs validators, a class's own __init__ checks and the like: the schema allowed the value but
             # the annotated type did not. Whatever the constructor raised, it is the arguments' fault.
-            reason = exception_message(exc)
+            raise self._conversion_error(exc) from None
+        except Exception as exc:
+            reason = exception_message(exc, MAX_ERROR_CHARS)
             raise ToolArgumentsError(f"{self._subject} could not be converted: {reason}") from None
         return converted
+
+    def _conversion_error(self, exc: ConversionError) -> ToolArgumentsError:
+        path = "".join(f"[{key}]" if isinstance(key, int) else f".{key}" for key in exc.path)
+        cause = exception_message(exc.error, MAX_ERROR_CHARS)
+        if exc.reason is not None:
+            reason = exc.reason
+        elif exc.type_name is not None:
+            reason = f"is not a valid {exc.type_name}: {cause}"
+        else:
+            reason = f"could not be converted: {cause}"
+        return ToolArgumentsError(f"{self._root}{path} {reason}", path=path.lstrip("."), reason=reason)
 
     def _check(self, value: dict[str, Any]) -> None:
         try:
@@ -123,11 +163,15 @@ class ArgumentParser:
 
     def _error(self, exc: Any, prefix: str = "") -> ToolArgumentsError:
         name: str = exc.name or "data"
+        closest: ToolArgumentsError | None = None
         if exc.rule == "anyOf" and isinstance(exc.rule_definition, list):
-            inner = _narrow(exc.rule_definition, exc.value)
+            inner, only = _narrow(exc.rule_definition, exc.value)
             if inner is not None:
-                # One alternative has the value's JSON type (Optional[X] given an X): report its own error.
-                return self._error(inner, prefix + name[len("data") :])
+                nested = self._error(inner, prefix + name[len("data") :])
+                if only:
+                    # The only alternative of the value's JSON type (Optional[X] given an X): its error.
+                    return nested
+                closest = nested
         message: str = exc.message or ""
         reason = message[len(name) :].strip() if message.startswith(name) else message
         name = "data" + prefix + name[len("data") :] if prefix and name.startswith("data") else name
@@ -145,15 +189,26 @@ class ArgumentParser:
         elif exc.rule == "enum" and isinstance(exc.rule_definition, list):
             choices = ", ".join(exact_dumps(v).decode() for v in exc.rule_definition)
             reason = f"must be one of {choices}, got {_kind(value)}"
+        elif exc.rule == "type" and isinstance(definition.get("enum"), list):
+            # An IntEnum given a name ("HIGH"): the type is wrong, but the choices are what helps.
+            choices = ", ".join(exact_dumps(v).decode() for v in definition["enum"])
+            reason = f"must be one of {choices}, got {_kind(value)}"
         elif exc.rule == "type":
             reason = f"{reason}, got {_kind(value)}"
+        elif exc.rule == "format" and exc.rule_definition in FORMAT_EXAMPLES:
+            reason = f"must be {FORMAT_EXAMPLES[exc.rule_definition]}, got {_kind(value)}"
         elif exc.rule == "anyOf" and isinstance(exc.rule_definition, list):
-            reason = (
-                "must be " + " or ".join(_describe(s) for s in exc.rule_definition) + f", got {_kind(value)}"
-            )
+            got = _object_kind(value) if isinstance(value, dict) else _kind(value)
+            reason = "must be " + " or ".join(_describe(s) for s in exc.rule_definition) + f", got {got}"
+            if closest is not None:
+                reason += f"; closest: {closest}"
         path = name[len("data") :].lstrip(".") if name.startswith("data") else name
         where = self._root + name[len("data") :] if name.startswith("data") else name
         return ToolArgumentsError(f"{where} {reason}", path=path, reason=reason)
+
+
+def _formats_for(schema: Any) -> dict[str, Any]:
+    return dict(FORMATS) if uses_formats(schema) else {}
 
 
 def _json_types(value: Any) -> set[str]:
@@ -170,8 +225,15 @@ def _json_types(value: Any) -> set[str]:
     return {"array"} if isinstance(value, list) else {"object"}
 
 
-def _narrow(alternatives: list[Any], value: Any) -> Any | None:
-    """The validation error of the only ``anyOf`` alternative whose type fits ``value``, if there is one."""
+def _narrow(alternatives: list[Any], value: Any) -> tuple[Any | None, bool]:
+    """The validation error of the ``anyOf`` alternative ``value`` comes closest to, if one does, and
+    whether it is the only alternative of the value's JSON type.
+
+    Among several of that type (a union of classes, all objects) the closest is the one whose properties
+    the value's keys match best, then the one it gets deepest into; a tie names none (the keys fit two
+    alternatives equally, and the model must choose) unless they fail alike. Runs only when validation
+    failed, so the alternatives are compiled here rather than kept compiled for every call.
+    """
     kinds = _json_types(value)
     fitting = []
     for alt in alternatives:
@@ -179,15 +241,39 @@ def _narrow(alternatives: list[Any], value: Any) -> Any | None:
         declared_set = {declared} if isinstance(declared, str) else set(declared or ())
         if declared_set & kinds:
             fitting.append(alt)
-    if len(fitting) != 1:
-        return None
+    if not fitting:
+        return None, False
     import fastjsonschema
 
-    try:
-        fastjsonschema.compile(fitting[0], use_default=False)(value)
-    except fastjsonschema.JsonSchemaValueException as inner:
-        return inner
-    return None
+    ranked: list[tuple[tuple[int, int], Any]] = []
+    for alt in fitting:
+        try:
+            fastjsonschema.compile(alt, use_default=False, formats=_formats_for(alt))(value)
+        except fastjsonschema.JsonSchemaValueException as inner:
+            ranked.append(((_key_match(alt, value), len(inner.path)), inner))
+        except fastjsonschema.JsonSchemaDefinitionException:
+            continue
+    if not ranked:
+        return None, False
+    if len(fitting) == 1:
+        return ranked[0][1], True
+    ranked.sort(key=lambda r: r[0], reverse=True)
+    tied = [inner for rank, inner in ranked if rank == ranked[0][0]]
+    if len({(inner.name, inner.message) for inner in tied}) > 1:
+        return None, False  # equally close alternatives that disagree: neither is the one meant
+    return tied[0], False
+
+
+def _key_match(schema: Mapping[str, Any], value: Any) -> int:
+    """How well an object's keys match an object schema: keys it knows, less keys it lacks or forbids."""
+    properties = schema.get("properties")
+    if not isinstance(value, dict) or not isinstance(properties, Mapping):
+        return 0
+    keys = value.keys()
+    known = len(keys & properties.keys())
+    unknown = len(keys - properties.keys()) if schema.get("additionalProperties") is False else 0
+    missing = len(set(schema.get("required") or ()) - keys)
+    return known - unknown - missing
 
 
 def _plural(word: str, items: list[Any]) -> str:

@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import functools
 import inspect
+import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
@@ -45,12 +46,14 @@ from ..model.messages import ToolCall
 from ..result import ToolResult
 from .arguments import ToolArgumentsError
 from .context import ToolContext
-from .outcome import exception_message, failed_result, output_text
+from .outcome import MAX_ERROR_CHARS, exception_message, failed_result, output_text
 from .registry import ToolRegistry
 from .suspension import noting_waits
 from .tool import Tool
 
 __all__ = ["ToolExecutor"]
+
+_log = logging.getLogger("agentflow.tools")
 
 Emit = Callable[[Event], Awaitable[Any]]
 OnResult = Callable[[int, ToolResult], object]
@@ -361,10 +364,19 @@ class ToolExecutor:
                 value = await (invocation if batch is None else noting_waits(invocation, batch.waiting))
                 output = output_text(value)
         except Exception as exc:
+            # The model gets the message (cut at MAX_ERROR_CHARS); the traceback is for the developer.
+            _log.warning(
+                "tool %r raised (run %s, step %d, call %s); the model gets its TOOL_ERROR",
+                found.name,
+                run_id,
+                step,
+                call.id,
+                exc_info=exc,
+            )
             return failed_result(
                 call,
                 "exception",
-                exception_message(exc),
+                exception_message(exc, MAX_ERROR_CHARS),
                 tool=found.name,
                 duration=time.perf_counter() - started,
             )

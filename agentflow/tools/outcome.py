@@ -8,8 +8,11 @@ id). ``errorType`` is one of ``unknown_tool``, ``invalid_arguments``, ``timeout`
 
 from __future__ import annotations
 
+import dataclasses
 import decimal
 import enum
+import logging
+import math
 import os
 from typing import Any, Final, Literal
 
@@ -32,6 +35,8 @@ __all__ = [
 ]
 
 TOOL_ERROR_PREFIX: Final = "TOOL_ERROR: "
+
+_log = logging.getLogger("agentflow.tools")
 
 ToolErrorType = Literal["unknown_tool", "invalid_arguments", "timeout", "exception", "cancelled"]
 
@@ -71,16 +76,34 @@ def cancelled_result(
     return failed_result(call, "cancelled", reason)
 
 
-def exception_message(exc: BaseException) -> str:
-    """``"ValueError: bad city"``; the class name alone when the message is empty."""
+MAX_ERROR_CHARS: Final = 2000
+"""The most of an exception's message a ``TOOL_ERROR`` carries: the rest is cut (and marked as cut), as an
+error that quotes a whole response body would otherwise fill the model's context."""
+
+
+def exception_message(exc: BaseException, limit: int | None = None) -> str:
+    """``"ValueError: bad city"``; the class name alone when the message is empty.
+
+    With a ``limit``, a longer message is cut to that many characters, and says so.
+
+    >>> exception_message(ValueError("x" * 50), limit=20)
+    'ValueError: xxxxxxxx… [42 more characters]'
+    """
     message = str(exc).strip()
     name = type(exc).__name__
-    return f"{name}: {message}" if message else name
+    text = f"{name}: {message}" if message else name
+    if limit is not None and len(text) > limit:
+        return f"{text[:limit]}… [{len(text) - limit} more characters]"
+    return text
 
 
 def _default(value: Any) -> Any:
     if attrs.has(type(value)):
-        return attrs.asdict(value, recurse=False)
+        # By the names the class is built with (``_price`` is ``price``), as the tool's parameters are.
+        return {
+            f.alias if f.init and f.alias else f.name: getattr(value, f.name)
+            for f in attrs.fields(type(value))
+        }
     if isinstance(value, set | frozenset):
         return list(value)
     if isinstance(value, os.PathLike):
@@ -89,7 +112,38 @@ def _default(value: Any) -> Any:
         return value.value
     if isinstance(value, decimal.Decimal):
         return decimal_value(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return _bytes_text(bytes(value))
+    # A pydantic model (what pydantic-ai users return) or a NumPy value, without importing either.
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    as_list = getattr(value, "tolist", None)
+    if callable(as_list):
+        return as_list()
     raise TypeError(f"values of type {type(value).__qualname__} cannot be turned into JSON")
+
+
+def _bytes_text(data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return f"<{len(data)} bytes of binary data>"
+
+
+def _lenient(value: Any) -> Any:
+    """``_default``, but a value with no JSON form becomes its ``str()`` instead of failing the whole."""
+    try:
+        return _default(value)
+    except Exception:
+        return _plain_text(value)
+
+
+def _plain_text(value: Any) -> str:
+    try:
+        return str(value)
+    except Exception:
+        return object.__repr__(value)
 
 
 def _encodable(text: str) -> str:
@@ -105,9 +159,12 @@ def _encodable(text: str) -> str:
 def output_text(value: Any) -> str:
     """A tool's return value as the text the model sees: str as is, None → "", anything else as JSON.
 
-    Integers keep every digit, however large (JSON numbers have no 64-bit limit).
+    Integers keep every digit, however large (JSON numbers have no 64-bit limit). A float that is not finite
+    is written ``NaN``, ``Infinity`` or ``-Infinity`` when it is the whole value, ``null`` inside JSON.
 
-    Raises ``TypeError`` for values that have no JSON form.
+    Never raises: by now the tool has run, and an error would tell the model the call failed (it would call
+    again, repeating what the tool did). What has no JSON form is written as its ``str()``: the whole value
+    when it is not a container, else just the parts that have none.
 
     >>> output_text({"temp": 21.5, "unit": "C"})
     '{"temp":21.5,"unit":"C"}'
@@ -121,10 +178,40 @@ def output_text(value: Any) -> str:
     if value is None:
         return ""
     try:
-        return orjson.dumps(value, default=_default, option=orjson.OPT_NON_STR_KEYS).decode()
+        text = orjson.dumps(value, default=_default, option=orjson.OPT_NON_STR_KEYS).decode()
     except orjson.JSONEncodeError:
         pass  # perhaps an integer beyond 64 bits, which ``exact_dumps`` writes (orjson first is the hot path)
+    else:
+        # orjson writes NaN and infinities as null: alone, that would say the tool returned nothing.
+        return text if text != "null" else _non_finite(value)
     try:
         return exact_dumps(value, default=_default, option=orjson.OPT_NON_STR_KEYS).decode()
-    except orjson.JSONEncodeError as exc:
-        raise TypeError(f"the tool's return value cannot be sent to the model as JSON: {exc}") from None
+    except orjson.JSONEncodeError:
+        pass
+    return _fallback_text(value)
+
+
+def _non_finite(value: Any) -> str:
+    if isinstance(value, float) and math.isnan(value):
+        return "NaN"
+    if isinstance(value, float) and math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return "null"
+
+
+def _fallback_text(value: Any) -> str:
+    """The text of a return value that JSON cannot carry as it is (a plain object, a cycle…)."""
+    _log.warning(
+        "a tool returned a %s that has no JSON form; the model is shown it (or its parts) as str()",
+        type(value).__qualname__,
+    )
+    if isinstance(value, list | tuple | dict | set | frozenset) or _is_record(value):
+        try:
+            return exact_dumps(value, default=_lenient, option=orjson.OPT_NON_STR_KEYS).decode()
+        except (orjson.JSONEncodeError, RecursionError):
+            pass  # keys JSON cannot have, a reference cycle: the whole as text
+    return _encodable(_plain_text(value))
+
+
+def _is_record(value: Any) -> bool:
+    return attrs.has(type(value)) or (dataclasses.is_dataclass(value) and not isinstance(value, type))

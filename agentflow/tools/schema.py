@@ -8,9 +8,11 @@ for a set of named properties (a function's parameters, an attrs class, a TypedD
 Supported: ``str``, ``int``, ``float``, ``bool``, ``None``, ``Any``, ``list``/``Sequence``/``set``/
 ``frozenset``, ``tuple`` (``tuple[int, str]``, ``tuple[int, ...]``), ``dict``/``Mapping`` with ``str`` keys,
 ``Optional``/``Union``/``X | None``, ``Literal``, ``Enum``, attrs classes, dataclasses, ``TypedDict``
-(``Required``/``NotRequired``), ``NewType`` and ``Annotated[X, "description"]`` or
-``Annotated[X, Param(...)]``. Anything else raises ``TypeError`` naming the parameter, and so does, in strict
-mode, what OpenAI's strict mode cannot express (``Any``, free-form mappings, fixed-length tuples).
+(``Required``/``NotRequired``), ``NewType``, what JSON carries as strings (``datetime``/``date``/``time``,
+``UUID``, ``Decimal``, ``Path``: see ``formats``) and ``Annotated[X, "description"]``,
+``Annotated[X, Param(...)]`` or the constraints of pydantic's ``Field``, ``annotated_types`` and ``Doc``.
+Anything else raises ``TypeError`` naming the parameter, and so does, in strict mode, what OpenAI's strict
+mode cannot express (``Any``, free-form mappings, fixed-length tuples).
 
 Pure code: no I/O, nothing async. It must not know about tools' execution or the event bus.
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 import collections.abc
 import dataclasses
 import enum
+import json
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -27,7 +30,18 @@ from typing import Any
 
 import attrs
 
-__all__ = ["MISSING", "Param", "Prop", "Shape", "object_shape", "shape_of"]
+from .formats import json_text, string_type
+
+__all__ = [
+    "MISSING",
+    "ConversionError",
+    "Param",
+    "Prop",
+    "Shape",
+    "object_shape",
+    "shape_of",
+    "strict_schema_problems",
+]
 
 Converter = Callable[[Any], Any]
 Check = Callable[[Any], bool]
@@ -64,6 +78,29 @@ class Param:
 
     description: str | None = None
     schema: Mapping[str, Any] = attrs.field(factory=dict, converter=_schema_copy)
+
+
+class ConversionError(ValueError):
+    """A value the schema allowed but its type refused (an attrs validator, a constructor's own check).
+
+    ``error`` is what was raised; ``path`` leads from the converted value to the one that failed (property
+    names and item indexes); ``type_name`` names the class whose constructor refused it, if one did;
+    ``reason``, if set, says what is wrong in words of its own (``must be a decimal number…``).
+    """
+
+    def __init__(self, error: Exception, type_name: str | None = None, reason: str | None = None) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.type_name = type_name
+        self.reason = reason
+        self.path: list[str | int] = []
+
+
+def _located(key: str | int, exc: Exception) -> ConversionError:
+    """``exc`` as a ``ConversionError`` one step further from the value that failed (at ``key``)."""
+    error = exc if isinstance(exc, ConversionError) else ConversionError(exc)
+    error.path.insert(0, key)
+    return error
 
 
 def _always(_: Any) -> bool:
@@ -118,6 +155,9 @@ class Shape:
     convert: Converter | None = None
     accepts: Check = _always
     nullable: bool = False
+    class_description: str | None = None
+    """The class docstring that is ``schema["description"]``, if that is where it came from: a parameter's own
+    description goes before it, rather than being dropped (two ``Address`` parameters stay distinct)."""
 
 
 @attrs.frozen
@@ -140,9 +180,20 @@ class _Walker:
         self.strict = strict
         self.where = where
         self.expanding: list[type] = []
+        self.fields: list[str] = []
+        """``Class.field`` for each class field being walked: an error names the innermost one."""
 
     def fail(self, message: str) -> TypeError:
-        return TypeError(f"{self.where}: {message}")
+        field = f"field {self.fields[-1]}: " if self.fields else ""
+        return TypeError(f"{self.where}: {field}{message}")
+
+    def field(self, cls: type, name: str, hint: Any) -> Shape:
+        """The shape of one field of ``cls`` (its errors name the field)."""
+        self.fields.append(f"{cls.__name__}.{name}")
+        try:
+            return self.shape(hint)
+        finally:
+            self.fields.pop()
 
     def shape(self, tp: Any) -> Shape:
         origin = typing.get_origin(tp)
@@ -161,6 +212,9 @@ class _Walker:
             return Shape({"type": _JSON_TYPES[tp]}, _PRIMITIVE_CONVERTERS[tp], _PRIMITIVE_CHECKS[tp])
         if isinstance(tp, typing.NewType):
             return self.shape(tp.__supertype__)
+        borne = string_type(tp)
+        if borne is not None:
+            return Shape(dict(borne.schema), _said(borne.convert), borne.accepts)
         if origin is typing.Literal:
             return self._literal(args)
         if origin is typing.Union or origin is types.UnionType:
@@ -186,7 +240,8 @@ class _Walker:
             raise self.fail(f"the annotation {tp!r} could not be resolved; define the type at module level")
         raise self.fail(
             f"unsupported annotation {tp!r}; use str, int, float, bool, None, list, tuple, set, "
-            "dict[str, X], Optional/Union, Literal, an Enum, an attrs class, a dataclass or a TypedDict"
+            "dict[str, X], Optional/Union, Literal, an Enum, an attrs class, a dataclass, a TypedDict, "
+            "datetime/date/time, UUID, Decimal or Path"
         )
 
     # -- combinators -------------------------------------------------------------------------------------
@@ -194,14 +249,22 @@ class _Walker:
     def _annotated(self, tp: Any, metadata: tuple[Any, ...]) -> Shape:
         base = self.shape(tp)
         schema = dict(base.schema)
-        for meta in metadata:
+        for meta in _flat_metadata(metadata):
             if isinstance(meta, str):
-                schema["description"] = meta
+                schema["description"] = _described(meta, base.class_description)
             elif isinstance(meta, Param):
                 if meta.description is not None:
-                    schema["description"] = meta.description
+                    schema["description"] = _described(meta.description, base.class_description)
                 schema.update(meta.schema)
-        return attrs.evolve(base, schema=schema)
+            else:
+                description = _foreign_description(meta)
+                if description is not None:
+                    schema["description"] = _described(description, base.class_description)
+                schema.update(_foreign_constraints(meta, schema))
+        if schema.get("description") == base.class_description:
+            return attrs.evolve(base, schema=schema)
+        # The description is now the parameter's own: a docstring's must not be added to it.
+        return attrs.evolve(base, schema=schema, class_description=None)
 
     def _literal(self, values: tuple[Any, ...]) -> Shape:
         wire: list[Any] = []
@@ -260,9 +323,18 @@ class _Walker:
             return Shape(schema, None, accepts, nullable)
 
         def convert(value: Any) -> Any:
+            refused: Exception | None = None
             for s in convertible:
                 if s.accepts(value):
-                    return value if s.convert is None else s.convert(value)
+                    if s.convert is None:
+                        return value
+                    try:
+                        return s.convert(value)
+                    except Exception as exc:
+                        # ``Small | Bulk`` (qty <= 10 / qty > 10): the next member that fits may take it.
+                        refused = refused or exc
+            if refused is not None:
+                raise refused
             return value
 
         return Shape(schema, convert, accepts, nullable)
@@ -270,12 +342,20 @@ class _Walker:
     def _array(self, args: tuple[Any, ...], kind: type) -> Shape:
         schema: dict[str, Any] = {"type": "array"}
         item = self.shape(args[0]) if args else None
+        if kind is not list and kind is not tuple and args:
+            unhashable = _unhashable(args[0])
+            if unhashable is not None:
+                raise self.fail(
+                    f"the items of a set must be hashable, but {unhashable}; use a list instead (or, for a "
+                    "class, make it frozen: @attrs.frozen, @dataclass(frozen=True))"
+                )
         if item is None and self.strict:
             raise self.fail(
                 "a bare list/set/tuple has no item type, which strict mode requires; write list[str] etc."
             )
-        if item is not None and item.schema:
-            schema["items"] = item.schema
+        # Always "items", even ``{}`` (any value) for a bare list or list[Any]: OpenAI rejects an array
+        # schema without it ("array schema missing items"), strict mode or not.
+        schema["items"] = item.schema if item is not None else {}
         item_convert = item.convert if item is not None else None
         item_accepts = item.accepts if item is not None else _always
 
@@ -288,7 +368,13 @@ class _Walker:
         def convert(value: Any) -> Any:
             if item_convert is None:
                 return kind(value)
-            return kind(item_convert(v) for v in value)
+            out = []
+            for index, v in enumerate(value):
+                try:
+                    out.append(item_convert(v))
+                except Exception as exc:
+                    raise _located(index, exc) from None
+            return out if kind is list else kind(out)
 
         return Shape(schema, convert, accepts)
 
@@ -320,7 +406,13 @@ class _Walker:
             )
 
         def convert(value: Any) -> Any:
-            return tuple(v if s.convert is None else s.convert(v) for s, v in zip(items, value, strict=True))
+            out = []
+            for index, (s, v) in enumerate(zip(items, value, strict=True)):
+                try:
+                    out.append(v if s.convert is None else s.convert(v))
+                except Exception as exc:
+                    raise _located(index, exc) from None
+            return tuple(out)
 
         return Shape(schema, convert, accepts)
 
@@ -346,7 +438,13 @@ class _Walker:
             return Shape(schema, None, accepts)
 
         def convert(obj: Any) -> Any:
-            return {k: value_convert(v) for k, v in obj.items()}
+            out = {}
+            for k, v in obj.items():
+                try:
+                    out[k] = value_convert(v)
+                except Exception as exc:
+                    raise _located(k, exc) from None
+            return out
 
         return Shape(schema, convert, accepts)
 
@@ -365,7 +463,9 @@ class _Walker:
         try:
             return typing.get_type_hints(cls, include_extras=True)
         except Exception as exc:
-            raise self.fail(f"cannot resolve the annotations of {cls.__name__}: {exc}") from exc
+            raise self.fail(
+                f"cannot resolve the annotations of {cls.__name__}: {exc}{unresolved_note(exc)}"
+            ) from exc
 
     def _attrs_class(self, cls: type) -> Shape:
         hints = self._class_hints(cls)
@@ -382,7 +482,7 @@ class _Walker:
             props.append(
                 Prop(
                     field.alias or field.name,
-                    self.shape(hint),
+                    self.field(cls, field.name, hint),
                     required=field.default is attrs.NOTHING,
                     default=default,
                     description=description,
@@ -408,7 +508,7 @@ class _Walker:
             props.append(
                 Prop(
                     field.name,
-                    self.shape(hints.get(field.name, Any)),
+                    self.field(cls, field.name, hints.get(field.name, Any)),
                     required=not (has_default or has_factory),
                     default=default,
                     description=field.metadata.get("description") or docs.params.get(field.name),
@@ -427,13 +527,15 @@ class _Walker:
             while typing.get_origin(hint) in (typing.Required, typing.NotRequired):
                 required = typing.get_origin(hint) is typing.Required
                 hint = typing.get_args(hint)[0]
-            props.append(Prop(key, self.shape(hint), required=required, description=docs.params.get(key)))
+            shape = self.field(cls, key, hint)
+            props.append(Prop(key, shape, required=required, description=docs.params.get(key)))
         return self._object(props, docs.description, None)
 
     def _object(self, props: list[Prop], description: str | None, build: Converter | None) -> Shape:
         shape = object_shape(props, strict=self.strict, build=build)
         if description:
-            shape = attrs.evolve(shape, schema={"description": description, **shape.schema})
+            schema = {"description": description, **shape.schema}
+            shape = attrs.evolve(shape, schema=schema, class_description=description)
         return shape
 
 
@@ -452,7 +554,10 @@ def object_shape(props: list[Prop], *, strict: bool = False, build: Converter | 
     """An object schema over ``props`` (closed: ``additionalProperties: false``) and its converter.
 
     The converter returns ``build(kwargs)`` (or the converted dict when ``build`` is None). In strict mode
-    every property is required, optional ones become nullable and a ``null`` means "use the default".
+    every property is required and a default is told in the description (``(default: 10)``), not as a
+    ``default`` keyword (which Azure's strict mode refuses). An optional property whose type has no ``null``
+    becomes nullable, and there a ``null`` means "use the default"; where ``null`` is a value of the type
+    (``int | None = 10``), it stays that value, and the model sends the default to get it.
     """
     properties: dict[str, Any] = {}
     required: list[str] = []
@@ -460,9 +565,16 @@ def object_shape(props: list[Prop], *, strict: bool = False, build: Converter | 
         schema = dict(prop.shape.schema)
         if prop.description and "description" not in schema:
             schema["description"] = prop.description
+        elif prop.description and prop.shape.class_description is not None:
+            schema["description"] = _described(prop.description, prop.shape.class_description)
         if strict:
-            if not prop.required and not prop.shape.nullable:
-                schema = _nullable(schema)
+            if not prop.required:
+                note = _default_note(prop.default, null_means_default=not prop.shape.nullable)
+                if note:
+                    own = schema.get("description")
+                    schema["description"] = f"{own} ({note})" if own else note[0].upper() + note[1:]
+                if not prop.shape.nullable:
+                    schema = _nullable(schema)
             required.append(prop.name)
         else:
             if prop.required:
@@ -473,8 +585,8 @@ def object_shape(props: list[Prop], *, strict: bool = False, build: Converter | 
                     schema["default"] = default
         properties[prop.name] = schema
     schema_out: dict[str, Any] = {"type": "object", "properties": properties}
-    if required:
-        schema_out["required"] = required
+    if required or strict:
+        schema_out["required"] = required  # strict mode wants the list even when it is empty
     schema_out["additionalProperties"] = False
 
     steps = [
@@ -498,7 +610,13 @@ def object_shape(props: list[Prop], *, strict: bool = False, build: Converter | 
             value = obj[name]
             if value is None and null_means_default:
                 continue
-            out[target] = value if conv is None else conv(value)
+            if conv is None:
+                out[target] = value
+                continue
+            try:
+                out[target] = conv(value)
+            except Exception as exc:
+                raise _located(name, exc) from None
         return out if build is None else build(out)
 
     def accepts(obj: Any) -> bool:
@@ -515,14 +633,159 @@ def object_shape(props: list[Prop], *, strict: bool = False, build: Converter | 
     return Shape(schema_out, convert, accepts)
 
 
+def strict_schema_problems(schema: Any, where: str = "parameters") -> list[str]:
+    """What keeps a hand-written schema from being an OpenAI strict-mode one (``[]``: nothing).
+
+    Strict mode wants every object closed (``additionalProperties: false``) with every property in
+    ``required``; without that the provider answers 400 when the request is sent, not when the tool is made.
+
+    >>> for problem in strict_schema_problems({"type": "object", "properties": {"a": {"type": "string"}}}):
+    ...     print(problem)
+    parameters must have additionalProperties: false
+    parameters must list 'a' in required
+    """
+    problems: list[str] = []
+    if isinstance(schema, list):
+        for index, item in enumerate(schema):
+            problems += strict_schema_problems(item, f"{where}[{index}]")
+        return problems
+    if not isinstance(schema, Mapping):
+        return problems
+    properties = schema.get("properties")
+    if schema.get("type") == "object" or isinstance(properties, Mapping):
+        if schema.get("additionalProperties") is not False:
+            problems.append(f"{where} must have additionalProperties: false")
+        listed = schema.get("required") or ()
+        for name in properties if isinstance(properties, Mapping) else ():
+            if name not in listed:
+                problems.append(f"{where} must list {name!r} in required")
+    for name, sub in (properties or {}).items() if isinstance(properties, Mapping) else ():
+        problems += strict_schema_problems(sub, f"{where}.{name}")
+    for keyword in ("items", "anyOf", "prefixItems"):
+        if keyword in schema:
+            problems += strict_schema_problems(schema[keyword], f"{where}.{keyword}")
+    for keyword in ("$defs", "definitions"):
+        for name, sub in (schema.get(keyword) or {}).items():
+            problems += strict_schema_problems(sub, f"{where}.{keyword}.{name}")
+    return problems
+
+
 # -- helpers -------------------------------------------------------------------------------------------
 
 
 def _construct(cls: type) -> Converter:
     def construct(kwargs: Any) -> Any:
-        return cls(**kwargs)
+        try:
+            return cls(**kwargs)
+        except Exception as exc:
+            raise ConversionError(exc, cls.__name__) from None
 
     return construct
+
+
+def _said(convert: Converter) -> Converter:
+    """``convert``, whose ``ValueError`` already says what the value must be (``must be a decimal…``)."""
+
+    def said(value: Any) -> Any:
+        try:
+            return convert(value)
+        except ValueError as exc:
+            raise ConversionError(exc, reason=str(exc)) from None
+
+    return said
+
+
+def _unhashable(tp: Any) -> str | None:
+    """Why values of ``tp`` are unhashable (so cannot go into a set), or None when they are hashable."""
+    origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        return _unhashable(typing.get_args(tp)[0])
+    if isinstance(tp, typing.NewType):
+        return _unhashable(tp.__supertype__)
+    if origin is typing.Union or origin is types.UnionType or origin is tuple:
+        found = (_unhashable(a) for a in typing.get_args(tp) if a is not Ellipsis)
+        return next((f for f in found if f is not None), None)
+    if origin is frozenset:
+        return _unhashable(typing.get_args(tp)[0]) if typing.get_args(tp) else None
+    kind = origin or tp
+    name = getattr(tp, "__name__", None) or repr(tp)
+    if (
+        kind in _SEQUENCES
+        or kind in _MAPPINGS
+        or kind in (set, collections.abc.Set, collections.abc.MutableSet)
+    ):
+        return f"{name} values are lists, dicts or sets"
+    if _is_typeddict(kind):
+        return f"{name} values are dicts"
+    if isinstance(kind, type) and getattr(kind, "__hash__", None) is None:
+        return f"{name} has no __hash__ (a mutable attrs class or dataclass compared by value)"
+    return None
+
+
+# Constraint attributes of annotated-types objects (``Ge(1)``, ``Interval(gt=0, le=9)``; pydantic's ``Field``
+# keeps them in ``.metadata``) as JSON-schema keywords. Read by duck typing: neither is imported.
+_BOUNDS = (
+    ("gt", "exclusiveMinimum"),
+    ("ge", "minimum"),
+    ("lt", "exclusiveMaximum"),
+    ("le", "maximum"),
+    ("multiple_of", "multipleOf"),
+)
+_LENGTH_KEYWORDS = {
+    "string": ("minLength", "maxLength"),
+    "array": ("minItems", "maxItems"),
+    "object": ("minProperties", "maxProperties"),
+}
+
+
+def _flat_metadata(metadata: tuple[Any, ...]) -> list[Any]:
+    """``Annotated`` metadata, with a pydantic ``FieldInfo``'s own ``metadata`` (its constraints) after it."""
+    flat: list[Any] = []
+    for meta in metadata:
+        flat.append(meta)
+        inner = getattr(meta, "metadata", None) if not isinstance(meta, str | Param) else None
+        if isinstance(inner, list):
+            flat.extend(inner)
+    return flat
+
+
+def _foreign_description(meta: Any) -> str | None:
+    """The text of ``typing_extensions.Doc("…")`` or of a pydantic ``Field(description="…")``."""
+    for attribute in ("documentation", "description"):
+        text = getattr(meta, attribute, None)
+        if isinstance(text, str) and text:
+            return text
+    return None
+
+
+def _foreign_constraints(meta: Any, schema: Mapping[str, Any]) -> dict[str, Any]:
+    """JSON-schema keywords for an annotated-types constraint (or pydantic's ``pattern``) on ``schema``."""
+    if isinstance(meta, type | int | float | bool) or meta is None:
+        return {}
+    keywords: dict[str, Any] = {}
+    for attribute, keyword in _BOUNDS:
+        bound = getattr(meta, attribute, None)
+        if isinstance(bound, int | float) and not isinstance(bound, bool):
+            keywords[keyword] = bound
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), None)
+    lengths = _LENGTH_KEYWORDS.get(kind) if isinstance(kind, str) else None
+    for attribute, index in (("min_length", 0), ("max_length", 1)):
+        length = getattr(meta, attribute, None)
+        if lengths is not None and isinstance(length, int) and not isinstance(length, bool):
+            keywords[lengths[index]] = length
+    pattern = getattr(meta, "pattern", None)
+    if isinstance(pattern, str) and kind == "string":
+        keywords["pattern"] = pattern
+    return keywords
+
+
+def _described(own: str, class_description: str | None) -> str:
+    """A parameter's own description, then its class's docstring (unless that says the same)."""
+    if not class_description or class_description == own:
+        return own
+    return f"{own}\n\n{class_description}"
 
 
 def _member_key(value: Any) -> tuple[type, Any]:
@@ -582,12 +845,29 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 _NO_JSON = object()
+_MAX_DEFAULT_CHARS = 200
+"""A default longer than this as JSON is not written into a strict description (it would crowd it)."""
+
+
+def _default_note(default: Any, *, null_means_default: bool) -> str | None:
+    """What a strict schema's description says about an optional property's default, if anything."""
+    shown = _NO_JSON if default is MISSING else _json_default(default)
+    text = None
+    if shown is not _NO_JSON and shown is not None:
+        dumped = json.dumps(shown, ensure_ascii=False)
+        text = dumped if len(dumped) <= _MAX_DEFAULT_CHARS else None
+    if null_means_default:
+        return f"default: {text}; null for the default" if text else "null for the default"
+    return f"default: {text}" if text else None
 
 
 def _json_default(value: Any) -> Any:
     """A default as JSON for the schema, or ``_NO_JSON`` when it has no JSON form (it still applies)."""
     if value is None or type(value) in _JSON_TYPES:
         return value
+    text = json_text(value)
+    if text is not None:
+        return text
     if isinstance(value, enum.Enum):
         return _json_default(value.value)
     if isinstance(value, list | tuple | set | frozenset):
@@ -598,8 +878,25 @@ def _json_default(value: Any) -> Any:
         ok = all(isinstance(k, str) for k in out) and all(v is not _NO_JSON for v in out.values())
         return out if ok else _NO_JSON
     if attrs.has(type(value)):
-        return _json_default(attrs.asdict(value, recurse=False))
+        # Keyed as the schema's properties are, by alias (``_limit`` is ``limit``), so that the default shown
+        # is itself valid; fields without ``init`` are not properties.
+        fields = attrs.fields(type(value))
+        return _json_default({f.alias or f.name: getattr(value, f.name) for f in fields if f.init})
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = dataclasses.fields(value)
+        return _json_default({f.name: getattr(value, f.name) for f in fields if f.init})
     return _NO_JSON
+
+
+def unresolved_note(exc: Exception) -> str:
+    """What to add to a ``NameError`` from resolving string annotations (``from __future__ import
+    annotations``): they are looked up in the module's globals, where a class local to a function is not."""
+    if not isinstance(exc, NameError):
+        return ""
+    return (
+        " (string annotations, as `from __future__ import annotations` makes them, are resolved in the "
+        "module's globals: define it at module level)"
+    )
 
 
 def _is_typeddict(tp: Any) -> bool:

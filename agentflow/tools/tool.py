@@ -21,8 +21,8 @@ import attrs
 from ..model.tools import ToolSpec
 from .arguments import ArgumentParser
 from .context import ToolContext
-from .docstrings import parse_docstring
-from .schema import MISSING, Prop, object_shape, shape_of
+from .docstrings import DocInfo, parse_docstring
+from .schema import MISSING, Prop, object_shape, shape_of, strict_schema_problems, unresolved_note
 
 __all__ = ["Tool", "tool"]
 
@@ -74,6 +74,14 @@ class Tool(Generic[P, R]):
 
     def __attrs_post_init__(self) -> None:
         _check_name(self.spec.name)
+        if self.spec.strict and (problems := strict_schema_problems(self.spec.parameters)):
+            # Found here rather than as the provider's 400 on the first request that offers the tool.
+            raise ValueError(
+                f"tool {self.spec.name!r} is strict, but its schema is not a strict-mode one: "
+                + "; ".join(problems[:5])
+                + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else "")
+                + "; fix the schema (an optional property is required and nullable) or set strict=False"
+            )
         if self._parser is None:
             object.__setattr__(self, "_parser", ArgumentParser(self.spec.name, self.spec.parameters, None))
 
@@ -105,7 +113,9 @@ class Tool(Generic[P, R]):
     ) -> Tool[..., Any]:
         """A tool whose schema is given as is: ``fn`` gets the validated JSON object as keyword arguments.
 
-        A parameter of ``fn`` annotated ``ToolContext`` still receives the context.
+        A parameter of ``fn`` annotated ``ToolContext`` still receives the context. A strict spec
+        (``strict=True``) must have a strict-mode schema (every object closed, every property required):
+        ``ValueError`` otherwise.
         """
         hints = _hints(fn, strict_resolution=False)
         context = next((n for n, h in hints.items() if n != "return" and _is_context(h)), None)
@@ -188,8 +198,9 @@ def _build(
         signature = inspect.signature(fn)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"tool {tool_name!r}: cannot read the signature of {fn!r}: {exc}") from exc
+    _check_not_unbound_method(wrapped, signature, bound, tool_name)
     hints = _hints(fn, strict_resolution=True, where=f"tool {tool_name!r}")
-    doc = parse_docstring(inspect.getdoc(wrapped))
+    doc = _docs(wrapped)
     context_parameter: str | None = None
     props: list[Prop] = []
     for parameter in signature.parameters.values():
@@ -239,12 +250,51 @@ def _build(
     )
 
 
+def _docs(fn: Callable[..., Any]) -> DocInfo:
+    """The description and parameter docs of ``fn``; for a callable object, those of its ``__call__``.
+
+    A callable object's class docstring documents the class (its ``Args`` are ``__init__``'s), so it is only
+    the fallback for the description, never a source of parameter docs.
+    """
+    if inspect.isroutine(fn) or isinstance(fn, type):
+        return parse_docstring(inspect.getdoc(fn))
+    call = parse_docstring(inspect.getdoc(type(fn).__call__))
+    if call.description:
+        return call
+    return DocInfo(parse_docstring(inspect.getdoc(fn)).description, call.params)
+
+
 def _is_context(hint: Any) -> bool:
-    """``ToolContext`` or ``ToolContext | None``: the parameter that receives the call's context."""
+    """``ToolContext`` or ``ToolContext | None`` (either possibly ``Annotated``, as dependency-injection code
+    writes it): the parameter that receives the call's context."""
+    hint = _bare(hint)
     if hint is ToolContext:
         return True
     is_union = typing.get_origin(hint) in (typing.Union, types.UnionType)
-    return is_union and set(typing.get_args(hint)) == {ToolContext, type(None)}
+    return is_union and {_bare(a) for a in typing.get_args(hint)} == {ToolContext, type(None)}
+
+
+def _bare(hint: Any) -> Any:
+    return typing.get_args(hint)[0] if typing.get_origin(hint) is typing.Annotated else hint
+
+
+def _check_not_unbound_method(
+    fn: Callable[..., Any], signature: inspect.Signature, bound: frozenset[str], tool_name: str
+) -> None:
+    """``@tool`` on a method in its class body sees a plain function whose first parameter is ``self``."""
+    first = next(iter(signature.parameters.values()), None)
+    if (
+        first is None
+        or first.name not in ("self", "cls")
+        or first.name in bound
+        or not inspect.isfunction(fn)
+    ):
+        return
+    raise TypeError(
+        f"tool {tool_name!r}: {fn.__qualname__} takes {first.name!r}, so it looks like a method decorated "
+        f"in its class body, where it is not bound yet; make the tool from the bound method instead, "
+        f"e.g. tool(instance.{fn.__name__}) (the model cannot supply {first.name!r})"
+    )
 
 
 def _unwrap_partial(fn: Callable[..., Any]) -> tuple[Callable[..., Any], frozenset[str]]:
@@ -279,4 +329,6 @@ def _hints(fn: Callable[..., Any], *, strict_resolution: bool, where: str = "") 
     except Exception as exc:
         if not strict_resolution:
             return {}
-        raise TypeError(f"{where}: cannot resolve the type hints of {fn!r}: {exc}") from exc
+        raise TypeError(
+            f"{where}: cannot resolve the type hints of {fn!r}: {exc}{unresolved_note(exc)}"
+        ) from exc

@@ -7,6 +7,7 @@ import enum
 from typing import Annotated, Any, Literal, TypedDict
 
 import attrs
+import orjson
 import pytest
 
 from agentflow.tools import Param, ToolArgumentsError, tool
@@ -204,7 +205,7 @@ def test_a_value_the_schema_allows_but_the_type_rejects_is_an_arguments_error() 
     def f(p: Positive) -> None:
         pass
 
-    with pytest.raises(ToolArgumentsError, match=r"could not be converted: .*value"):
+    with pytest.raises(ToolArgumentsError, match=r"^arguments\.p is not a valid Positive: .*value"):
         f.parse_arguments('{"p": {"value": 0}}')
 
 
@@ -230,7 +231,7 @@ def test_a_whole_number_written_as_a_float_finds_its_enum_or_literal_member() ->
     kwargs = f.parse_arguments('{"level": 2.0, "pick": 2.0, "either": 1.0}')
     assert kwargs == {"level": Level.HIGH, "pick": 2, "either": Level.LOW}
     assert type(kwargs["pick"]) is int
-    with pytest.raises(ToolArgumentsError, match=r"arguments\.level must be integer, got true"):
+    with pytest.raises(ToolArgumentsError, match=r"arguments\.level must be one of 1, 2, got true"):
         f.parse_arguments('{"level": true}')
 
 
@@ -249,6 +250,127 @@ def test_whatever_a_class_constructor_raises_is_an_arguments_error() -> None:
         pass
 
     with pytest.raises(
-        ToolArgumentsError, match="could not be converted: LookupError: name must not be empty"
+        ToolArgumentsError, match=r"^arguments\.c is not a valid Checked: LookupError: name must not be empty"
     ):
         f.parse_arguments('{"c": {"name": ""}}')
+
+
+@attrs.frozen
+class ById:
+    key: int
+
+
+@attrs.frozen
+class ByEmail:
+    email: str
+    verified: bool = False
+
+
+@tool
+def find(q: ById | ByEmail) -> None:
+    """Find someone."""
+
+
+@pytest.mark.parametrize(
+    ("raw", "closest"),
+    [
+        ('{"q": {"key": 1.5}}', "; closest: arguments.q.key must be integer, got the number 1.5"),
+        (
+            '{"q": {"email": "a@b.c", "verified": "yes"}}',
+            '; closest: arguments.q.verified must be boolean, got the string "yes"',
+        ),
+        ('{"q": {"id": 3}}', ""),  # no alternative is closer than the other
+        ('{"q": {"email": "x", "key": 1}}', ""),
+    ],
+)
+def test_a_union_of_classes_names_its_alternatives_and_the_closest_ones_error(raw: str, closest: str) -> None:
+    with pytest.raises(ToolArgumentsError) as info:
+        find.parse_arguments(raw)
+    keys = ", ".join(orjson.loads(raw)["q"])
+    assert str(info.value) == (
+        "arguments.q must be an object with key or an object with email (optional: verified), "
+        f"got an object with {keys}{closest}"
+    )
+    assert info.value.path == "q"
+
+
+def test_an_int_enum_given_a_name_is_told_the_choices() -> None:
+    @tool
+    def f(level: Level) -> None:
+        pass
+
+    with pytest.raises(
+        ToolArgumentsError, match=r'^arguments\.level must be one of 1, 2, got the string "HIGH"$'
+    ):
+        f.parse_arguments('{"level": "HIGH"}')
+
+
+@attrs.frozen
+class Line:
+    sku: str
+    qty: int = attrs.field(default=1, validator=attrs.validators.gt(0))
+
+
+def test_a_value_a_class_refuses_is_reported_at_its_path() -> None:
+    @tool
+    def order(lines: list[Line], by_shop: dict[str, tuple[Line, ...]] | None = None) -> None:
+        pass
+
+    with pytest.raises(ToolArgumentsError) as info:
+        order.parse_arguments('{"lines": [{"sku": "a"}, {"sku": "b", "qty": 0}]}')
+    assert str(info.value) == "arguments.lines[1] is not a valid Line: ValueError: 'qty' must be > 0: 0"
+    assert (info.value.path, info.value.reason) == ("lines[1]", str(info.value)[len("arguments.lines[1] ") :])
+    with pytest.raises(ToolArgumentsError, match=r"^arguments\.by_shop\.north\[0\] is not a valid Line"):
+        order.parse_arguments('{"lines": [], "by_shop": {"north": [{"sku": "c", "qty": -1}]}}')
+
+
+@attrs.frozen
+class SmallOrder:
+    qty: int = attrs.field(validator=[attrs.validators.ge(1), attrs.validators.le(10)])
+
+
+@attrs.frozen
+class BulkOrder:
+    qty: int = attrs.field(validator=attrs.validators.gt(10))
+
+
+def test_a_union_tries_the_next_class_when_one_refuses_the_value() -> None:
+    @tool
+    def order(o: SmallOrder | BulkOrder) -> None:
+        pass
+
+    assert order.parse_arguments('{"o": {"qty": 3}}') == {"o": SmallOrder(3)}
+    assert order.parse_arguments('{"o": {"qty": 50}}') == {"o": BulkOrder(50)}
+    # When every class refuses it, the first one's reason is given.
+    with pytest.raises(
+        ToolArgumentsError, match=r"^arguments\.o is not a valid SmallOrder: .*'qty' must be >= 1"
+    ):
+        order.parse_arguments('{"o": {"qty": 0}}')
+    with pytest.raises(
+        ToolArgumentsError, match=r"closest: arguments\.o\.qty must be integer, got the number 1\.5$"
+    ):
+        order.parse_arguments('{"o": {"qty": 1.5}}')  # both alternatives fail alike
+
+
+@attrs.define
+class Tag:
+    name: str
+
+
+class Filter(TypedDict):
+    name: str
+
+
+@pytest.mark.parametrize("item", [Tag, list[str], Filter, tuple[int, Tag] | None])
+def test_a_set_of_unhashable_items_is_refused_at_decoration_time(item: Any) -> None:
+    # Else every call would fail as invalid_arguments, blaming the model for the author's annotation.
+    def label(tags: set[Tag]) -> None:
+        pass
+
+    label.__annotations__["tags"] = set[item]  # type: ignore[valid-type]
+    with pytest.raises(
+        TypeError, match="parameter 'tags' of tool 'label': the items of a set must be hashable"
+    ):
+        tool(label)
+    label.__annotations__["tags"] = frozenset[tuple[int, str]]
+    assert tool(label).parse_arguments('{"tags": [[1, "a"]]}') == {"tags": frozenset({(1, "a")})}

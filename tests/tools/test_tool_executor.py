@@ -17,7 +17,7 @@ from agentflow.events import ToolFailed, ToolProgress, ToolStarted, ToolSucceede
 from agentflow.model.events import Event
 from agentflow.model.messages import ToolCall
 from agentflow.result import ToolResult
-from agentflow.tools import ToolContext, ToolExecutor, ToolRegistry, cancelled_result, tool
+from agentflow.tools import ToolContext, ToolExecutor, ToolRegistry, cancelled_result, output_text, tool
 
 
 class Recorder:
@@ -159,16 +159,81 @@ async def test_an_exception_is_a_tool_error_with_its_class_and_message() -> None
     assert [e.result for e in rec.of(ToolFailed)] in ([first, second], [second, first])
 
 
-async def test_a_return_value_without_a_json_form_is_a_tool_error() -> None:
-    @tool
-    def opaque() -> object:
-        return object()
+class Opaque:
+    def __str__(self) -> str:
+        return "an opaque thing"
 
-    ex, _ = executor(opaque)
-    result = await ex.run_call(call("c6", "opaque"), run_id="r", step=0)
+
+class Model:
+    """Stands for a pydantic model: anything with ``model_dump(mode="json")``."""
+
+    def model_dump(self, *, mode: str) -> dict[str, Any]:
+        return {"temp": 21.5, "mode": mode}
+
+
+@attrs.frozen
+class Quote:
+    _price: float
+    when: Any = None
+
+
+async def test_a_return_value_without_a_json_form_is_shown_as_text_not_failed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The tool has run (sent the invoice): a failure would make the model call it again.
+    sent: list[str] = []
+
+    @tool
+    def send_invoice(customer: str) -> Any:
+        sent.append(customer)
+        return Opaque()
+
+    ex, _ = executor(send_invoice)
+    with caplog.at_level("WARNING", logger="agentflow.tools"):
+        result = await ex.run_call(call("c6", "send_invoice", '{"customer": "ACME"}'), run_id="r", step=0)
+    assert (result.ok, result.output, sent) == (True, "an opaque thing", ["ACME"])
+    assert isinstance(result.value, Opaque)
+    assert "has no JSON form" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (b"%PDF-1.7", '"%PDF-1.7"'),
+        ({"file": b"\x89PNG\x00"}, '{"file":"<5 bytes of binary data>"}'),
+        (Model(), '{"temp":21.5,"mode":"json"}'),
+        (Quote(12.5), '{"price":12.5,"when":null}'),  # by init name, as the parameters are
+        (Quote(1.0, Opaque()), '{"price":1.0,"when":"an opaque thing"}'),  # only the part without JSON
+        ([1, Opaque()], '[1,"an opaque thing"]'),
+        (float("inf"), "Infinity"),
+        (float("-inf"), "-Infinity"),
+        (float("nan"), "NaN"),
+        ({"ratio": float("nan")}, '{"ratio":null}'),
+    ],
+)
+def test_return_values_become_text_the_model_can_read(value: Any, text: str) -> None:
+    assert output_text(value) == text
+
+
+async def test_a_tool_exception_is_logged_with_its_traceback_and_cut_for_the_model(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    @tool
+    def fetch(url: str) -> str:
+        raise RuntimeError("GET failed: " + "x" * 5000)
+
+    ex, _ = executor(fetch)
+    with caplog.at_level("WARNING", logger="agentflow.tools"):
+        result = await ex.run_call(call("c9", "fetch", '{"url": "u"}'), run_id="r", step=0)
     assert result.error_type == "exception"
-    assert result.error is not None
-    assert "cannot be sent to the model as JSON" in result.error
+    assert result.error == "RuntimeError: GET failed: " + "x" * (2000 - 26) + "… [3026 more characters]"
+    assert len(result.output) < 2200
+    [record] = [r for r in caplog.records if r.name == "agentflow.tools"]
+    assert record.levelname == "WARNING"
+    assert "'fetch'" in record.getMessage()
+    assert record.exc_info is not None
+    assert isinstance(record.exc_info[1], RuntimeError)
+    assert "x" * 5000 in caplog.text  # the developer gets the whole message, and the traceback
 
 
 async def test_a_tool_that_never_finishes_times_out() -> None:

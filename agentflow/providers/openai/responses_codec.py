@@ -111,10 +111,12 @@ def _encode_tools(tools: Iterable[ToolLike]) -> list[dict[str, Any]]:
 def encode_tool(tool: ToolLike) -> dict[str, Any]:
     """A flat function tool ``{"type": "function", "name", "description", "parameters", "strict"}``.
 
-    ``description`` is sent when non-empty and ``strict`` when set (OpenAI's ``/responses`` treats an unset
-    ``strict`` as ``true``). A function tool mapping in the Chat shape (``{"type": "function", "function":
-    {…}}``) is flattened like a ``ToolSpec``; any other mapping (a hosted tool, or a flat function tool) is
-    sent verbatim.
+    ``description`` is sent when non-empty. ``strict`` is always sent, an unset one as ``false``: OpenAI's
+    ``/responses`` treats a missing ``strict`` as ``true`` and would make every property required (so no
+    default ever applies), while Chat Completions treats it as ``false`` — the same tool must mean the same
+    on both. A function tool mapping in the Chat shape (``{"type": "function", "function": {…}}``) is
+    flattened like a ``ToolSpec``; any other mapping (a hosted tool, or a flat function tool) is sent
+    verbatim.
     """
     if (
         isinstance(tool, Mapping)
@@ -127,8 +129,7 @@ def encode_tool(tool: ToolLike) -> dict[str, Any]:
         if tool.description:
             wire["description"] = tool.description
         wire["parameters"] = tool.parameters
-        if tool.strict is not None:
-            wire["strict"] = tool.strict
+        wire["strict"] = bool(tool.strict)
         return wire
     if isinstance(tool, Mapping):
         return dict(tool)
@@ -301,6 +302,8 @@ def _count(value: Any, where: str) -> int:
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        return int(value)  # ``"3"``: some gateways re-serialise counts as strings (Chat reads them alike)
     raise ProtocolError(f"usage field {where} is not an integer: {value!r}")
 
 

@@ -23,6 +23,7 @@ from agentflow.model.tools import ToolChoice, ToolSpec
 from agentflow.providers.openai.responses_codec import encode_request
 from agentflow.providers.openai.responses_model import OpenAIResponsesModel
 from agentflow.providers.openai.responses_types import ResponsesRequest
+from agentflow.tools import tool
 
 WEATHER = ToolSpec(
     "get_weather",
@@ -209,6 +210,7 @@ async def test_function_tools_are_flat(server: LocalServer, model: OpenAIRespons
             "name": "get_weather",
             "description": "Weather for a city",
             "parameters": WEATHER.parameters,
+            "strict": False,
         },
         {
             "type": "function",
@@ -217,6 +219,21 @@ async def test_function_tools_are_flat(server: LocalServer, model: OpenAIRespons
             "strict": True,
         },
     ]
+
+
+async def test_unset_strict_is_sent_as_false_so_defaults_still_apply(
+    server: LocalServer, model: OpenAIResponsesModel
+) -> None:
+    # /responses reads a missing "strict" as true and would make `limit` required; Chat reads it as false.
+    @tool
+    def search(query: str, limit: int = 10) -> str:
+        """Search the docs."""
+        return query
+
+    body = await sent(server, model, "hi", tools=[search.spec])
+    assert search.spec.strict is None
+    assert body["tools"][0]["strict"] is False
+    assert body["tools"][0]["parameters"]["required"] == ["query"]
 
 
 async def test_hosted_tools_pass_verbatim(server: LocalServer, model: OpenAIResponsesModel) -> None:
