@@ -69,8 +69,9 @@ def to_jsonable(value: Any, _depth: int = 0) -> Any:
     if to_dict is not None and callable(to_dict) and not isinstance(value, type):
         return to_jsonable(to_dict(), depth)
     if attrs.has(type(value)):
+        # Keyed as the class is built (the alias: ``limit`` for a private ``_limit``), as a schema shows it.
         return {
-            f.name: to_jsonable(getattr(value, f.name), depth)
+            (f.alias or f.name): to_jsonable(getattr(value, f.name), depth)
             for f in attrs.fields(type(value))
             if f.metadata.get("json", True)
         }

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import anyio
 import anyio.lowlevel
@@ -75,7 +75,7 @@ from ..tools.outcome import cancelled_result, exception_message
 from .calls import complete_tool_calls, patch_memory_items
 from .context import NO_USAGE, RunContext
 from .errors import AgentRunError, MaxStepsExceeded
-from .output import OUTPUT_RETRY_PROMPT, OutputValidationError
+from .output import OutputType, OutputValidationError
 
 __all__ = ["AgentRuntime", "RetryRelay", "answer_stop_reason", "billed_usage"]
 
@@ -112,6 +112,14 @@ def answer_stop_reason(result: AgentModelResult) -> StopReason:
     if finish is FinishReason.CONTENT_FILTER:
         return StopReason.CONTENT_FILTER
     return StopReason.FINAL_ANSWER
+
+
+def _response_format(spec: OutputType | None, setting: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """What a step's call sends as ``response_format``: the output type's (in ``mode="native"``), else the
+    settings' own."""
+    if spec is None:
+        return setting
+    return spec.response_format() if spec.mode == "native" else None
 
 
 def _forces(tool_choice: object) -> bool:
@@ -329,7 +337,11 @@ class AgentRuntime:
         ctx.remember_input()
 
     def system_prompt(self, ctx: RunContext) -> str | None:
-        """The agent's system prompt followed by this runtime's ``instructions``."""
+        """The agent's system prompt followed by this runtime's ``instructions`` (and, for an ``output_type``
+        in ``mode="prompted"``, its ``OutputType.instructions``)."""
+        spec = ctx.output_type
+        if spec is not None and spec.mode == "prompted":
+            return join_prompt(ctx.system_prompt, self.instructions, spec.instructions)
         return join_prompt(ctx.system_prompt, self.instructions)
 
     def build_prompt(self, ctx: RunContext, *, final: bool = False) -> AgentPrompt:
@@ -369,9 +381,7 @@ class AgentRuntime:
             extra_body=s.extra_body,
             stream=ctx.stream_model,
             cache=ctx.prompt_cache,
-            response_format=s.response_format
-            if ctx.output_type is None
-            else ctx.output_type.response_format(),
+            response_format=_response_format(ctx.output_type, s.response_format),
         )
 
     async def call_model(self, ctx: RunContext, prompt: AgentPrompt) -> AgentModelResult:
@@ -507,10 +517,11 @@ class AgentRuntime:
     async def read_output(self, ctx: RunContext, text: str, *, final: bool = False) -> StopReason | None:
         """Read a final answer into the agent's ``output_type`` (``ctx.output``) and end the run.
 
-        An answer that does not match is sent back to the model with what is wrong (``OutputRejected``, then
-        ``OUTPUT_RETRY_PROMPT`` as a user turn) and the run goes on, up to ``output_type.retries`` times;
-        after that, or in the ``final`` step after ``max_steps``, the run fails with
-        ``OutputValidationError``.
+        An answer that does not match is sent back to the model with what is wrong and the schema
+        (``OutputRejected``, then ``OutputType.retry_prompt`` as a user turn) and the run goes on, up to
+        ``output_type.retries`` times, while a step is left to answer in; after that, or in the ``final``
+        step after ``max_steps``, the run fails with ``OutputValidationError`` (so no run ends on an
+        unanswered retry prompt).
         """
         spec = ctx.output_type
         assert spec is not None
@@ -520,12 +531,16 @@ class AgentRuntime:
             reason = str(exc)
         else:
             return StopReason.FINAL_ANSWER
-        retrying = not final and ctx.output_rejections < spec.retries
+        max_steps = ctx.options.max_steps
+        step_left = (
+            max_steps is None or ctx.step + 1 < max_steps or ctx.options.on_max_steps == "final_answer"
+        )
+        retrying = not final and step_left and ctx.output_rejections < spec.retries
         ctx.output_rejections += 1
         await ctx.emit(OutputRejected(error=reason, retrying=retrying))
         if not retrying:
             raise OutputValidationError(reason, text, ctx.result_for(StopReason.ERROR, error=reason))
-        ctx.remember((user_item(OUTPUT_RETRY_PROMPT.format(error=reason)),))
+        ctx.remember((user_item(spec.retry_prompt(reason)),))
         return None
 
     def store_turn(self, ctx: RunContext, result: AgentModelResult) -> tuple[ToolCall, ...]:

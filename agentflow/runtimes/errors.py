@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..result import AgentResult
 
 __all__ = ["AgentRunError", "MaxStepsExceeded"]
@@ -13,6 +15,10 @@ class AgentRunError(Exception):
     def __init__(self, message: str, partial: AgentResult) -> None:
         super().__init__(message)
         self.partial = partial
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Picklable (multiprocessing, task queues): each subclass's own ``__init__`` arguments.
+        return (type(self), (str(self), self.partial))
 
 
 class MaxStepsExceeded(AgentRunError):
@@ -27,3 +33,6 @@ class MaxStepsExceeded(AgentRunError):
     def __init__(self, max_steps: int, partial: AgentResult) -> None:
         super().__init__(f"the run reached max_steps={max_steps} without a final answer", partial)
         self.max_steps = max_steps
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.max_steps, self.partial))

@@ -22,6 +22,8 @@ from typing import Any, Final
 import attrs
 import orjson
 
+from ..exact_json import loads as exact_loads
+
 __all__ = ["MAX_SCANNED_CHARS", "JsonSpan", "json_spans"]
 
 MAX_SCANNED_CHARS: Final = 200_000
@@ -226,13 +228,13 @@ def _escape_control(match: re.Match[str]) -> str:
 def _decode(candidate: str, may_escape: bool) -> tuple[Any, str | None, bool]:
     """The value of ``candidate`` or orjson's complaint, and whether its control characters were escaped."""
     try:
-        return orjson.loads(candidate), None, False
+        return exact_loads(candidate), None, False  # a 30-digit id in a fence stays exact
     except orjson.JSONDecodeError as exc:
         # Escaping changes only strings holding raw control characters. If none is in the part read up to
         # the error, the same error comes back, so the retry (and a search of the whole span) is skipped.
         if not may_escape or _CONTROL.search(candidate, 0, exc.pos + 1) is None:
             return None, str(exc), False
     try:
-        return orjson.loads(_escape_controls(candidate)), None, True
+        return exact_loads(_escape_controls(candidate)), None, True
     except orjson.JSONDecodeError as exc:
         return None, str(exc), True

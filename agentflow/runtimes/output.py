@@ -1,20 +1,23 @@
 """Structured output: the type an agent's final answer must have, and how an answer is read into it.
 
 ``Agent(output_type=Weather)`` asks the model for its final answer as JSON matching ``Weather``'s schema
-(``response_format`` ``json_schema`` on Chat, ``text.format`` on Responses, on every call of the run: the
-model may still call tools first), then reads the answer into a ``Weather`` (``AgentResult.output``). An
-answer that is not valid JSON, or does not match, is sent back to the model with what is wrong
-(``OUTPUT_RETRY_PROMPT``, ``OutputRejected`` on the bus), up to ``retries`` times; then the run fails with
-``OutputValidationError``.
+(``response_format`` ``json_schema`` on Chat, ``text.format`` on Responses, on every step's call: the
+model may still call tools first; ``mode="prompted"`` puts the schema in the system prompt instead), then
+reads the answer into a ``Weather`` (``AgentResult.output``). An answer that is not valid JSON, or does not
+match, is sent back to the model with what is wrong and the schema (``OUTPUT_RETRY_PROMPT``,
+``OutputRejected`` on the bus), up to ``retries`` times; then the run fails with ``OutputValidationError``.
 
-Any type a tool parameter may have works (``agentflow.tools.schema``): an attrs class, a dataclass, a
-``TypedDict``, ``list[X]``, a ``Literal``, a union… A type whose schema is not an object is wrapped as
-``{"result": …}`` on the wire (OpenAI requires an object at the root) and unwrapped when read. The schema is
-strict (OpenAI's strict mode: the model's output is guaranteed to match) when the type allows it; a type that
-strict mode cannot express (``dict[str, int]``, ``Any``) gets a plain schema, which is validated here alike.
+Any type a tool parameter may have works (``agentflow.tools.schema``), ``str`` aside (the default: the
+answer's text): an attrs class, a dataclass, a ``TypedDict``, ``list[X]``, a ``Literal``, a union… A type
+whose schema is not an object is wrapped as ``{"result": …}`` on the wire (OpenAI requires an object at the
+root) and unwrapped when read. The schema is strict (OpenAI's strict mode: the model's output is guaranteed to
+match) when the type allows it; a type that strict mode cannot express (``dict[str, int]``, ``Any``) gets a
+plain schema, which is validated here alike.
 
 Reading is tolerant of servers that ignore ``response_format`` (many OpenAI-compatible ones): JSON in
-Markdown fences or prose is found (``json_text.json_spans``), and a wrapped type's bare value is accepted.
+Markdown fences, prose or reasoning tags is found (``json_text.json_spans``; the last value that matches
+wins, as an example or a draft comes before the answer), optional fields may be left out, and a wrapped
+type's bare value is accepted.
 
 Pure: no I/O, nothing async.
 
@@ -36,7 +39,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, Literal, TypeAlias
 
 import orjson
 
@@ -45,15 +48,31 @@ from ..result import AgentResult
 from ..tools.arguments import ArgumentParser, ToolArgumentsError
 from ..tools.schema import MISSING, Prop, Shape, object_shape, shape_of
 from .errors import AgentRunError
-from .json_text import MAX_SCANNED_CHARS, json_spans
+from .json_text import MAX_SCANNED_CHARS, JsonSpan, json_spans
 
-__all__ = ["OUTPUT_RETRY_PROMPT", "OutputType", "OutputValidationError", "output_type_of"]
+__all__ = [
+    "OUTPUT_INSTRUCTIONS",
+    "OUTPUT_RETRY_PROMPT",
+    "OutputMode",
+    "OutputType",
+    "OutputValidationError",
+    "output_type_of",
+]
 
 OUTPUT_RETRY_PROMPT: Final = (
     "Your final answer does not match the required output format: {error}. "
-    "Answer again with only the JSON value the format asks for."
+    "Answer again with only a JSON value that matches this JSON schema: {schema}"
 )
-"""The user turn that sends a rejected final answer back to the model (``{error}`` is what is wrong)."""
+"""The user turn that sends a rejected final answer back to the model: ``{error}`` is what is wrong,
+``{schema}`` the schema (a server that ignored ``response_format`` never showed it to the model)."""
+
+OUTPUT_INSTRUCTIONS: Final = (
+    "When you give your final answer, answer with only a JSON value (no other text) that matches this JSON "
+    "schema: {schema}"
+)
+"""What the system prompt says in ``mode="prompted"`` (``{schema}`` is the schema as JSON)."""
+
+OutputMode: TypeAlias = Literal["native", "prompted"]
 
 _WRAPPER: Final = "result"
 _NAME: Final = re.compile(r"[^A-Za-z0-9_-]+")
@@ -70,24 +89,35 @@ class OutputValidationError(AgentRunError):
         self.reason = reason
         self.text = text
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Picklable (multiprocessing, task queues) although ``__init__`` takes other arguments than ``args``.
+        return (type(self), (self.reason, self.text, self.partial))
+
 
 class OutputType:
-    """What an agent's final answer must be: ``tp`` (any type a tool parameter may have), its JSON schema,
-    and how an answer is read into it.
+    """What an agent's final answer must be: ``tp`` (any type a tool parameter may have but ``str``), its
+    JSON schema, and how an answer is read into it.
 
     ``Agent(output_type=X)`` is ``Agent(output_type=OutputType(X))``; build one yourself to choose:
 
     - ``name``: the schema's name on the wire (default: the type's name, else ``"output"``);
     - ``description``: sent with the schema (default: none; the type's docstring describes an object);
     - ``strict``: OpenAI's strict mode; ``None`` (default) uses it when the type allows it;
-    - ``retries``: how many times a final answer that does not match is sent back (default 2).
+    - ``retries``: how many times a final answer that does not match is sent back (default 2);
+    - ``mode``: ``"native"`` (default) sends the schema as ``response_format`` / ``text.format``;
+      ``"prompted"`` sends none and puts the schema in the system prompt (``OUTPUT_INSTRUCTIONS``), for
+      servers that refuse or mishandle ``json_schema`` (DeepSeek's API refuses it; vLLM stops calling tools
+      while a ``response_format`` is set).
     """
 
     __slots__ = (
+        "_instructions",
         "_parsers",
         "_response_format",
+        "_retry_text",
         "_wrapped",
         "description",
+        "mode",
         "name",
         "retries",
         "schema",
@@ -103,9 +133,12 @@ class OutputType:
         description: str | None = None,
         strict: bool | None = None,
         retries: int = 2,
+        mode: OutputMode = "native",
     ) -> None:
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise ValueError(f"OutputType retries must be an int >= 0, got {retries!r}")
+        if mode not in ("native", "prompted"):
+            raise ValueError(f"OutputType mode must be 'native' or 'prompted', got {mode!r}")
         if strict is not None and not isinstance(strict, bool):
             raise TypeError(f"OutputType strict must be a bool or None, got {strict!r}")
         if tp is str:
@@ -124,6 +157,7 @@ class OutputType:
         self.type = tp
         self.strict = strict
         self.retries = retries
+        self.mode: OutputMode = mode
         self.description = description
         self.name = _wire_name(name if name is not None else getattr(tp, "__name__", None))
         self._wrapped = not _is_object(shape)
@@ -138,6 +172,9 @@ class OutputType:
         if description:
             json_schema["description"] = description
         self._response_format = {"type": "json_schema", "json_schema": json_schema}
+        schema_text = orjson.dumps(shape.schema).decode()
+        self._instructions = OUTPUT_INSTRUCTIONS.format(schema=schema_text)
+        self._retry_text = OUTPUT_RETRY_PROMPT.replace("{schema}", schema_text)
 
     def _rooted(self, shape: Shape, strict: bool) -> Shape:
         if not self._wrapped:
@@ -148,7 +185,7 @@ class OutputType:
         return ArgumentParser(self.name, shape.schema, shape.convert, root="output", subject="the output")
 
     def __repr__(self) -> str:
-        return f"OutputType({self.type!r}, name={self.name!r}, strict={self.strict})"
+        return f"OutputType({self.type!r}, name={self.name!r}, strict={self.strict}, mode={self.mode!r})"
 
     def response_format(self) -> Mapping[str, Any]:
         """The Chat Completions ``response_format`` asking for this type (Responses: its ``text.format``).
@@ -157,9 +194,50 @@ class OutputType:
         """
         return self._response_format
 
+    @property
+    def instructions(self) -> str:
+        """What ``mode="prompted"`` adds to the system prompt: answer with JSON matching the schema."""
+        return self._instructions
+
+    def retry_prompt(self, error: str) -> str:
+        """The user turn that sends an answer back: ``OUTPUT_RETRY_PROMPT`` with ``error`` and the schema."""
+        return self._retry_text.replace("{error}", error, 1)
+
     def parse(self, text: str) -> Any:
-        """``text`` read into the output type, or a ``ValueError`` saying what is wrong with it."""
-        value = self._decode(text)
+        """``text`` read into the output type, or a ``ValueError`` saying what is wrong with it.
+
+        The whole answer as JSON, else the JSON values in it (fences, prose, reasoning tags): the last one
+        that matches, since an example or a draft comes before the answer.
+        """
+        stripped = text.strip()
+        if not stripped:
+            raise ToolArgumentsError("the answer is empty; it must be JSON")
+        try:
+            return self._read(exact_loads(stripped))
+        except orjson.JSONDecodeError as exc:
+            whole_error = str(exc)
+        opening = "{[" if self._wrapped else "{"
+        broken: list[JsonSpan] = []  # balanced brackets that are not JSON (a trailing comma…)
+        found: list[JsonSpan] = []
+        for span in json_spans(stripped[:MAX_SCANNED_CHARS], opening=opening):
+            if span.error is None:
+                # A value inside a malformed one is a part of it, not an answer of its own.
+                if not any(b.start < span.start and span.end <= b.end for b in broken):
+                    found.append(span)
+            elif span.complete:
+                broken.append(span)
+        last_error: ToolArgumentsError | None = None
+        for span in reversed(found):
+            try:
+                return self._read(span.value)
+            except ToolArgumentsError as exc:
+                last_error = last_error or exc
+        if last_error is not None:
+            raise last_error
+        reason = broken[0].error if broken else whole_error
+        raise ToolArgumentsError(f"the answer is not valid JSON: {reason}")
+
+    def _read(self, value: Any) -> Any:
         if self._wrapped and not (isinstance(value, dict) and value.keys() == {_WRAPPER}):
             value = {_WRAPPER: value}  # the bare value, from a server that ignored the schema
         if not isinstance(value, dict):
@@ -174,21 +252,6 @@ class OutputType:
             return converted[_WRAPPER] if self._wrapped else converted
         assert first is not None
         raise first
-
-    def _decode(self, text: str) -> Any:
-        stripped = text.strip()
-        if not stripped:
-            raise ToolArgumentsError("the answer is empty; it must be JSON")
-        try:
-            return exact_loads(stripped)
-        except orjson.JSONDecodeError:
-            pass
-        # JSON in fences or prose: the first value that decodes (an object unless the type is wrapped).
-        opening = "{[" if self._wrapped else "{"
-        for span in json_spans(stripped[:MAX_SCANNED_CHARS], opening=opening):
-            if span.error is None:
-                return span.value
-        raise ToolArgumentsError("the answer is not valid JSON")
 
 
 def output_type_of(value: Any) -> OutputType | None:

@@ -8,15 +8,19 @@ the model with what is wrong (``OutputRejected``), up to ``retries`` times, then
 from __future__ import annotations
 
 import dataclasses
+import pickle
 from typing import Any, Literal, TypedDict
 
 import anyio
 import attrs
+import orjson
 import pytest
 
 from agentflow import (
     Agent,
     AgentOptions,
+    AgentResult,
+    MaxStepsExceeded,
     ModelSettings,
     OpenAIChatModel,
     OpenAIResponsesModel,
@@ -31,7 +35,7 @@ from agentflow.agent.chat_client import to_chat_request
 from agentflow.agent.prompt import AgentModelResult, AgentPrompt
 from agentflow.agent.responses_client import to_responses_request
 from agentflow.model.events import Event
-from agentflow.runtimes.output import OUTPUT_RETRY_PROMPT
+from agentflow.runtimes.output import OUTPUT_INSTRUCTIONS
 from agentflow.testing import Reply, ScriptedServer
 from agentflow.testing.fake import FakeModelClient, reply
 from agentflow.tools import tool
@@ -143,7 +147,8 @@ async def test_an_answer_that_does_not_match_goes_back_with_the_error(protocol: 
     assert rejected[0].step == 0
     # The second request carries the rejected answer, then the error as a user turn.
     second = server.requests[1].body
-    expected = OUTPUT_RETRY_PROMPT.format(error=rejected[0].error)
+    expected = OutputType(City).retry_prompt(rejected[0].error)
+    assert '"required":["name","population","country"]' in expected  # the schema goes with the error
     if protocol == "chat":
         assert [m["role"] for m in second["messages"]][-3:] == ["user", "assistant", "user"]
         assert second["messages"][-1]["content"] == expected
@@ -164,7 +169,7 @@ async def test_the_run_fails_once_the_retries_are_spent() -> None:
         await agent.run("Paris?")
     error = caught.value
     assert error.text == "I think Paris."
-    assert error.reason == "the answer is not valid JSON"
+    assert error.reason.startswith("the answer is not valid JSON: unexpected character")
     assert error.partial.usage.total_tokens == 30  # both calls count
     assert [e.retrying for e in events if isinstance(e, OutputRejected)] == [True, False]
     terminal = events[-1]
@@ -316,3 +321,86 @@ def test_settings_keep_their_own_copy() -> None:
     given["json_schema"]["name"] = "changed"
     assert settings.response_format is not None
     assert settings.response_format["json_schema"]["name"] == "x"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # An example, a draft or a thought comes before the answer: the last value that matches wins.
+        ('The format is {"name": "X", "population": 0}. Answer: {"name": "Rome", "population": 2}', "Rome"),
+        (
+            '<think>Maybe {"name": "Roma", "population": 1}? No.</think>{"name": "Rome", "population": 2}',
+            "Rome",
+        ),
+        ('Draft {"name": "Rome"} Final {"name": "Rome", "population": 2} Done {"x": 1}', "Rome"),
+    ],
+)
+def test_the_last_value_that_matches_is_the_answer(text: str, expected: str) -> None:
+    assert OutputType(City).parse(text) == City(expected, 2)
+
+
+def test_a_big_integer_in_a_fence_stays_exact() -> None:
+    spec = OutputType(dict[str, int])
+    assert spec.parse('```json\n{"result": {"id": 123456789012345678901234567890}}\n```') == {
+        "id": 123456789012345678901234567890
+    }
+
+
+def test_a_malformed_answer_is_reported_as_such_not_as_its_inner_values() -> None:
+    text = '```json\n{"city": {"name": "Rome", "population": 2}, "note": "x",}\n```'
+    with pytest.raises(ValueError, match="the answer is not valid JSON: ") as caught:
+        OutputType(City).parse(text)
+    assert "missing" not in str(caught.value)
+
+
+async def test_a_rejection_with_no_step_left_fails_the_run_instead_of_leaving_a_retry_prompt() -> None:
+    model = FakeModelClient([reply("not json")])
+    agent = Agent(model, output_type=City, options=AgentOptions(max_steps=1))
+    session = agent.session()
+    with pytest.raises(OutputValidationError):
+        await session.run("Paris?")
+    # No retry prompt waits in memory for an answer the run will never give.
+    assert "does not match" not in str(session.memory.items[-1])
+
+
+async def test_prompted_mode_puts_the_schema_in_the_system_prompt_and_sends_no_format() -> None:
+    model = FakeModelClient([reply('{"name": "Paris", "population": 3}')])
+    agent = Agent(model, system_prompt="Be brief.", output_type=OutputType(City, mode="prompted"))
+    result = await agent.run("Paris?")
+    assert result.output == City("Paris", 3)
+    prompt = model.prompts[0]
+    assert prompt.response_format is None
+    assert prompt.system_prompt is not None
+    assert prompt.system_prompt.startswith("Be brief.")
+    assert prompt.system_prompt.endswith(
+        OUTPUT_INSTRUCTIONS.format(schema=orjson.dumps(OutputType(City).schema).decode())
+    )
+    with pytest.raises(ValueError, match="mode"):
+        OutputType(City, mode="tool")  # type: ignore[arg-type]
+
+
+def test_the_run_errors_survive_pickling() -> None:
+    partial = AgentResult("run_1", "", StopReason.ERROR, steps=2)
+    for error in (
+        OutputValidationError("bad", "text", partial),
+        MaxStepsExceeded(3, partial),
+    ):
+        copy = pickle.loads(pickle.dumps(error))
+        assert type(copy) is type(error)
+        assert str(copy) == str(error)
+        assert copy.partial == partial
+    assert pickle.loads(pickle.dumps(OutputValidationError("bad", "text", partial))).text == "text"
+
+
+async def test_an_attrs_output_is_written_by_its_aliases_in_events() -> None:
+    @attrs.frozen
+    class Page:
+        _limit: int
+
+    model = FakeModelClient([reply('{"limit": 5}')])
+    events: list[Event] = []
+    agent = Agent(model, output_type=Page)
+    agent.on(RunFinished, events.append)
+    result = await agent.run("?")
+    assert result.output == Page(5)
+    assert events[0].to_dict()["result"]["output"] == {"limit": 5}
