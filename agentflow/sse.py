@@ -8,10 +8,11 @@ one frame::
     id: 7
     data: {"type":"text_delta","run_id":"run_…","step":0,"seq":7,"text":"Hel"}
 
-``data`` is ``orjson.dumps(event.to_dict())`` on one line, ``id`` the event's ``seq`` and ``event`` its
-``type``, so a browser's ``EventSource`` can listen by type. This module encodes and forwards only: it
-starts no run, imports no web framework and never swallows an event. Cancelling the run when the client
-goes away is the server's job (see the "Embedding in web services" page of the docs).
+``data`` is ``exact_json.dumps(event.to_dict())`` (orjson; integers beyond 64 bits stay exact) on one line,
+``id`` the event's ``seq`` and ``event`` its ``type``, so a browser's ``EventSource`` can listen by type. This
+module encodes and forwards only: it starts no run, imports no web framework and never swallows an event.
+Cancelling the run when the client goes away is the server's job (see the "Embedding in web services" page of
+the docs).
 """
 
 from __future__ import annotations
