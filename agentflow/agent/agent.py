@@ -54,7 +54,7 @@ __all__ = ["Agent", "AgentInput", "Agents", "ModelLike", "as_model_client", "run
 AgentInput: TypeAlias = str | Message | Mapping[str, Any] | Sequence[Any]
 """What a run starts from: text, a ``UserMessage`` (e.g. with images), an item dict, or a list of items."""
 
-ToolLike: TypeAlias = Tool[..., Any] | Callable[..., Any]
+ToolLike: TypeAlias = Tool[..., Any] | Callable[..., Any] | Mapping[str, Any]
 ModelLike: TypeAlias = ChatModel | ModelClient
 """A ``ChatModel`` (``OpenAIChatModel``, ``OpenAIResponsesModel``…) or a ``ModelClient``."""
 
@@ -156,7 +156,8 @@ class Agent(RunStarter):
     - ``model``: a ``ChatModel`` (wrapped in ``ChatModelClient``), an ``OpenAIResponsesModel`` (wrapped in
       ``ResponsesModelClient``) or any ``ModelClient`` (e.g. ``agentflow.testing.FakeModelClient``).
     - ``runtime``: ``"react"`` (default), another registered name, or an ``AgentRuntime`` instance.
-    - ``tools``: ``@tool`` functions, plain functions (wrapped), or a ``ToolRegistry``.
+    - ``tools``: ``@tool`` functions, plain functions (wrapped), hosted tool mappings such as
+      ``{"type": "web_search"}`` (run by the provider; Responses models only), or a ``ToolRegistry``.
     - ``system_prompt`` / ``instructions``: where each lands depends on the protocol (see
       ``ChatModelClient`` and ``ResponsesModelClient``).
     - ``options``: limits and loop behaviour (``AgentOptions``); ``settings``: model parameters
@@ -186,6 +187,13 @@ class Agent(RunStarter):
         self.model_client = as_model_client(model)
         self.runtime = resolve_runtime(runtime)
         self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+        if self.tools.hosted and isinstance(self.model_client, ChatModelClient):
+            # Said now, not at the first model call of every run: Chat Completions has no hosted tools.
+            kinds = ", ".join(repr(t.get("type")) for t in self.tools.hosted)
+            raise TypeError(
+                f"hosted tools ({kinds}) run on the Responses API only, and this model is used over Chat "
+                "Completions; pass an OpenAIResponsesModel as the model, or drop the hosted tools"
+            )
         self.system_prompt = _optional_text("system_prompt", system_prompt)
         self.instructions = _optional_text("instructions", instructions)
         self.options = options if options is not None else AgentOptions()
@@ -307,9 +315,10 @@ class Agent(RunStarter):
     async def aclose(self) -> None:
         """Close the model client (and its HTTP connections); ``async with agent:`` does it on leaving.
 
-        The model is closed even if other agents use it too, and their runs in flight then fail with a
-        connection error: for a model shared by many agents (one agent per request in a web service), build
-        the agents without ``async with`` and close the model once, at shutdown.
+        The model is closed even if other agents use it too, and their runs in flight in this event loop then
+        fail with a connection error (other loops' connection pools are left alone): for a model shared by
+        many agents (one agent per request in a web service), build the agents without ``async with`` and
+        close the model once, at shutdown.
         """
         await self.model_client.aclose()
 

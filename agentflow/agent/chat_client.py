@@ -77,6 +77,12 @@ def to_chat_request(prompt: AgentPrompt) -> ChatRequest:
 
 
 def _chat_messages(prompt: AgentPrompt) -> list[Message]:
+    # Checked here, the one step both ``to_chat_request`` and ``ChatModelClient`` run for every prompt.
+    if prompt.hosted_tools:
+        kinds = ", ".join(repr(tool.get("type")) for tool in prompt.hosted_tools)
+        raise ValueError(
+            f"hosted tools ({kinds}) have no Chat Completions form; use an OpenAIResponsesModel for them"
+        )
     messages: list[Message] = []
     if prompt.system_prompt and prompt.system_prompt.strip():
         messages.append(SystemMessage(prompt.system_prompt))

@@ -93,12 +93,13 @@ def message_item(role: str, text: str) -> dict[str, Any]:
 
 
 def user_item(text: str, images: Iterable[str] = ()) -> dict[str, Any]:
-    """A user message item: the text, then one ``input_image`` part per image URL (``https:`` or ``data:``).
+    """A user message item: the text, then one ``input_image`` part per image URL (``https:`` or ``data:``),
+    with ``detail: "auto"`` (the API's default, which some servers, vLLM's ``/responses``, require).
 
     The text part is left out only when it is empty and there are images. A blank URL is a ``ValueError``.
 
     >>> user_item("What is this?", ["https://x/cat.png"])["content"][1]
-    {'type': 'input_image', 'image_url': 'https://x/cat.png'}
+    {'type': 'input_image', 'image_url': 'https://x/cat.png', 'detail': 'auto'}
     """
     urls = [images] if isinstance(images, str) else list(images)
     content: list[dict[str, Any]] = []
@@ -107,7 +108,7 @@ def user_item(text: str, images: Iterable[str] = ()) -> dict[str, Any]:
     for url in urls:
         if not isinstance(url, str) or not url.strip():
             raise ValueError(f"user_item: image URLs must be non-blank strings, got {url!r}")
-        content.append({"type": "input_image", "image_url": url})
+        content.append({"type": "input_image", "image_url": url, "detail": "auto"})
     return {"type": "message", "role": "user", "content": content}
 
 
@@ -526,10 +527,8 @@ def _parts_to_responses(content: Sequence[ContentPart]) -> list[dict[str, Any]]:
         if isinstance(part, TextPart):
             parts.append({"type": "input_text", "text": part.text})
         else:
-            image: dict[str, Any] = {"type": "input_image", "image_url": part.url}
-            if part.detail is not None:
-                image["detail"] = part.detail
-            parts.append(image)
+            # As ``OpenAIResponsesModel`` sends an ``ImagePart``: some servers (vLLM) require a detail level.
+            parts.append({"type": "input_image", "image_url": part.url, "detail": part.detail or "auto"})
     return parts
 
 
@@ -595,15 +594,22 @@ _RESPONSES_ROLES = frozenset({"user", "system", "developer"})
 _RESPONSES_TEXT_PARTS = frozenset({"input_text", "output_text"})
 
 
-def _check_responses_parts(content: Any, index: int) -> None:
-    """Check a Responses ``content`` (or tool ``output``) list: each part an object with a type, and the part
-    types every server knows well formed.
+def _responses_parts(content: Sequence[Any], index: int, text_type: str = "input_text") -> Sequence[Any]:
+    """A Responses ``content`` (or tool ``output``) list, checked, as it is to be sent: ``content`` itself
+    when every part is, else a fixed copy.
 
-    Only what the API would certainly refuse is an error: other part types (``input_file``, ``input_audio``,
-    future ones) are for the server to judge, as are fields beyond the ones checked here.
+    Fixed: an ``input_image`` without a ``detail`` gets ``"auto"`` (some servers, vLLM's ``/responses``,
+    require one), and the Chat part shapes become their Responses ones (``{"type": "text"}`` →
+    ``text_type``, ``input_text`` or, for an assistant, ``output_text``; ``{"type": "image_url", "image_url":
+    {"url", "detail"}}`` → ``input_image``), which Responses would refuse. Checked: each part is an object
+    with a type, and the part types every server knows are well formed. Only what the API would certainly
+    refuse is an error: other part types (``input_file``, ``input_audio``, future ones) are for the server to
+    judge, as are fields beyond the ones checked here.
     """
-    for part in content:
+    fixed: list[Any] | None = None
+    for position, part in enumerate(content):
         kind = part.get("type") if isinstance(part, MAPPINGS) else None
+        new: dict[str, Any] | None = None
         if kind in _RESPONSES_TEXT_PARTS:
             if not isinstance(part.get("text"), str):
                 raise ValueError(f"{_where(index)}: a {kind} part needs a string 'text'")
@@ -615,22 +621,47 @@ def _check_responses_parts(content: Any, index: int) -> None:
                     f"{_where(index)}: an input_image part needs a non-blank string 'image_url' or a "
                     f"'file_id', got image_url={url!r:.80}"
                 )
+            if part.get("detail") is None:
+                new = {**part, "detail": "auto"}
         elif kind == "refusal":
             if not isinstance(part.get("refusal"), str):
                 raise ValueError(f"{_where(index)}: a refusal part needs a string 'refusal'")
+        elif kind == "text":
+            text = part.get("text")
+            if not isinstance(text, str):
+                raise ValueError(f"{_where(index)}: a text part needs a string 'text'")
+            new = {"type": text_type, "text": text}
+        elif kind == "image_url":
+            image = _image_part(part, index)
+            new = {"type": "input_image", "image_url": image.url, "detail": image.detail or "auto"}
         elif not isinstance(kind, str):
             raise ValueError(
                 f"{_where(index)}: each content part must be an object with a 'type', got {part!r:.80}"
             )
+        if new is not None:
+            if fixed is None:
+                fixed = list(content[:position])
+            fixed.append(new)
+        elif fixed is not None:
+            fixed.append(part)
+    return content if fixed is None else fixed
 
 
-def _check_responses_content(content: Any, index: int) -> None:
-    """Check a Responses message's ``content``: a string, or a list of parts (``_check_responses_parts``)."""
+def _responses_content(content: Any, index: int, text_type: str = "input_text") -> Any:
+    """A Responses message's ``content`` as it is to be sent: a string, or a list of parts
+    (``_responses_parts``)."""
     if isinstance(content, str):
-        return
+        return content
     if not isinstance(content, _SEQUENCES):
         raise ValueError(f"{_where(index)}: 'content' must be a string or a list of parts")
-    _check_responses_parts(content, index)
+    return _responses_parts(content, index, text_type)
+
+
+def _with_content(item: Mapping[str, Any], index: int, text_type: str = "input_text") -> Mapping[str, Any]:
+    """A message item with its ``content`` as it is to be sent (the item itself when that needs no fix)."""
+    content = item.get("content")
+    sent = _responses_content(content, index, text_type)
+    return item if sent is content else {**item, "content": sent}
 
 
 def _responses_function_call(item: Mapping[str, Any], index: int) -> Mapping[str, Any]:
@@ -659,29 +690,33 @@ def _responses_function_call(item: Mapping[str, Any], index: int) -> Mapping[str
     return {**item, "arguments": text}
 
 
-def _check_responses_tool_output(item: Mapping[str, Any], index: int) -> None:
-    """Check a ``function_call_output`` item: a call id, and an ``output`` string or list of content parts."""
+def _responses_tool_output(item: Mapping[str, Any], index: int) -> Mapping[str, Any]:
+    """A ``function_call_output`` item as sent: checked (a call id, and an ``output`` string or list of
+    content parts), its parts fixed as ``_responses_parts`` does."""
     _call_id(item, index)
     output = item.get("output")
     if isinstance(output, str):
-        return
+        return item
     if not isinstance(output, _SEQUENCES):
         raise ValueError(
             f"{_where(index)}: a function_call_output item's 'output' must be a string or a list of "
             f"content parts, got {type(output).__name__}"
         )
-    _check_responses_parts(output, index)
+    sent = _responses_parts(output, index)
+    return item if sent is output else {**item, "output": sent}
 
 
 def to_responses_input(items: Iterable[Any]) -> list[Any]:
     """Convert conversation items to Responses ``input`` items, in order.
 
-    Dict items are sent verbatim (unknown fields such as ``encrypted_content`` survive), except two Chat
+    Dict items are sent verbatim (unknown fields such as ``encrypted_content`` survive), except the Chat
     shapes that the Responses API would reject: an assistant message with Chat-style ``tool_calls`` becomes
     the message plus ``function_call`` items (and its ``input_text`` parts become ``output_text``; its Chat
-    ``reasoning_content`` / ``reasoning`` is left out), and a ``{"role": "tool"}`` dict becomes a
-    ``function_call_output``. ``Message`` values are converted to items (an ``AiMessage``'s reasoning is not
-    sent either).
+    ``reasoning_content`` / ``reasoning`` is left out), a ``{"role": "tool"}`` dict becomes a
+    ``function_call_output``, and Chat content parts (``{"type": "text"}``, ``{"type": "image_url"}``) become
+    ``input_text`` (``output_text`` for an assistant) and ``input_image``. An ``input_image`` without a
+    ``detail`` is sent with ``"auto"``. A fixed item is a copy; memory keeps its own. ``Message`` values are
+    converted to items (an ``AiMessage``'s reasoning is not sent either).
 
     The item types this module builds are checked before anything is sent, as on the Chat path: a ``message``
     (a dict with a ``role`` and no ``type`` is one) needs a known role (``user``, ``assistant``, ``system``,
@@ -716,18 +751,16 @@ def to_responses_input(items: Iterable[Any]) -> list[Any]:
         if kind == "function_call_output":
             call_id = item.get("call_id")
             if type(call_id) is not str or not call_id or type(item.get("output")) is not str:
-                _check_responses_tool_output(item, index)
+                item = _responses_tool_output(item, index)
             out.append(item)
         elif kind == "message":
             role = item.get("role")
             if role == "assistant":
-                content = item.get("content")
-                if content is not None or "tool_calls" not in item:  # Chat calls alone need no content
-                    _check_responses_content(content, index)
+                if item.get("content") is not None or "tool_calls" not in item:  # Chat calls alone need none
+                    item = _with_content(item, index, "output_text")
                 out.extend(_assistant_map_to_responses(item, index))
             elif isinstance(role, str) and role in _RESPONSES_ROLES:
-                _check_responses_content(item.get("content"), index)
-                out.append(item)
+                out.append(_with_content(item, index))
             elif role == "tool":
                 call_id = item.get("tool_call_id")
                 if not isinstance(call_id, str) or not call_id:

@@ -89,8 +89,9 @@ class AgentOptions:
     - ``tool_timeout`` / ``max_tool_concurrency``: the per-call default timeout and the concurrency limit of
       tools (default 8 calls at once).
     - ``reset_tool_choice`` (default ``True``): once tools have run in a run, a ``tool_choice`` that forces
-      a call (``"required"``, one function) is sent as unset (the model decides) for the rest of the run, so
-      the model can answer instead of calling tools until ``max_steps``. ``False`` keeps forcing every step.
+      a call (``"required"``, one function, ``allowed_tools`` in mode ``required``) is sent as unset (the
+      model decides) for the rest of the run, so the model can answer instead of calling tools until
+      ``max_steps``. ``False`` keeps forcing every step.
     - ``stream``: whether model calls stream. ``None`` (default) streams when the run is consumed through
       ``agent.stream()`` (so text arrives mid-call) and makes plain calls for ``agent.run()``.
     ``None`` means "no limit" for every limit.

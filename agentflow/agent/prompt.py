@@ -106,11 +106,21 @@ class AgentPrompt:
     """Chat's ``response_format`` (``{"type": "json_schema", "json_schema": {…}}``); on Responses it is sent
     as ``text.format``. Clients may reuse what they built from it while the same mapping comes back, so do
     not mutate one you have passed."""
+    hosted_tools: tuple[Mapping[str, Any], ...] = attrs.field(default=(), converter=_to_tuple)
+    """Tools the provider runs inside the model call (``{"type": "web_search"}``…), sent verbatim after
+    ``tools`` on Responses (``ToolRegistry.hosted``). Chat Completions has none: ``ChatModelClient`` refuses
+    a prompt that has some (``ValueError``)."""
 
     def __attrs_post_init__(self) -> None:
         for tool in self.tools:
             if not isinstance(tool, ToolSpec):
                 raise TypeError(f"AgentPrompt.tools takes ToolSpec values, got {type(tool).__name__}")
+        for hosted in self.hosted_tools:
+            if not isinstance(hosted, Mapping) or not isinstance(hosted.get("type"), str):
+                raise TypeError(
+                    "AgentPrompt.hosted_tools takes tool mappings with a string 'type' such as "
+                    f"{{'type': 'web_search'}}, got {hosted!r:.80}"
+                )
 
 
 @attrs.frozen

@@ -7,15 +7,20 @@ How a prompt lands on the Responses protocol (seed 000 §3, kept deliberately):
   ``tool_choice`` in any form, ``parallel_tool_calls``, ``temperature``, ``top_p``, ``max_output_tokens``,
   ``reasoning``, ``store``, ``user`` and ``extra_body``; ``response_format`` (Chat's shape) as ``text.format``
   (``json_schema`` flattened);
-- ``store=False`` (stateless: the server keeps nothing) also asks for ``include:
-  ["reasoning.encrypted_content"]``, added to any ``include`` of ``extra_body`` or the model's defaults:
-  replayed reasoning items must carry their content, as a bare ``rs_…`` id cannot be looked up;
-- items: dicts verbatim (see ``agentflow.agent.items.to_responses_input`` for the two Chat shapes it fixes),
+- ``store`` sent as ``false`` (stateless: the server keeps nothing), whether by the prompt, its ``extra_body``
+  or the model's defaults, also asks for ``include: ["reasoning.encrypted_content"]`` (for a reasoning
+  model), added to any ``include`` of ``extra_body`` or the model's defaults: replayed reasoning items must
+  carry their content, as a bare ``rs_…`` id cannot be looked up;
+- ``hosted_tools`` (``{"type": "web_search"}``…) go out verbatim after the function tools, then the tools
+  of ``extra_body`` and the model's default ``tools``, each once (the prompt's ``tools`` would replace them);
+- items: dicts verbatim (see ``agentflow.agent.items.to_responses_input`` for the Chat shapes it fixes),
   ``Message`` values converted;
 - memory items are the response's raw output items, verbatim (a reasoning item with ``encrypted_content``
   survives the round trip), less what the API would refuse as input: a ``function_call`` the model did not
   finish (an incomplete response) and a reasoning item with nothing after it; better than the seed,
-  reasoning text, tool calls and their argument deltas stream mid-call, and ``reasoning_text`` is filled.
+  reasoning text, tool calls and their argument deltas stream mid-call, and ``reasoning_text`` is filled;
+- a call the client must answer that is not a ``function_call`` (``custom_tool_call``…) raises
+  ``ProtocolError``: agents run function tools only.
 
 The mapping functions are pure; only the client awaits.
 """
@@ -26,6 +31,7 @@ import re
 from collections.abc import Awaitable, Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
+from ..model.errors import ProtocolError
 from ..model.messages import ToolCall
 from ..model.stream import ModelStream
 from ..providers.openai.responses_codec import UNFINISHED_STATUSES, text_format
@@ -35,9 +41,11 @@ from .items import system_item, to_responses_input, with_call_ids
 from .prompt import AgentModelResult, AgentPrompt
 
 __all__ = [
+    "CLIENT_RUN_ITEMS",
     "ENCRYPTED_REASONING",
     "ResponsesModel",
     "ResponsesModelClient",
+    "outgoing_field",
     "replayable_items",
     "responses_result",
     "to_responses_request",
@@ -70,37 +78,97 @@ ENCRYPTED_REASONING = "reasoning.encrypted_content"
 """The ``include`` entry that returns reasoning items with their ``encrypted_content`` (stateless replay)."""
 
 
-_REASONING_MODEL = re.compile(r"(?:^|/)(?:o\d|gpt-5)(?![\w.-]*-chat)", re.IGNORECASE)
-"""OpenAI's reasoning model names (``o3``, ``o4-mini``, ``gpt-5.1``, ``openai/o3`` on a router), less the
-``-chat`` variants of gpt-5, which do not reason."""
+_REASONING_MODEL = re.compile(r"(?:^|/)(?:ft:)?(?:o\d|gpt-5|codex-mini)(?![\w.-]*-chat)", re.IGNORECASE)
+"""OpenAI's reasoning model names (``o3``, ``o4-mini``, ``gpt-5.1``, ``codex-mini-latest``), also behind a
+router prefix (``openai/o3``) and fine-tuned (``ft:o4-mini-2025-04-16:acme::abc123``; only the base model
+counts, not the suffix), less the ``-chat`` variants of gpt-5, which do not reason."""
+
+
+def outgoing_field(
+    prompt: AgentPrompt, name: str, value: Any = None, defaults: Mapping[str, Any] | None = None
+) -> Any:
+    """The value of the top-level field ``name`` a request for ``prompt`` carries (``None``: not sent).
+
+    ``value`` is the prompt's own field (``prompt.store``…); ``defaults`` the model's
+    (``OpenAIResponsesModel.defaults``). The order is the wire's: the prompt's field, then the model's
+    default field (``ResponsesRequest.merged`` fills unset fields), then the prompt's ``extra_body``, then the
+    model's default ``extra_body`` (``encode_request`` writes ``extra_body`` first, standard fields over it).
+
+    >>> prompt = AgentPrompt(extra_body={"store": False})
+    >>> outgoing_field(prompt, "store", prompt.store), outgoing_field(prompt, "store", True)
+    (False, True)
+    >>> outgoing_field(AgentPrompt(), "store", defaults={"extra_body": {"store": False}})
+    False
+    """
+    if value is not None:
+        return value
+    if defaults:
+        value = defaults.get(name)
+        if value is not None:
+            return value
+    value = prompt.extra_body.get(name) if prompt.extra_body else None
+    if value is not None or not defaults:
+        return value
+    extra = defaults.get("extra_body")
+    return extra.get(name) if isinstance(extra, Mapping) else None
 
 
 def wants_encrypted_reasoning(
-    prompt: AgentPrompt, *, model: str | None = None, setting: bool | None = None
+    prompt: AgentPrompt,
+    *,
+    model: str | None = None,
+    setting: bool | None = None,
+    defaults: Mapping[str, Any] | None = None,
 ) -> bool:
     """Whether a request for ``prompt`` asks for ``"reasoning.encrypted_content"``.
 
-    Only a stateless prompt (``store=False``) needs it. ``setting`` decides when given; otherwise a prompt
-    that sets ``reasoning``, or whose model (``prompt.model``, else ``model``) is a reasoning model, asks
-    for it: OpenAI's other models refuse it ("Encrypted content is not supported with this model").
+    Only a stateless request (``store`` sent as ``false``) needs it. ``setting`` decides when given; otherwise
+    a request that sets ``reasoning``, or whose model is a reasoning model, asks for it: OpenAI's other models
+    refuse it ("Encrypted content is not supported with this model"). ``store``, ``reasoning`` and the model
+    name are read as the request sends them (``outgoing_field``): from the prompt, its ``extra_body``, or the
+    model's ``defaults``; ``model`` names the model when neither the prompt nor ``defaults`` does.
 
     >>> stateless = AgentPrompt(store=False)
     >>> [wants_encrypted_reasoning(stateless, model=m) for m in ("o4-mini", "gpt-5-chat-latest", "gpt-4o")]
     [True, False, False]
+    >>> wants_encrypted_reasoning(AgentPrompt(), defaults={"model": "o3", "store": False})
+    True
     """
-    if prompt.store is not False:
+    if outgoing_field(prompt, "store", prompt.store, defaults) is not False:
         return False
     if setting is not None:
         return setting
-    name = prompt.model or model
-    return prompt.reasoning is not None or (name is not None and _REASONING_MODEL.search(name) is not None)
+    if outgoing_field(prompt, "reasoning", prompt.reasoning, defaults) is not None:
+        return True
+    name = outgoing_field(prompt, "model", prompt.model, defaults) or model
+    return isinstance(name, str) and _REASONING_MODEL.search(name) is not None
 
 
-def to_responses_request(prompt: AgentPrompt, *, encrypted_reasoning: bool = False) -> ResponsesRequest:
+def _tool_list(value: Any, where: str) -> tuple[Any, ...]:
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise TypeError(
+            f"{where} must be a list of tools such as [{{'type': 'web_search'}}], not {value!r:.80}"
+        )
+    return tuple(value)
+
+
+def _with_tools(tools: tuple[Any, ...], more: Any, where: str) -> tuple[Any, ...]:
+    """``tools``, then those of ``more`` it does not hold already."""
+    return (*tools, *(tool for tool in _tool_list(more, where) if tool not in tools))
+
+
+def to_responses_request(
+    prompt: AgentPrompt, *, encrypted_reasoning: bool = False, default_tools: Iterable[Any] = ()
+) -> ResponsesRequest:
     """The Responses request for ``prompt`` (see the module docstring for the mapping).
 
     ``encrypted_reasoning`` adds ``"reasoning.encrypted_content"`` to ``include`` (``ResponsesModelClient``
     decides it with ``wants_encrypted_reasoning``).
+
+    Tools add up: the prompt's function tools, its hosted tools, then the tools of its ``extra_body`` and
+    ``default_tools`` (the model's default ``tools``), each once. Sent alone, those would be replaced by the
+    prompt's ``tools`` field (standard fields win over ``extra_body``, and a request's fields over the model's
+    defaults), silently dropping a hosted tool given there.
 
     >>> from agentflow.agent.items import user_item
     >>> request = to_responses_request(AgentPrompt(system_prompt="Be brief.", instructions="Use tools.",
@@ -120,11 +188,20 @@ def to_responses_request(prompt: AgentPrompt, *, encrypted_reasoning: bool = Fal
     # given elsewhere is kept beside this entry: ``encode_request`` merges ``extra_body``'s, and
     # ``ResponsesRequest.merged`` the model's defaults.
     include = (ENCRYPTED_REASONING,) if encrypted_reasoning else None
+    tools: tuple[Any, ...] = prompt.tools
+    if prompt.hosted_tools:
+        tools = (*tools, *prompt.hosted_tools)
+    extra_body = dict(prompt.extra_body)
+    if tools:
+        if "tools" in extra_body:
+            tools = _with_tools(tools, extra_body.pop("tools"), "extra_body['tools']")
+        if default_tools:
+            tools = _with_tools(tools, default_tools, "the model's default tools")
     return ResponsesRequest(
         items,
         model=prompt.model,
         instructions=_non_blank(prompt.system_prompt),
-        tools=prompt.tools or None,
+        tools=tools or None,
         tool_choice=prompt.tool_choice,
         parallel_tool_calls=prompt.parallel_tool_calls,
         temperature=prompt.temperature,
@@ -135,7 +212,7 @@ def to_responses_request(prompt: AgentPrompt, *, encrypted_reasoning: bool = Fal
         user=prompt.user,
         include=include,
         text=None if prompt.response_format is None else {"format": text_format(prompt.response_format)},
-        extra_body=dict(prompt.extra_body),
+        extra_body=extra_body,
     )
 
 
@@ -194,12 +271,54 @@ def _with_filled_ids(output: tuple[Any, ...], calls: tuple[ToolCall, ...]) -> tu
     return tuple(patched)
 
 
+CLIENT_RUN_ITEMS = frozenset(
+    {
+        "custom_tool_call",
+        "computer_call",
+        "local_shell_call",
+        "shell_call",
+        "apply_patch_call",
+        "mcp_approval_request",
+    }
+)
+"""Output item types the client must answer (with a ``…_output`` or ``mcp_approval_response`` item) that are
+not ``function_call``: an agent runs function tools only, so it can answer none of them."""
+
+
+def _refuse_client_run_items(response: ResponsesResponse) -> None:
+    """``ProtocolError`` (not retryable) naming the first item the agent would have to answer but cannot.
+
+    Read as a final answer, such a turn would end the run with empty text, and replaying the call without its
+    output makes the next request fail (400 "No tool output found for … call").
+    """
+    for item in response.output:
+        kind = item.get("type")
+        if kind in CLIENT_RUN_ITEMS:
+            what = f"a {kind} item"
+            name = item.get("name") or item.get("server_label")
+            if name:
+                what += f" ({name!r})"
+            hint = (
+                "set require_approval='never' on the mcp tool"
+                if kind == "mcp_approval_request"
+                else "give the tool as a @tool function"
+            )
+            raise ProtocolError(
+                f"the model answered with {what}, which the client must run and answer, but agents run "
+                f"function tools only; {hint}",
+                partial=response,
+            )
+
+
 def responses_result(response: ResponsesResponse) -> AgentModelResult:
     """The agent's view of a Responses result: text, reasoning, tool calls, and as memory items the raw output
     items that can be replayed (``replayable_items``).
 
     ``finish_reason`` is the response's: ``LENGTH`` for a response cut at ``max_output_tokens`` (returned with
-    ``on_incomplete="return"``), even when nothing of it was kept.
+    ``on_incomplete="return"``), even when nothing of it was kept. A call the client must answer other than
+    a ``function_call`` (``custom_tool_call``, ``computer_call``, ``mcp_approval_request``…:
+    ``CLIENT_RUN_ITEMS``) raises ``ProtocolError`` carrying the response as ``partial``: an agent cannot
+    answer it.
 
     >>> r = ResponsesResponse("resp_1", "m", "completed",
     ...     ({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Hi"}]},),
@@ -208,6 +327,7 @@ def responses_result(response: ResponsesResponse) -> AgentModelResult:
     >>> result.output_text, result.memory_items == r.output, result.finish_reason.value
     ('Hi', True, 'stop')
     """
+    _refuse_client_run_items(response)
     calls = with_call_ids(response.tool_calls)
     output = replayable_items(response.output)
     if calls != tuple(response.tool_calls):
@@ -224,17 +344,21 @@ def responses_result(response: ResponsesResponse) -> AgentModelResult:
     )
 
 
+_NO_PROMPT = AgentPrompt()
+
+
 class ResponsesModelClient(ProtocolClient[ResponsesModel, ResponsesRequest, ResponsesResponse]):
     """Runs agent prompts over the OpenAI Responses protocol through ``OpenAIResponsesModel``.
 
-    A stateless prompt (``store=False``) asks for ``"reasoning.encrypted_content"`` when it sets
-    ``reasoning`` or its model is a reasoning model (``wants_encrypted_reasoning``); ``encrypted_reasoning``
-    overrides that guess either way, e.g. ``ResponsesModelClient(model, encrypted_reasoning=True)`` for a
-    reasoning model under another name.
+    A stateless request (``store`` sent as ``false``, by the prompt, its ``extra_body`` or the model's
+    defaults) asks for ``"reasoning.encrypted_content"`` when it sets ``reasoning`` or its model is a
+    reasoning model (``wants_encrypted_reasoning``); ``encrypted_reasoning`` overrides that guess either way,
+    e.g. ``ResponsesModelClient(model, encrypted_reasoning=True)`` for a reasoning model under another name.
+    Tools the model sends by default join a prompt's own (see ``to_responses_request``).
     ``aclose()`` (or leaving ``async with``) closes the wrapped model.
     """
 
-    __slots__ = ("_encrypted_reasoning",)
+    __slots__ = ("_default_tools", "_defaults", "_encrypted_reasoning")
 
     def __init__(self, responses_model: ResponsesModel, *, encrypted_reasoning: bool | None = None) -> None:
         if not isinstance(responses_model, ResponsesModel):
@@ -244,6 +368,13 @@ class ResponsesModelClient(ProtocolClient[ResponsesModel, ResponsesRequest, Resp
             )
         super().__init__(responses_model)
         self._encrypted_reasoning = encrypted_reasoning
+        # ``OpenAIResponsesModel.defaults`` (a read-only view, fixed once the model is built): what a request
+        # sends for the fields a prompt leaves unset. A model without it (a test fake) has none.
+        defaults = getattr(responses_model, "defaults", None)
+        self._defaults: Mapping[str, Any] = defaults if isinstance(defaults, Mapping) else {}
+        # The tools the model sends by default: joined to a prompt's own, which would otherwise replace them.
+        tools = outgoing_field(_NO_PROMPT, "tools", None, self._defaults)
+        self._default_tools = () if tools is None else _tool_list(tools, "the model's default tools")
 
     @property
     def responses_model(self) -> ResponsesModel:
@@ -251,8 +382,10 @@ class ResponsesModelClient(ProtocolClient[ResponsesModel, ResponsesRequest, Resp
         return self._model
 
     def _request(self, prompt: AgentPrompt) -> ResponsesRequest:
-        wanted = wants_encrypted_reasoning(prompt, model=self.model_name, setting=self._encrypted_reasoning)
-        return to_responses_request(prompt, encrypted_reasoning=wanted)
+        wanted = wants_encrypted_reasoning(
+            prompt, model=self.model_name, setting=self._encrypted_reasoning, defaults=self._defaults
+        )
+        return to_responses_request(prompt, encrypted_reasoning=wanted, default_tools=self._default_tools)
 
     def _project(self, response: ResponsesResponse) -> AgentModelResult:
         return responses_result(response)

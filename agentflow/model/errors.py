@@ -173,18 +173,93 @@ class ResponseNotFinishedError(ModelError):
         self.response_status = response_status
 
 
+_EXCERPT_CHARS = 200  # of a body, in an error message
+_DETAIL_ITEMS = 5  # validation errors named in a message; the rest are counted
+
+
+def body_excerpt(text: str) -> str:
+    """The start of a body for an error message: whitespace collapsed, at most 200 characters.
+
+    >>> body_excerpt("<html>\\n  <title>502 Bad Gateway</title>")
+    '<html> <title>502 Bad Gateway</title>'
+    """
+    excerpt = " ".join(text.split())
+    return excerpt if len(excerpt) <= _EXCERPT_CHARS else excerpt[:_EXCERPT_CHARS] + "…"
+
+
+def redact_url(url: str) -> str:
+    """A URL as errors and logs show it: no user info, no query (either may carry a credential).
+
+    >>> redact_url("https://user:pw@gw.example/v1/chat/completions?key=secret")
+    'https://gw.example/v1/chat/completions'
+    """
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
+
+
 def _str_or_none(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+def _is_status(value: Any) -> bool:
+    # Only 100..599 is an HTTP status: Zhipu's "1301", Baidu's "336003" are business codes, not 5xx.
+    return type(value) is int and 100 <= value <= 599
+
+
+def _is_number(code: str) -> bool:
+    return code.isascii() and code.isdigit()  # ``"²".isdigit()`` too, but ``int("²")`` fails
+
+
+def _describe(value: Any) -> str:
+    """Readable text of an error message that is not a plain string: a list of messages, or FastAPI /
+    pydantic validation errors (``[{"loc": [...], "msg": ..., "type": ...}]``)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        shown = [_describe(item) for item in value[:_DETAIL_ITEMS]]
+        more = len(value) - len(shown)
+        return "; ".join(shown) + (f" (and {more} more)" if more > 0 else "")
+    if isinstance(value, Mapping):
+        text = value.get("msg", value.get("message"))
+        if isinstance(text, str):
+            loc = value.get("loc")
+            if isinstance(loc, list | tuple) and loc:
+                return f"{'.'.join(map(str, loc))}: {text}"
+            return text
+    return body_excerpt(orjson.dumps(value, default=str).decode())
+
+
+def is_error_payload(payload: Any) -> bool:
+    """Whether a JSON body that should have been an answer (a completion, an event stream) is a server's
+    error report: an ``error``, a ``detail`` (FastAPI) or a ``message``, or ``"object": "error"`` (vLLM).
+
+    >>> is_error_payload({"object": "error", "message": "context too long"}), is_error_payload({"id": "x"})
+    (True, False)
+    """
+    if not isinstance(payload, Mapping):
+        return False
+    get = payload.get
+    return bool(get("object") == "error" or get("error") or get("detail") or get("message"))
+
+
 def _error_object(payload: Any) -> Mapping[str, Any]:
-    """The error object of a payload: ``{"error": {…}}``, or the payload itself when it is flat."""
+    """The error object of a payload: ``{"error": {…}}``, or the payload itself when it is flat.
+
+    Also the shapes of servers that are not OpenAI's: ``{"error": "…"}`` (some compatible servers and
+    proxies), ``{"detail": …}`` (FastAPI: a string, or a list of validation errors) and a flat
+    ``{"message": …}`` (vLLM's ``{"object": "error", …}``, NestJS, gateways).
+    """
     if isinstance(payload, Mapping):
         inner = payload.get("error")
         if isinstance(inner, Mapping):
             return inner
+        if payload.get("message"):
+            return payload  # flat; a string ``error`` beside it is only a status phrase ("Bad Request")
         if isinstance(inner, str) and inner:
-            return {"message": inner}  # ``{"error": "…"}``, as some compatible servers and proxies send
+            return {"message": inner}
+        detail = payload.get("detail")
+        if detail:
+            return {**payload, "message": _describe(detail)}
         return payload
     return {}
 
@@ -196,26 +271,37 @@ def error_from_payload(
     body: str | None = None,
     default_message: str = "model error",
     headers: Mapping[str, str] | None = None,
+    url: str | None = None,
 ) -> ModelError:
     """A typed error from a decoded error object, in-band or from a non-2xx body.
 
     Accepts OpenAI's ``{"error": {"message", "type", "code", "param"}}``, the flat shape of some stream
-    events, and OpenRouter's numeric ``code`` with no ``type``.
+    events and of vLLM (``{"object": "error", "message", …}``), ``{"error": "…"}``, FastAPI's
+    ``{"detail": …}``, and OpenRouter's numeric ``code`` with no ``type`` (read as the HTTP status when it
+    is one, 100 to 599; any other number stays the ``code``). ``url`` (the request's, shown redacted) is
+    named in the message.
+
+    >>> error = error_from_payload({"error": {"message": "unsafe", "code": "1301"}})
+    >>> type(error).__name__, error.status, error.code, error.retryable
+    ('ModelError', None, '1301', False)
     """
     err = _error_object(payload)
-    message = str(err.get("message") or default_message)
+    text = err.get("message")
+    message = (text if isinstance(text, str) else _describe(text)) if text else default_message
     error_type = _str_or_none(err.get("type"))
     code = _str_or_none(err.get("code"))
     param = _str_or_none(err.get("param"))
     if status is None:
         for key in ("status_code", "status"):
             candidate = err.get(key)
-            if isinstance(candidate, int):
+            if _is_status(candidate):
                 status = candidate
                 break
         else:
-            if code is not None and code.isdigit():
-                status = int(code)
+            # OpenRouter's numeric codes are HTTP statuses; longer or other numbers are the server's own
+            # codes (Zhipu "1301" content safety, Baidu "336003"): kept as ``code``, typed from markers.
+            if code is not None and _is_number(code) and _is_status(number := int(code)):
+                status = number
     kwargs: dict[str, Any] = {
         "status": status,
         "body": body,
@@ -224,7 +310,14 @@ def error_from_payload(
         "param": param,
         "headers": headers,
     }
-    label = f"HTTP {status}: {message}" if status is not None else message
+    if status is not None:
+        label = f"HTTP {status}: {message}"
+    elif code is not None and _is_number(code):
+        label = f"{message} (code {code})"  # a server's own number (Zhipu's 1301…), the one thing to look up
+    else:
+        label = message
+    if url is not None:
+        label = f"{label} (POST {redact_url(url)})"
     markers = {error_type or "", code or ""}
     if markers & {"insufficient_quota"}:
         return RateLimitError(label, retryable=False, **kwargs)
@@ -276,7 +369,7 @@ def _class_for_status(status: int) -> type[ModelError]:
         return NotFoundError
     if status == 429:
         return RateLimitError
-    if status in (408, 409) or status >= 500:
+    if status in (408, 409) or 500 <= status <= 599:
         return ServerError
     if 400 <= status < 500:
         return BadRequestError
@@ -301,8 +394,7 @@ def _redirect_error(status: int, text: str, headers: Mapping[str, str], url: str
         )
     # Resolved against the request (a Location may be relative), without user info or query: either may
     # carry a credential, and the base URL's own query is added to every request anyway.
-    parts = urlsplit(urljoin(url, where) if url else where)
-    location = urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
+    location = redact_url(urljoin(url, where) if url else where)
     return RedirectError(
         f"HTTP {status}: the server redirected the request to {location}, and redirects are not followed "
         "(the POST would turn into a GET, or lose its Authorization header): set base_url to the address "
@@ -317,7 +409,13 @@ def error_from_status(
 ) -> ModelError:
     """A typed error for a non-2xx HTTP response, with the body kept verbatim.
 
-    A redirect (3xx) is a ``RedirectError`` naming its ``Location``, resolved against ``url`` (the request's).
+    The message is the server's: its error object's message (any shape ``error_from_payload`` reads), else
+    the start of the body (plain text, an HTML error page), and names ``url`` (the request's, redacted), so
+    a wrong ``base_url`` shows in it. A redirect (3xx) is a ``RedirectError`` naming its ``Location``,
+    resolved against ``url``.
+
+    >>> error_from_status(404, b"404 page not found", url="http://localhost/v1/chat/completions")
+    NotFoundError('HTTP 404: 404 page not found (POST http://localhost/v1/chat/completions)', status=404)
     """
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
     if 300 <= status < 400:
@@ -326,6 +424,8 @@ def error_from_status(
         payload: Any = orjson.loads(text) if text.strip() else None
     except orjson.JSONDecodeError:
         payload = None
-    default = f"request failed with HTTP {status}"
-    error = error_from_payload(payload, status=status, body=text, default_message=default, headers=headers)
-    return error
+    # A body with no message the error shapes name (plain text, HTML, unknown JSON) is its own best message.
+    default = body_excerpt(text) or f"request failed with HTTP {status}"
+    return error_from_payload(
+        payload, status=status, body=text, default_message=default, headers=headers, url=url
+    )

@@ -123,14 +123,23 @@ def _response_format(spec: OutputType | None, setting: Mapping[str, Any] | None)
 
 
 def _forces(tool_choice: object) -> bool:
-    """Whether a ``tool_choice`` makes the model call a tool (``required``, one function)."""
+    """Whether a ``tool_choice`` makes the model call a tool (``required``, one function, ``allowed_tools`` in
+    mode ``required``)."""
     if isinstance(tool_choice, ToolChoice):
         return tool_choice.mode in ("required", "function")
     if isinstance(tool_choice, str):
         return tool_choice == "required"
-    # A wire mapping: a function ({"type": "function", …}), or a hosted tool on Responses, which runs on the
-    # server inside the model call and never makes the loop go round.
-    return isinstance(tool_choice, Mapping) and tool_choice.get("type") == "function"
+    if not isinstance(tool_choice, Mapping):
+        return False
+    kind = tool_choice.get("type")
+    if kind == "allowed_tools":
+        # Responses puts the mode at the top of the choice, Chat Completions inside ``allowed_tools``.
+        inner = tool_choice.get("allowed_tools")
+        mode = inner.get("mode") if isinstance(inner, Mapping) else tool_choice.get("mode")
+        return mode == "required"
+    # Otherwise a function ({"type": "function", …}), {"type": "required"}, or a hosted tool on Responses,
+    # which runs on the server inside the model call and never makes the loop go round.
+    return kind in ("function", "required")
 
 
 def billed_usage(error: ModelError) -> TokenUsage | None:
@@ -382,6 +391,7 @@ class AgentRuntime:
             stream=ctx.stream_model,
             cache=ctx.prompt_cache,
             response_format=_response_format(ctx.output_type, s.response_format),
+            hosted_tools=ctx.tools.hosted,
         )
 
     async def call_model(self, ctx: RunContext, prompt: AgentPrompt) -> AgentModelResult:

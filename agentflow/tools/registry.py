@@ -4,50 +4,102 @@ Models sometimes decorate tool names: surrounding whitespace, a ``functions.`` p
 OpenAI uses internally), or a leaked chat-template marker such as ``get_weather<|channel|>commentary``.
 ``resolve`` and ``normalize_name`` undo these only when that yields a registered tool, so an exact name
 always wins. Pure lookup, no execution.
+
+Hosted tools (``{"type": "web_search"}``…: tools the provider runs inside the model call) are kept apart in
+``hosted``: they are sent with the request but never looked up or run here, so ``specs`` and everything the
+executor reads stay function tools only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from types import MappingProxyType
+from typing import Any, TypeAlias
 
 from ..model.tools import ToolSpec
 from .tool import Tool, tool
 
-__all__ = ["ToolRegistry"]
+__all__ = ["ToolLike", "ToolRegistry"]
 
 _PREFIXES = ("functions.", "function.", "tools.")
+
+ToolLike: TypeAlias = Tool[..., Any] | Callable[..., Any] | Mapping[str, Any]
+"""A ``@tool``, a plain function (wrapped with ``@tool``), or a hosted tool mapping such as
+``{"type": "web_search"}``."""
+
+_CLIENT_SIDE = frozenset({"custom", "computer_use_preview", "local_shell", "apply_patch"})
+"""Tool types whose calls the client must run and answer (``custom_tool_call``, ``computer_call``…): not
+hosted, and an agent runs function tools only, so it could never answer them."""
+
+
+def _hosted_tool(item: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A hosted tool mapping, checked, as a read-only copy (the registry is immutable)."""
+    kind = item.get("type")
+    if kind == "function":
+        raise TypeError(
+            "a function tool given as a mapping has no Python function to run; decorate the function with "
+            "@tool, or pass Tool.from_spec(ToolSpec.coerce(mapping), fn)"
+        )
+    if not isinstance(kind, str) or not kind:
+        raise TypeError(
+            "a tool mapping must name a hosted tool in a string 'type', such as {'type': 'web_search'}; "
+            f"got {dict(item)!r:.120}"
+        )
+    if kind in _CLIENT_SIDE:
+        raise TypeError(
+            f"a {kind!r} tool is run by the client, not the provider, and agents run function tools only; "
+            "write it as a @tool function"
+        )
+    return MappingProxyType(dict(item))
 
 
 class ToolRegistry:
     """An immutable set of tools with unique names. Plain functions are wrapped with ``@tool``.
 
+    A mapping whose ``type`` is not ``"function"`` is a hosted tool (``{"type": "web_search"}``), kept in
+    ``hosted``, in order; the Responses API runs it (Chat Completions has none). A function tool mapping is
+    refused: it has no function to run.
+
     >>> def ping() -> str:
     ...     '''Answer pong.'''
     ...     return "pong"
-    >>> registry = ToolRegistry([ping])
-    >>> registry.normalize_name(" functions.ping "), [s.name for s in registry.specs]
-    ('ping', ['ping'])
+    >>> registry = ToolRegistry([ping, {"type": "web_search"}])
+    >>> registry.normalize_name(" functions.ping "), [s.name for s in registry.specs], registry.hosted
+    ('ping', ['ping'], (mappingproxy({'type': 'web_search'}),))
     """
 
-    __slots__ = ("_names", "_specs", "_tools")
+    __slots__ = ("_hosted", "_names", "_specs", "_tools")
 
-    def __init__(self, tools: Iterable[Tool[..., Any] | Callable[..., Any]] = ()) -> None:
-        if not isinstance(tools, Iterable) or isinstance(tools, str | bytes):
+    def __init__(self, tools: Iterable[ToolLike] = ()) -> None:
+        if not isinstance(tools, Iterable) or isinstance(tools, str | bytes | Mapping):
             raise TypeError(f"tools must be a list of tools or functions, got {type(tools).__name__}")
         self._tools: dict[str, Tool[..., Any]] = {}
+        hosted: list[Mapping[str, Any]] = []
         for item in tools:
+            if isinstance(item, Mapping):
+                entry = _hosted_tool(item)
+                if entry in hosted:  # the API refuses a tool given twice
+                    raise ValueError(f"the hosted tool {dict(item)!r} is given twice")
+                hosted.append(entry)
+                continue
             t = item if isinstance(item, Tool) else tool(item)
             if t.name in self._tools:
                 raise ValueError(f"two tools are named {t.name!r}; tool names must be unique")
             self._tools[t.name] = t
         self._specs = tuple(t.spec for t in self._tools.values())
         self._names = tuple(self._tools)
+        self._hosted = tuple(hosted)
 
     @property
     def specs(self) -> tuple[ToolSpec, ...]:
         """The tool specs, in registration order, for the model request."""
         return self._specs
+
+    @property
+    def hosted(self) -> tuple[Mapping[str, Any], ...]:
+        """The hosted tools (``{"type": "web_search"}``…), read-only, in registration order: sent after the
+        function tools on Responses, never run here."""
+        return self._hosted
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -94,4 +146,7 @@ class ToolRegistry:
         return len(self._tools)
 
     def __repr__(self) -> str:
+        if self._hosted:
+            hosted = [entry.get("type") for entry in self._hosted]
+            return f"ToolRegistry({list(self._tools)!r}, hosted={hosted!r})"
         return f"ToolRegistry({list(self._tools)!r})"

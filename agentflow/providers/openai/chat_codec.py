@@ -11,11 +11,11 @@ standard field always wins over a custom one of the same name. Unset (``None``) 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
-from ...model.errors import ProtocolError, error_from_payload
+from ...model.errors import ProtocolError, error_from_payload, is_error_payload
 from ...model.messages import (
     REASONING_FIELDS,
     AiMessage,
@@ -33,6 +33,9 @@ from ...model.response import ChatResponse, FinishReason, TokenUsage
 from ...model.tools import ToolChoice, ToolSpec
 
 __all__ = [
+    "MAX_TOKENS_FIELDS",
+    "MaxTokensField",
+    "content_pieces",
     "decode_chat_response",
     "decode_finish_reason",
     "decode_usage",
@@ -49,8 +52,14 @@ _FINISH_REASONS = {
     "length": FinishReason.LENGTH,
     "tool_calls": FinishReason.TOOL_EXECUTION,
     "function_call": FinishReason.TOOL_EXECUTION,
+    "tool_call": FinishReason.TOOL_EXECUTION,  # the singular, from some compatible servers
     "content_filter": FinishReason.CONTENT_FILTER,
+    "sensitive": FinishReason.CONTENT_FILTER,  # Zhipu (GLM): the answer was blocked by its safety review
 }
+
+MaxTokensField = Literal["max_tokens", "max_completion_tokens"]
+#: The wire fields that may carry the output token limit (``max_tokens_field``).
+MAX_TOKENS_FIELDS: tuple[MaxTokensField, ...] = ("max_tokens", "max_completion_tokens")
 
 # Plain scalar parameters: (ChatParameters attribute, wire field).
 _SCALARS = (
@@ -148,6 +157,19 @@ def _assistant(message: AiMessage) -> dict[str, Any]:
     return out
 
 
+def _one_token_limit(fields: dict[str, Any], field: MaxTokensField) -> None:
+    """``fields`` with at most one token limit, under ``field``."""
+    if field not in MAX_TOKENS_FIELDS:  # never write the limit over some other key
+        raise ValueError(f"max_tokens_field must be one of {', '.join(map(repr, MAX_TOKENS_FIELDS))} or None")
+    limits = [
+        v
+        for v in (fields.pop("max_tokens", None), fields.pop("max_completion_tokens", None))
+        if v is not None
+    ]
+    if limits:
+        fields[field] = min(limits)
+
+
 def encode_tool(tool: ToolSpec) -> dict[str, Any]:
     """``{"type": "function", "function": {name, description, parameters[, strict]}}``.
 
@@ -175,17 +197,31 @@ def encode_tool_choice(choice: ToolChoice) -> str | dict[str, Any]:
     return choice.mode
 
 
-def encode_chat_request(request: ChatRequest, *, stream: bool = False) -> dict[str, Any]:
+def encode_chat_request(
+    request: ChatRequest,
+    *,
+    stream: bool = False,
+    stream_usage: bool = True,
+    max_tokens_field: MaxTokensField | None = None,
+) -> dict[str, Any]:
     """The request body for ``POST /chat/completions``.
 
     Raises ``ValueError`` when no model name is set (seed 003: it fails locally, before any request).
+    ``stream_usage`` and ``max_tokens_field`` are the model options of those names (see
+    ``encode_chat_body`` and ``encode_parameters``).
 
     >>> from agentflow import UserMessage
     >>> params = ChatParameters(model="m", custom={"model": "x", "n": 1})
     >>> encode_chat_request(ChatRequest([UserMessage("hi")], params))
     {'model': 'm', 'n': 1, 'messages': [{'role': 'user', 'content': 'hi'}]}
     """
-    return encode_chat_body(request.messages, request.parameters, stream=stream)
+    return encode_chat_body(
+        request.messages,
+        request.parameters,
+        stream=stream,
+        stream_usage=stream_usage,
+        max_tokens_field=max_tokens_field,
+    )
 
 
 def encode_chat_body(
@@ -194,43 +230,83 @@ def encode_chat_body(
     *,
     stream: bool = False,
     parameters: Mapping[str, Any] | None = None,
+    stream_usage: bool = True,
+    max_tokens_field: MaxTokensField | None = None,
 ) -> dict[str, Any]:
     """``encode_chat_request`` of ``ChatRequest(messages, params)``, without building that request (a
     model encodes the messages and parameters it has merged, once per call). ``parameters`` is
-    ``encode_parameters(params)`` when the caller has it already (a model keeps the encoding of parameters
-    it sends again); computed here otherwise.
+    ``encode_parameters(params, max_tokens_field=max_tokens_field)`` when the caller has it already (a
+    model keeps the encoding of parameters it sends again); computed here otherwise.
+
+    A stream asks for its usage (``stream_options.include_usage``, added to a custom ``stream_options``)
+    unless ``stream_usage`` is false; a custom ``stream_options`` of ``None`` sends none at all. Some
+    servers reject the field (Mistral, Databricks, Bedrock, older Azure API versions).
+
+    >>> from agentflow import UserMessage
+    >>> body = encode_chat_body([UserMessage("hi")], ChatParameters(model="m"), stream=True)
+    >>> body["stream"], body["stream_options"]
+    (True, {'include_usage': True})
+    >>> "stream_options" in encode_chat_body([], ChatParameters(model="m"), stream=True, stream_usage=False)
+    False
     """
     if not params.model:
         raise ValueError(
             "no model name: pass model=… to OpenAIChatModel, or set ChatParameters.model on the request"
         )
-    body: dict[str, Any] = dict(params.custom)
+    custom = params.custom
+    body: dict[str, Any] = dict(custom)
     body["model"] = params.model
     body["messages"] = [encode_message(m) for m in messages]
-    body.update(encode_parameters(params) if parameters is None else parameters)
+    body.update(
+        encode_parameters(params, max_tokens_field=max_tokens_field) if parameters is None else parameters
+    )
     if stream:
-        options = body.get("stream_options")
         body["stream"] = True
-        body["stream_options"] = {**(options if isinstance(options, Mapping) else {}), "include_usage": True}
-    elif "stream" in body:
-        # A blocking call reads one JSON body; a custom ``stream: true`` would make it unreadable.
-        body["stream"] = False
+        options = body.get("stream_options")
+        if options is None:
+            if "stream_options" in body:
+                # An explicit ``None`` means "do not send": the way to reach a server that rejects the
+                # field without changing the model.
+                del body["stream_options"]
+            elif stream_usage:
+                body["stream_options"] = {"include_usage": True}
+        elif stream_usage:
+            body["stream_options"] = {
+                **(options if isinstance(options, Mapping) else {}),
+                "include_usage": True,
+            }
+    elif custom:
+        # A blocking call reads one JSON body: a custom ``stream: true`` would make it unreadable, and OpenAI
+        # rejects ``stream_options`` without a stream.
+        if "stream" in body:
+            body["stream"] = False
         body.pop("stream_options", None)
     return body
 
 
-def encode_parameters(params: ChatParameters) -> dict[str, Any]:
+def encode_parameters(
+    params: ChatParameters, *, max_tokens_field: MaxTokensField | None = None
+) -> dict[str, Any]:
     """The body fields of ``params`` other than ``model`` and ``custom``, in body order: what
-    ``encode_chat_request`` writes after the messages (a function of ``params`` alone).
+    ``encode_chat_request`` writes after the messages (a function of ``params`` and ``max_tokens_field``).
+
+    ``max_tokens_field`` names the one wire field that carries the output token limit (``"max_tokens"``,
+    which Ollama, LM Studio, llama-cpp-python and older vLLM read, or ``"max_completion_tokens"``); with both
+    ``max_tokens`` and ``max_completion_tokens`` set, the smaller (both are upper bounds) is sent. ``None``
+    sends each under its own name.
 
     >>> encode_parameters(ChatParameters(model="m", temperature=0.2, stop="END"))
     {'temperature': 0.2, 'stop': ['END']}
+    >>> encode_parameters(ChatParameters(max_completion_tokens=64), max_tokens_field="max_tokens")
+    {'max_tokens': 64}
     """
     fields: dict[str, Any] = {}
     for attribute, field in _SCALARS:
         value = getattr(params, attribute)
         if value is not None:
             fields[field] = value
+    if max_tokens_field is not None:
+        _one_token_limit(fields, max_tokens_field)
     if params.stop:  # seed 003: only sent when non-empty
         fields["stop"] = list(params.stop)
     if params.response_format is not None:
@@ -260,6 +336,7 @@ _NO_DETAILS: Mapping[str, Any] = {}
 
 def decode_finish_reason(value: Any) -> FinishReason | None:
     """Seed 003 §3.5: stop, length, tool_calls/function_call, content_filter; other → OTHER; null → None.
+    Beyond the seed: ``tool_call`` (singular) is a tool call, Zhipu's ``sensitive`` a content filter.
 
     >>> decode_finish_reason("function_call"), decode_finish_reason("eos"), decode_finish_reason(None)
     (<FinishReason.TOOL_EXECUTION: 'tool_execution'>, <FinishReason.OTHER: 'other'>, None)
@@ -276,13 +353,16 @@ def _int(value: Any) -> int:
         return value
     if type(value) is float and value.is_integer():  # ``3.0``: some gateways re-serialise counts as floats
         return int(value)
+    if type(value) is str and value.isascii() and value.isdigit():  # ``"3"``: others as strings
+        return int(value)
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def decode_usage(usage: Mapping[str, Any]) -> TokenUsage:
     """Token usage from a Chat Completions ``usage`` object. Missing counts are 0 (so are non-integral
-    ones), integral floats (``3.0``) count as integers; a missing total is input + output; cached input
-    is ``prompt_tokens_details.cached_tokens`` or DeepSeek's ``prompt_cache_hit_tokens``.
+    ones), integral floats (``3.0``) and decimal strings (``"3"``) count as integers; a missing total is
+    input + output; cached input is ``prompt_tokens_details.cached_tokens`` or DeepSeek's
+    ``prompt_cache_hit_tokens``.
 
     >>> decode_usage({"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120,
     ...     "prompt_tokens_details": {"cached_tokens": 60, "cache_write_tokens": 30},
@@ -337,15 +417,38 @@ def decode_metadata(payload: Mapping[str, Any]) -> dict[str, Any]:
     return metadata
 
 
-def _text(content: Any, where: str) -> str | None:
-    if content is None or isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        # Some compatible servers answer with content parts; keep their text.
-        return "".join(
-            str(p.get("text") or "") for p in content if isinstance(p, _OBJECT) and p.get("type") == "text"
+def content_pieces(content: Any, where: str) -> list[tuple[bool, str]]:
+    """The text of a list of content parts, as ``(is_thinking, text)`` pieces in order.
+
+    Some compatible servers send ``content`` as parts (Mistral's Magistral: ``{"type": "text", "text"}`` and
+    ``{"type": "thinking", "thinking": [{"type": "text", "text"}]}``, the latter also as a plain string).
+    Text parts are the answer, thinking parts its reasoning; other part types (references…) are skipped.
+    Raises ``ProtocolError`` when ``content`` is not a list.
+
+    >>> thinking = {"type": "thinking", "thinking": [{"type": "text", "text": "hm"}]}
+    >>> content_pieces([thinking, {"type": "text", "text": "Hi"}, {"type": "reference"}], "content")
+    [(True, 'hm'), (False, 'Hi')]
+    """
+    if not isinstance(content, list):
+        raise ProtocolError(
+            f"{where} is neither a string, a list of parts nor null: {type(content).__name__}"
         )
-    raise ProtocolError(f"{where} is neither a string nor null: {type(content).__name__}")
+    pieces: list[tuple[bool, str]] = []
+    for part in content:
+        if not isinstance(part, _OBJECT):
+            continue
+        kind = part.get("type")
+        if kind == "text":
+            text = part.get("text")
+            if isinstance(text, str) and text:
+                pieces.append((False, text))
+        elif kind == "thinking":
+            thinking = part.get("thinking")
+            if isinstance(thinking, str):
+                thinking = [{"type": "text", "text": thinking}]
+            if isinstance(thinking, list):
+                pieces.extend((True, text) for _, text in content_pieces(thinking, where))
+    return pieces
 
 
 def _arguments(value: Any) -> str:
@@ -387,7 +490,7 @@ def decode_chat_response(payload: Any) -> ChatResponse:
     """A ``ChatResponse`` from a decoded ``chat.completion`` body (seed 003 §3.4–3.6).
 
     Raises ``ProtocolError`` when ``choices`` is missing or empty or ``choices[0].message`` is missing,
-    and the typed ``ModelError`` when the body is an error object.
+    and the typed ``ModelError`` when the body is an error object (also a flat one, or ``detail``).
 
     >>> r = decode_chat_response({"choices": [{"message": {"content": "CAS."}, "finish_reason": "stop"}],
     ...                           "usage": {"prompt_tokens": 20, "completion_tokens": 10}})
@@ -400,7 +503,12 @@ def decode_chat_response(payload: Any) -> ChatResponse:
         raise error_from_payload(payload, body=orjson.dumps(payload).decode())
     choices = payload.get("choices")
     if not isinstance(choices, list) or not choices:
-        raise ProtocolError("the response has no choices", body=orjson.dumps(payload).decode())
+        body = orjson.dumps(payload).decode()
+        if is_error_payload(payload):
+            # An error report answered with 200 in another shape (vLLM's ``{"object": "error", …}``,
+            # FastAPI's ``detail``): the server's message, typed, rather than "no choices".
+            raise error_from_payload(payload, body=body, default_message="the response has no choices")
+        raise ProtocolError("the response has no choices", body=body)
     choice = choices[0]
     message = choice.get("message") if isinstance(choice, _OBJECT) else None
     if not isinstance(message, _OBJECT):
@@ -409,8 +517,11 @@ def decode_chat_response(payload: Any) -> ChatResponse:
     has_calls = message.get("tool_calls") is not None or message.get("function_call") is not None
     calls = _tool_calls(message) if has_calls else ()
     text = message.get("content")
-    if text is not None and type(text) is not str:  # a plain string needs no ``_text`` call
-        text = _text(text, "choices[0].message.content")
+    thought = None
+    if text is not None and type(text) is not str:  # a plain string needs no more work
+        pieces = content_pieces(text, "choices[0].message.content")
+        text = "".join(piece for thinking, piece in pieces if not thinking)
+        thought = "".join(piece for thinking, piece in pieces if thinking)
     if not text and calls:
         text = None
     # ``reasoning_content`` (DeepSeek) unless it is empty and ``reasoning`` (OpenRouter, Groq) is not. The
@@ -424,7 +535,8 @@ def decode_chat_response(payload: Any) -> ChatResponse:
     elif type(other) is str:
         reasoning, reasoning_field = other, "reasoning"
     else:  # the usual case (OpenAI): neither field
-        reasoning = reasoning_field = None
+        # Thinking content parts (Magistral) are the reasoning; no field names them, so none is sent back.
+        reasoning, reasoning_field = thought, None
     refusal = message.get("refusal")
     usage = payload.get("usage")
     reason = choice.get("finish_reason")

@@ -22,7 +22,13 @@ from ...model.protocol import RequestLike
 from ...model.request import ChatParameters, ChatRequest, coerce_messages, parameters_from
 from ...model.response import ChatResponse
 from ...model.stream import ModelStream
-from .chat_codec import decode_chat_response, encode_chat_body, encode_parameters
+from .chat_codec import (
+    MAX_TOKENS_FIELDS,
+    MaxTokensField,
+    decode_chat_response,
+    encode_chat_body,
+    encode_parameters,
+)
 from .chat_stream import ChatStreamDecoder
 from .client import DEFAULT_BASE_URL, OpenAIHttpClient, check_sdk_keywords, redact_url
 
@@ -41,6 +47,18 @@ class OpenAIChatModel:
     ``RetryPolicy``. ``api_key`` is sent as ``Authorization: Bearer …`` only when set — it is never read
     from the environment implicitly and never shown in a repr, an error or an event.
 
+    Options for compatible servers (see docs/model/chat-completions.md):
+
+    - ``stream_usage`` (default ``True``): streams ask for their token usage with
+      ``stream_options: {"include_usage": true}``. Mistral, Databricks, Bedrock and older Azure API versions
+      reject the field (400/422): ``False`` leaves it out (such a stream then reports no usage).
+    - ``max_tokens_field``: the one wire field that carries the output token limit, whichever of
+      ``max_tokens`` / ``max_completion_tokens`` (an agent's ``max_output_tokens``) is set, the smaller when
+      both are. ``"max_tokens"`` for Ollama, LM Studio, llama-cpp-python and older vLLM, which ignore or
+      reject ``max_completion_tokens``; ``None`` (the default) sends each under its own name.
+    - ``max_event_bytes``: the largest server-sent event a stream accepts (default 8 MiB); a larger one
+      fails with ``ProtocolError`` rather than exhausting memory.
+
     One pooled HTTP session per model, opened on first use: close it with ``async with model:`` or
     ``await model.aclose()``.
 
@@ -48,7 +66,14 @@ class OpenAIChatModel:
     OpenAIChatModel(base_url='http://127.0.0.1:8000/v1', model='gpt-4o-mini', api_key=<set>)
     """
 
-    __slots__ = ("_client", "_defaults", "_last_encoding", "_last_merge")
+    __slots__ = (
+        "_client",
+        "_defaults",
+        "_last_encoding",
+        "_last_merge",
+        "_max_tokens_field",
+        "_stream_usage",
+    )
 
     def __init__(
         self,
@@ -65,9 +90,15 @@ class OpenAIChatModel:
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], Awaitable[None]] | None = None,
         on_retry: Callable[[ModelRetry], None] | None = None,
+        stream_usage: bool = True,
+        max_tokens_field: MaxTokensField | None = None,
+        max_event_bytes: int | None = None,
         **defaults: Any,
     ) -> None:
         check_sdk_keywords("OpenAIChatModel", defaults)
+        _check_chat_options(stream_usage=stream_usage, max_tokens_field=max_tokens_field)
+        self._stream_usage = stream_usage
+        self._max_tokens_field = max_tokens_field
         params = parameters_from(defaults, "OpenAIChatModel keyword(s)")
         self._defaults = attrs.evolve(params, model=model, custom=dict(custom_parameters or {}))
         self._last_merge: tuple[ChatParameters, ChatParameters] | None = None
@@ -83,6 +114,7 @@ class OpenAIChatModel:
             retry=retry,
             sleep=sleep,
             on_retry=on_retry,
+            max_event_bytes=max_event_bytes,
         )
 
     def __repr__(self) -> str:
@@ -100,6 +132,16 @@ class OpenAIChatModel:
     def defaults(self) -> ChatParameters:
         """The parameters every request starts from (the request's own, then call overrides, win)."""
         return self._defaults
+
+    @property
+    def stream_usage(self) -> bool:
+        """Whether streams ask for their token usage (``stream_options.include_usage``)."""
+        return self._stream_usage
+
+    @property
+    def max_tokens_field(self) -> MaxTokensField | None:
+        """The wire field that carries the output token limit (``None``: each limit under its own name)."""
+        return self._max_tokens_field
 
     @property
     def client(self) -> OpenAIHttpClient:
@@ -143,13 +185,20 @@ class OpenAIChatModel:
         if last is not None and last[0] is params:
             fields = last[1]
         else:
-            fields = encode_parameters(params)
+            fields = encode_parameters(params, max_tokens_field=self._max_tokens_field)
             if not params.custom and params.response_format is None:
                 # Reused while the same parameters object comes again (``_merge`` hands an agent's calls
                 # one). Not with ``custom`` or ``response_format``: mutable maps, read anew every time.
                 # The fields are only ever serialised, never changed, so bodies may share them.
                 self._last_encoding = (params, fields)
-        return encode_chat_body(messages, params, stream=stream, parameters=fields)
+        return encode_chat_body(
+            messages,
+            params,
+            stream=stream,
+            parameters=fields,
+            stream_usage=self._stream_usage,
+            max_tokens_field=self._max_tokens_field,
+        )
 
     async def chat(self, request: RequestLike, /, **overrides: Any) -> ChatResponse:
         """Send the request and return the whole response (retried per the policy).
@@ -186,3 +235,14 @@ class OpenAIChatModel:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+def _check_chat_options(*, stream_usage: object, max_tokens_field: object) -> None:
+    """Raise ``TypeError`` / ``ValueError`` for a Chat option of the wrong type or value, at construction."""
+    if not isinstance(stream_usage, bool):
+        raise TypeError(f"stream_usage must be True or False, got {type(stream_usage).__name__}")
+    if max_tokens_field is not None and max_tokens_field not in MAX_TOKENS_FIELDS:
+        raise ValueError(
+            f"max_tokens_field must be {' or '.join(map(repr, MAX_TOKENS_FIELDS))} (or None to send each "
+            f"limit under its own name), got {max_tokens_field!r}"
+        )

@@ -1,11 +1,13 @@
 """The Chat Completions stream decoder: SSE events → model events, aggregated into one ``ChatResponse``.
 
 Pure and synchronous (no I/O): the HTTP client feeds it one ``SseEvent`` at a time. Per chunk it reads
-``choices[0].delta`` — ``content`` → ``TextDelta`` at once; ``reasoning_content`` (DeepSeek) or
+``choices[0].delta`` — ``content`` → ``TextDelta`` at once (a list of parts, as Magistral sends: text parts
+→ ``TextDelta``, thinking parts → ``ReasoningDelta``); ``reasoning_content`` (DeepSeek) or
 ``reasoning`` (OpenRouter, Groq) → ``ReasoningDelta``, the field noted for sending the reasoning back (also
 an empty ``reasoning_content``, which DeepSeek wants back); ``refusal`` → ``RefusalDelta``; ``tool_calls``
 fragments aggregated **by index** → ``ToolCallStarted`` (once the name is known), ``ToolCallArgumentsDelta``
-per fragment, ``ToolCallReady`` when the next call starts or at the finish — and ``usage`` (also on a
+per fragment, ``ToolCallReady`` when the next call starts (once its arguments are a complete JSON object:
+a server may interleave the fragments of parallel calls) or at the finish — and ``usage`` (also on a
 ``choices: []`` chunk) → ``UsageReported``. ``finish()`` ends with ``ModelCompleted(ChatResponse)``.
 
 Tool calls, beyond OpenAI's shape: a fragment whose new, different id lands on an index that already holds a
@@ -20,11 +22,13 @@ the following ones up to the first chunk with choices (Azure opens with a ``prom
 whose id and model are ``""`` and created ``0``).
 
 In-band errors raise typed ``ModelError``\\ s: a ``data: {"error": …}`` chunk (OpenRouter, also after a
-finish_reason) and an ``event: error`` SSE event (Groq).
+finish_reason), a flat ``data: {"object": "error", "message": …}`` chunk (vLLM) and an ``event: error`` SSE
+event (Groq).
 
-End of stream: ``[DONE]`` ends it. A stream that reached a ``finish_reason`` but closed without ``[DONE]``
-is accepted as complete (several compatible servers end that way; its usage may then be missing). A stream
-that ended with neither raises ``StreamCutOffError`` whose ``partial`` is the response aggregated so far.
+End of stream: ``[DONE]`` ends it (also with whitespace around it; blank ``data:`` lines, keep-alives, are
+skipped). A stream that reached a ``finish_reason`` but closed without ``[DONE]`` is accepted as complete
+(several compatible servers end that way; its usage may then be missing). A stream that ended with neither
+raises ``StreamCutOffError`` whose ``partial`` is the response aggregated so far.
 
 Hot path: one ``orjson.loads`` per chunk, dict lookups, list appends; no regex, no copies of the
 aggregate per delta.
@@ -52,7 +56,7 @@ from ...model.events import (
 )
 from ...model.messages import AiMessage, ToolCall
 from ...model.response import ChatResponse, FinishReason, TokenUsage
-from .chat_codec import decode_finish_reason, decode_metadata, decode_usage
+from .chat_codec import content_pieces, decode_finish_reason, decode_metadata, decode_usage
 
 __all__ = ["ChatStreamDecoder"]
 
@@ -146,13 +150,20 @@ class ChatStreamDecoder:
         try:
             chunk = _loads(data)
         except orjson.JSONDecodeError as exc:
+            # Only here, off the hot path: a blank ``data:`` line (a keep-alive) carries nothing, and
+            # ``[DONE]`` with whitespace around it (or in lower case) still ends the stream, as on Responses.
+            # Either may follow a complete answer, which an error here would lose.
+            stripped = data.strip()
+            if not stripped:
+                return []
+            if stripped.upper() == "[DONE]":
+                self._done = True
+                return []
             raise ProtocolError(f"malformed JSON in a stream chunk ({exc})", body=data) from exc
         if type(chunk) is not dict:
             raise ProtocolError("a stream chunk is not a JSON object", body=data)
         if chunk.get("error") is not None:
-            raise error_from_payload(
-                chunk, body=data, default_message="the server reported an error mid-stream"
-            )
+            raise error_from_payload(chunk, body=data, default_message=_MID_STREAM)
         try:
             self._last = chunk
             if self._wants_metadata:
@@ -168,10 +179,11 @@ class ChatStreamDecoder:
                     if delta:
                         content = delta.get("content")
                         if content:
-                            if type(content) is not str:
-                                raise ProtocolError("choices[0].delta.content is not a string", body=data)
-                            self._text.append(content)
-                            out.append(TextDelta(content))
+                            if type(content) is str:
+                                self._text.append(content)
+                                out.append(TextDelta(content))
+                            else:
+                                self._content_parts(content, out, data)
                         # Most deltas hold nothing but content: skip the other lookups for them.
                         if content is None or len(delta) > 1:
                             self._other_deltas(delta, out, content)
@@ -179,6 +191,8 @@ class ChatStreamDecoder:
                         self._finish_reason = decode_finish_reason(choice["finish_reason"])
                         self._finished = True
                         self._ready_all(out)
+            elif chunk.get("object") == "error":  # vLLM's flat error object (only chunks without choices)
+                raise error_from_payload(chunk, body=data, default_message=_MID_STREAM)
             # Usage comes on a final ``choices: []`` chunk (OpenAI) or on the finish chunk (DeepSeek): read it
             # before (and regardless of) the empty-choices case.
             usage = chunk.get("usage")
@@ -204,6 +218,21 @@ class ChatStreamDecoder:
         # Up to the first chunk with choices (most servers' first chunk), or until every value is set: a
         # server that never sends one must not cost a lookup per chunk.
         self._wants_metadata = not chunk.get("choices") and not all(metadata.values())
+
+    def _content_parts(self, content: Any, out: list[ModelEvent], data: str) -> None:
+        """Content sent as a list of parts (Magistral): text parts are text, thinking parts reasoning."""
+        try:
+            pieces = content_pieces(content, "choices[0].delta.content")
+        except ProtocolError as exc:
+            exc.body = data
+            raise
+        for thinking, piece in pieces:
+            if thinking:
+                self._reasoning.append(piece)
+                out.append(ReasoningDelta(piece))
+            else:
+                self._text.append(piece)
+                out.append(TextDelta(piece))
 
     def _other_deltas(self, delta: dict[str, Any], out: list[ModelEvent], content: Any) -> None:
         native = delta.get("reasoning_content")
@@ -280,11 +309,12 @@ class ChatStreamDecoder:
         return current.slot
 
     def _open(self, slot: int, out: list[ModelEvent]) -> _CallBuffer:
-        """A new call whose fragments arrive at wire index ``slot``: the earlier calls are complete."""
-        self._ready_all(out)
+        """A new call whose fragments arrive at wire index ``slot``: the earlier calls whose arguments are
+        complete are ready."""
         calls = self._calls
-        index = slot
         displaced = calls.get(slot)
+        self._ready_complete(out, displaced)
+        index = slot
         if displaced is not None or self._retired:
             if displaced is not None:
                 self._retired = (*self._retired, displaced)
@@ -295,16 +325,27 @@ class ChatStreamDecoder:
         buffer = calls[slot] = _CallBuffer(index, slot)
         return buffer
 
-    def _ready_all(self, out: list[ModelEvent]) -> None:
+    def _ready_complete(self, out: list[ModelEvent], displaced: _CallBuffer | None) -> None:
+        """``ToolCallReady`` for the pending calls, in order, up to the first whose arguments are not yet a
+        complete JSON object, and for ``displaced`` (its wire index now belongs to another call).
+
+        A server may interleave the fragments of parallel calls (index 0, 1, 0, 1…): a call whose arguments
+        are still incomplete when another starts may get more, so it waits (for completeness, or the finish).
+        Sequential calls, the common case, are complete when the next starts: ready then, as before.
+        """
         for buffer in self._calls.values():
             if buffer.ready:
                 continue
-            buffer.ready = True
-            if not buffer.started:
-                if not buffer.name:
-                    raise ProtocolError(f"tool call at index {buffer.index} ended without a function name")
-                _start(buffer, out)
-            out.append(ToolCallReady(buffer.index, buffer.call()))
+            if buffer is not displaced and not _complete(buffer.parts):
+                break
+            _ready(buffer, out)
+        if displaced is not None and not displaced.ready:
+            _ready(displaced, out)
+
+    def _ready_all(self, out: list[ModelEvent]) -> None:
+        for buffer in self._calls.values():
+            if not buffer.ready:
+                _ready(buffer, out)
 
     def response(self) -> ChatResponse:
         """What has been aggregated so far, as a ``ChatResponse``."""
@@ -335,6 +376,29 @@ class ChatStreamDecoder:
         self._ready_all(out)
         out.append(ModelCompleted(self.response()))
         return out
+
+
+def _complete(parts: list[str]) -> bool:
+    """Whether argument fragments make a complete JSON object: no fragment can follow it and still be JSON.
+
+    Once per call, when the next one starts (never per fragment).
+    """
+    if not parts or not parts[-1].rstrip().endswith("}"):
+        return False
+    try:
+        return type(_loads("".join(parts))) is dict
+    except orjson.JSONDecodeError:
+        return False
+
+
+def _ready(buffer: _CallBuffer, out: list[ModelEvent]) -> None:
+    """``ToolCallReady`` for a call (``ToolCallStarted`` first if its name came only now)."""
+    buffer.ready = True
+    if not buffer.started:
+        if not buffer.name:
+            raise ProtocolError(f"tool call at index {buffer.index} ended without a function name")
+        _start(buffer, out)
+    out.append(ToolCallReady(buffer.index, buffer.call()))
 
 
 def _event_index(buffer: _CallBuffer) -> int:

@@ -28,7 +28,7 @@ import attrs
 import orjson
 
 from ...http.retry import RetryPolicy
-from ...http.sse import SseDecoder, SseEvent
+from ...http.sse import DEFAULT_MAX_EVENT_BYTES, SseDecoder, SseEvent
 from ...http.timeouts import Timeout, check_seconds
 from ...http.transport import AiohttpTransport, HttpResponse, HttpTransport
 from ...model.errors import (
@@ -36,8 +36,11 @@ from ...model.errors import (
     ModelError,
     ModelTimeoutError,
     ProtocolError,
+    body_excerpt,
     error_from_payload,
     error_from_status,
+    is_error_payload,
+    redact_url,
 )
 from ...model.events import ModelCompleted, ModelEvent, ModelRetry
 from ...model.retries import retry_listener
@@ -62,7 +65,7 @@ _EMPTY: Mapping[str, str] = MappingProxyType({})
 # mislabel real streams, and a wrong refusal would break them.
 _NOT_A_STREAM = frozenset({"text/html", "application/xhtml+xml", "text/xml", "application/xml"})
 _EXCERPT_BYTES = 4096  # read of such a page, kept as the error's body
-_EXCERPT_CHARS = 200  # of it, in the error message
+_JSON_BODY_BYTES = 64 * 1024  # read of a JSON body answered in place of an event stream
 # Failures of a stream's body, not of what it said: the decoder still holds what arrived before them.
 _BODY_FAILURES = (ModelConnectionError, ModelTimeoutError)
 
@@ -113,22 +116,6 @@ def normalize_base_url(base_url: str) -> tuple[str, str]:
     return urlunsplit((parts.scheme, parts.netloc, path, "", "")), parts.query
 
 
-def redact_url(url: str) -> str:
-    """A URL as errors and logs show it: no user info, no query (either may carry a credential).
-
-    >>> redact_url("https://user:pw@gw.example/v1/chat/completions?key=secret")
-    'https://gw.example/v1/chat/completions'
-    """
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
-
-
-def _excerpt(text: str) -> str:
-    """The start of a body for an error message: whitespace collapsed, at most ``_EXCERPT_CHARS``."""
-    excerpt = " ".join(text.split())
-    return excerpt if len(excerpt) <= _EXCERPT_CHARS else excerpt[:_EXCERPT_CHARS] + "…"
-
-
 def _got(value: object) -> str:
     """``int 30``: the type and a short repr of a wrong value, for an error message."""
     text = repr(value)
@@ -147,6 +134,7 @@ def _check_http_options(
     retry: object,
     sleep: object,
     on_retry: object,
+    max_event_bytes: object = None,
 ) -> None:
     """Raise ``TypeError`` / ``ValueError`` for an HTTP option of the wrong type, at construction.
 
@@ -193,6 +181,11 @@ def _check_http_options(
         raise TypeError(f"sleep must be an async function of seconds (like anyio.sleep), got {_got(sleep)}")
     if on_retry is not None and not callable(on_retry):
         raise TypeError(f"on_retry must be a function taking a ModelRetry, got {_got(on_retry)}")
+    if max_event_bytes is not None:
+        if not isinstance(max_event_bytes, int) or isinstance(max_event_bytes, bool):
+            raise TypeError(f"max_event_bytes must be an int (bytes), got {_got(max_event_bytes)}")
+        if max_event_bytes <= 0:
+            raise ValueError(f"max_event_bytes must be positive, got {max_event_bytes}")
 
 
 def check_sdk_keywords(owner: str, keywords: Mapping[str, Any]) -> None:
@@ -224,6 +217,24 @@ def _partial(decoder: StreamDecoder) -> Any:
     return completed[-1] if completed else None
 
 
+def _not_a_stream(raw: bytes, response: HttpResponse, url: str, got: str) -> ModelError:
+    """The error for a stream request answered with JSON (``got`` says how it was labelled): the server's
+    own error when the JSON is an error report in any shape ``error_from_payload`` reads, else
+    ``ProtocolError`` showing the start of the body."""
+    text = raw.decode("utf-8", "replace")
+    try:
+        payload = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        payload = None
+    if is_error_payload(payload):
+        return error_from_payload(payload, body=text, headers=response.headers, url=url)
+    return ProtocolError(
+        f"expected an event stream from {redact_url(url)} but got {got}: {body_excerpt(text)!r}",
+        status=response.status,
+        body=text,
+    )
+
+
 def _join(base: str, query: str, path: str) -> str:
     url = f"{base}/{path.lstrip('/')}"
     return f"{url}?{query}" if query else url
@@ -237,9 +248,10 @@ class OpenAIHttpClient:
     ``timeout`` defaults to ``Timeout()``; ``connect_timeout`` / ``read_timeout`` (seconds) override its two
     limits. ``retry`` defaults to ``RetryPolicy()``. ``sleep`` replaces ``anyio.sleep`` for the back-off
     (tests record delays with it); ``on_retry`` is told about every retry, before its wait (a stream also
-    yields it as a ``ModelRetry`` event). Both models build their client from their own keywords of the
-    same names. Each option's type is checked here, so a wrong one (``timeout=30``, ``retry=3``) fails at
-    construction with a ``TypeError`` that says what to pass.
+    yields it as a ``ModelRetry`` event). ``max_event_bytes`` caps one server-sent event of a stream (default
+    8 MiB): a larger one raises ``ProtocolError`` instead of growing without bound. Both models build their
+    client from their own keywords of the same names. Each option's type is checked here, so a wrong one
+    (``timeout=30``, ``retry=3``) fails at construction with a ``TypeError`` that says what to pass.
 
     >>> OpenAIHttpClient(base_url="http://127.0.0.1:8000", api_key="sk-secret")
     OpenAIHttpClient(base_url='http://127.0.0.1:8000/v1', api_key=<set>)
@@ -249,6 +261,7 @@ class OpenAIHttpClient:
         "_base",
         "_has_key",
         "_json_headers",
+        "_max_event_bytes",
         "_on_retry",
         "_owns_transport",
         "_query",
@@ -272,6 +285,7 @@ class OpenAIHttpClient:
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], Awaitable[None]] | None = None,
         on_retry: Callable[[ModelRetry], None] | None = None,
+        max_event_bytes: int | None = None,
     ) -> None:
         _check_http_options(
             base_url=base_url,
@@ -284,6 +298,7 @@ class OpenAIHttpClient:
             retry=retry,
             sleep=sleep,
             on_retry=on_retry,
+            max_event_bytes=max_event_bytes,
         )
         self._base, self._query = normalize_base_url(base_url)
         extra = _EMPTY if headers is None else headers
@@ -305,6 +320,7 @@ class OpenAIHttpClient:
         self._retry = RetryPolicy() if retry is None else retry
         self._sleep: Callable[[float], Awaitable[None]] = anyio.sleep if sleep is None else sleep
         self._on_retry = on_retry
+        self._max_event_bytes = DEFAULT_MAX_EVENT_BYTES if max_event_bytes is None else max_event_bytes
 
     def __repr__(self) -> str:
         key = "<set>" if self._has_key else "None"
@@ -329,6 +345,11 @@ class OpenAIHttpClient:
     def retry(self) -> RetryPolicy:
         """The retry policy applied to every call."""
         return self._retry
+
+    @property
+    def max_event_bytes(self) -> int:
+        """The largest server-sent event a stream accepts."""
+        return self._max_event_bytes
 
     def url(self, path: str) -> str:
         """The full URL of an endpoint path such as ``"/chat/completions"``."""
@@ -399,7 +420,7 @@ class OpenAIHttpClient:
                     text = raw.decode("utf-8", "replace")
                     raise ProtocolError(
                         f"the response from {redact_url(url)} is not valid JSON ({exc}); it is {kind}: "
-                        f"{_excerpt(text)!r}",
+                        f"{body_excerpt(text)!r}",
                         status=status,
                         body=text,
                     ) from exc
@@ -431,6 +452,10 @@ class OpenAIHttpClient:
         stream after part of the answer. Closing the generator closes the
         connection, except after the completion event: then what is left of the body is drained first
         (bounded, as after the end marker), so the connection goes back to the pool.
+
+        A body that is one JSON object instead of events (labelled JSON, or opening with ``{`` under any
+        label) is the server's typed error when it reports one, else a ``ProtocolError`` showing it: never
+        a cut-off stream, which would be retried. Events larger than ``max_event_bytes`` fail likewise.
         """
         url = self.url(path)
         data = orjson.dumps(body)
@@ -445,14 +470,17 @@ class OpenAIHttpClient:
                 await self._check_stream_response(response, deadline, url)
                 decode = decoder()
                 feed = decode.feed
-                sse = SseDecoder()
+                sse = SseDecoder(self._max_event_bytes)
                 next_chunk = response.next_chunk
-                chunk = b"x"
-                while chunk and not decode.done:
-                    if deadline is None:
-                        chunk = await next_chunk()
-                    else:
-                        chunk = await self._read_chunk(response, deadline, url)
+                chunk = await self._read_chunk(response, deadline, url)
+                if chunk.lstrip()[:1] == b"{":
+                    # One JSON object, not events (no line of an event stream starts so): a server's error
+                    # without SSE framing. Read as SSE it would look like a cut-off stream, and be retried.
+                    raw = chunk + await self._read_start(
+                        response, deadline, url, _JSON_BODY_BYTES - len(chunk)
+                    )
+                    raise _not_a_stream(raw, response, url, "a JSON body")
+                while True:
                     for sse_event in sse.feed(chunk) if chunk else sse.close():
                         events = feed(sse_event)
                         if events:
@@ -461,6 +489,12 @@ class OpenAIHttpClient:
                                 yield event
                         if decode.done:
                             break
+                    if not chunk or decode.done:
+                        break
+                    if deadline is None:
+                        chunk = await next_chunk()
+                    else:
+                        chunk = await self._read_chunk(response, deadline, url)
                 last = decode.finish()
                 emitted = True
                 # The answer first; then what follows the end marker is drained (``chunk``: the body has
@@ -503,38 +537,30 @@ class OpenAIHttpClient:
         if "json" in content_type:
             # Some servers answer a stream request with one JSON object: an error, or no stream at all.
             raw = await self._read_body(response, deadline, url)
-            text = raw.decode("utf-8", "replace")
-            try:
-                payload = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                payload = None
-            if isinstance(payload, dict) and payload.get("error") is not None:
-                raise error_from_payload(payload, body=text, headers=response.headers)
-            raise ProtocolError(
-                f"expected an event stream from {redact_url(url)} but got {content_type!r}",
-                status=status,
-                body=text,
-            )
+            raise _not_a_stream(raw, response, url, repr(content_type))
         if content_type.partition(";")[0].strip().lower() in _NOT_A_STREAM:
             text = (await self._read_start(response, deadline, url)).decode("utf-8", "replace")
             raise ProtocolError(
                 f"expected an event stream from {redact_url(url)} but got a {content_type!r} page (a proxy, "
-                f"gateway or login page answering in the server's place?): {_excerpt(text)!r}",
+                f"gateway or login page answering in the server's place?): {body_excerpt(text)!r}",
                 status=status,
                 body=text,
             )
 
-    async def _read_start(self, response: HttpResponse, deadline: float | None, url: str) -> bytes:
-        """At most ``_EXCERPT_BYTES`` of the body: enough to show what a page is, whatever its size."""
+    async def _read_start(
+        self, response: HttpResponse, deadline: float | None, url: str, limit: int = _EXCERPT_BYTES
+    ) -> bytes:
+        """At most ``limit`` bytes of what is left of the body: enough to show what a page is, whatever
+        its size."""
         chunks: list[bytes] = []
         size = 0
-        while size < _EXCERPT_BYTES:
+        while size < limit:
             chunk = await self._read_chunk(response, deadline, url)
             if not chunk:
                 break
             chunks.append(chunk)
             size += len(chunk)
-        return b"".join(chunks)[:_EXCERPT_BYTES]
+        return b"".join(chunks)[: max(0, limit)]
 
     async def _drain(self, response: HttpResponse, deadline: float | None, url: str) -> None:
         """Read what follows the terminal marker, so the connection can go back to the pool.

@@ -47,6 +47,7 @@ from .responses_types import (
 )
 
 __all__ = [
+    "MESSAGE_BREAK",
     "PENDING_STATUSES",
     "UNFINISHED_STATUSES",
     "IncompletePolicy",
@@ -75,7 +76,9 @@ def encode_request(request: ResponsesRequest, *, stream: bool) -> dict[str, Any]
     """The JSON body of ``POST /responses``: ``extra_body`` first, then every set standard field over it.
 
     ``include`` is the exception: its entries are added to those of an ``extra_body`` ``include`` (each once),
-    since both ask for extra output and neither should silently drop the other.
+    since both ask for extra output and neither should silently drop the other. So is ``text``: its keys are
+    written over those of an ``extra_body`` ``text`` object, whose other settings stay (a ``format`` beside
+    gpt-5's ``verbosity``).
 
     ``stream`` is written as ``true`` for a streaming call; for a blocking call an ``extra_body`` ``stream``
     is forced to ``false`` (a blocking call cannot read an event stream). Raises ``ValueError`` when no model
@@ -93,6 +96,8 @@ def encode_request(request: ResponsesRequest, *, stream: bool) -> dict[str, Any]
     if request.include is not None and "include" in request.extra_body:
         extra = include_entries(request.extra_body["include"], "extra_body['include']")
         body["include"] = list(merge_include(extra, request.include) or ())
+    if request.text is not None and isinstance(extra_text := request.extra_body.get("text"), Mapping):
+        body["text"] = {**extra_text, **request.text}
     if stream:
         body["stream"] = True
     elif "stream" in body:
@@ -361,6 +366,10 @@ def tool_call_from_item(item: Mapping[str, Any]) -> ToolCall:
     return ToolCall(call_id, name, arguments)
 
 
+MESSAGE_BREAK = "\n\n"
+"""What ``output_text`` puts between the texts of two messages (the parts of one message are joined as they
+are); a stream sends it as a ``TextDelta`` of its own."""
+
 UNFINISHED_STATUSES = frozenset({"in_progress", "incomplete"})
 """Item statuses of calls the model did not finish (their arguments may be truncated)."""
 
@@ -372,6 +381,8 @@ def build_response(envelope: Mapping[str, Any], output: Iterable[Any]) -> Respon
     """A ``ResponsesResponse`` from a response envelope and its output items, deriving every view.
 
     Used for blocking bodies and for stream results (whose items may come from the events seen).
+    ``output_text`` joins the ``output_text`` parts of each message as they are, and the texts of separate
+    messages with a blank line (``MESSAGE_BREAK``).
     """
     items: list[dict[str, Any]] = []
     texts: list[str] = []
@@ -386,14 +397,18 @@ def build_response(envelope: Mapping[str, Any], output: Iterable[Any]) -> Respon
         if kind == "message":
             content = item.get("content")
             if isinstance(content, list):
+                message: list[str] = []
                 for part in content:
                     if not isinstance(part, Mapping):
                         continue
                     part_type = part.get("type")
                     if part_type == "output_text":
-                        texts.append(_str(part.get("text")) or "")
+                        message.append(_str(part.get("text")) or "")
                     elif part_type == "refusal":
                         refusals.append(_str(part.get("refusal")) or "")
+                joined = "".join(message)
+                if joined:
+                    texts.append(joined)
         elif kind == "function_call":
             # A call the model did not finish (a cut-off stream, max_output_tokens) stays in ``output`` but is
             # not offered as a tool call: its arguments may be truncated.
@@ -414,7 +429,8 @@ def build_response(envelope: Mapping[str, Any], output: Iterable[Any]) -> Respon
         model=_str(envelope.get("model")),
         status=_str(envelope.get("status")),
         output=tuple(items),
-        output_text="".join(texts),
+        # Separate messages (a gpt-5 "commentary" preamble, then the answer) would run together otherwise.
+        output_text=MESSAGE_BREAK.join(texts),
         refusal="".join(refusals) if refusals else None,
         reasoning="\n\n".join(reasoning) if reasoning else None,
         tool_calls=tuple(calls),

@@ -7,7 +7,8 @@ body. It never awaits and never touches HTTP; the transport, retries and timeout
 Mapping (events are correlated by ``output_index``, falling back to ``item_id``; ``sequence_number`` is not
 relied on, so missing or out-of-order numbers are harmless):
 
-- ``response.output_text.delta`` → ``TextDelta``; ``response.refusal.delta`` → ``RefusalDelta``;
+- ``response.output_text.delta`` → ``TextDelta`` (a ``"\\n\\n"`` delta separates the texts of two messages,
+  as in ``ResponsesResponse.output_text``); ``response.refusal.delta`` → ``RefusalDelta``;
 - ``response.reasoning_summary_text.delta`` / ``response.reasoning_text.delta`` → ``ReasoningDelta`` (a
   ``"\\n\\n"`` delta separates consecutive reasoning parts, as in ``ResponsesResponse.reasoning``);
 - ``response.output_item.added`` of a ``function_call`` → ``ToolCallStarted``;
@@ -46,6 +47,7 @@ from ...model.events import (
     UsageReported,
 )
 from .responses_codec import (
+    MESSAGE_BREAK,
     PENDING_STATUSES,
     UNFINISHED_STATUSES,
     IncompletePolicy,
@@ -87,11 +89,13 @@ class ResponsesStreamDecoder(Generic[R]):
     """
 
     __slots__ = (
+        "_break_owed",
         "_call_args",
         "_call_index",
         "_dispatch",
         "_done",
         "_envelope",
+        "_failed",
         "_finalize",
         "_finished",
         "_index_by_item",
@@ -120,12 +124,16 @@ class ResponsesStreamDecoder(Generic[R]):
         self._done = False
         self._seen_any = False
         self._envelope: dict[str, Any] = {}
+        # Set when ``feed`` raised an in-band error: the ``response.failed`` envelope, or ``{}`` for an
+        # ``error`` event. ``finish`` then builds the partial answer from it.
+        self._failed: dict[str, Any] | None = None
         self._items: dict[int, dict[str, Any]] = {}
         self._finished: set[int] = set()
         self._index_by_item: dict[str, int] = {}
         self._text: dict[int, list[str]] = {}
         self._text_idx: int | None = None
         self._text_buf: list[str] = []
+        self._break_owed: int | None = None  # a message whose first text still owes the break before it
         self._refusal: dict[int, list[str]] = {}
         self._reasoning: dict[int, list[str]] = {}
         self._reasoning_kind: dict[int, str] = {}
@@ -188,11 +196,7 @@ class ResponsesStreamDecoder(Generic[R]):
             if idx is None:
                 idx = self._index_of(payload)
             if idx != self._text_idx:
-                self._text_idx = idx
-                buf = self._text.get(idx)
-                if buf is None:
-                    buf = self._text[idx] = []
-                self._text_buf = buf
+                return self._on_text_switch(idx, delta)
             self._text_buf.append(delta)
             return [TextDelta(delta)]
         if kind == "response.reasoning_summary_text.delta" or kind == "response.reasoning_text.delta":
@@ -220,6 +224,35 @@ class ResponsesStreamDecoder(Generic[R]):
         # Other events (content_part.done, output_text.done, annotations, hosted-tool progress…) carry nothing
         # that the output items do not hold at output_item.done.
         return []
+
+    def _on_text_switch(self, idx: int, delta: str) -> list[ModelEvent]:
+        """A text delta of another message than the last delta's (once per message, not per delta).
+
+        The first text of a message that follows another message's text comes after a ``"\\n\\n"``
+        ``TextDelta``, so the deltas add up to ``output_text``, which joins messages so. The buffers hold each
+        message's own text. An empty first delta leaves the break owed: the next delta comes back here.
+        """
+        buf = self._text.get(idx)
+        if buf is None:
+            owed = self._has_text()
+            buf = self._text[idx] = []
+        else:
+            owed = idx == self._break_owed
+        self._text_idx = idx
+        self._text_buf = buf
+        buf.append(delta)
+        if not owed:
+            return [TextDelta(delta)]
+        if not delta:
+            self._break_owed = idx
+            self._text_idx = None
+            return [TextDelta(delta)]
+        self._break_owed = None
+        return [TextDelta(MESSAGE_BREAK), TextDelta(delta)]
+
+    def _has_text(self) -> bool:
+        """Whether some message has text already."""
+        return any(any(buf) for buf in self._text.values())
 
     def _on_reasoning_delta(self, payload: dict[str, Any], kind: str) -> list[ModelEvent]:
         delta = payload.get("delta")
@@ -253,8 +286,7 @@ class ResponsesStreamDecoder(Generic[R]):
         if event.data.strip() == "[DONE]":
             return []  # some compatible servers end with the Chat Completions sentinel
         if event.event == "error":
-            self._done = True
-            raise ModelError(f"error event in the response stream: {event.data[:500]}")
+            raise self._fail(ModelError(f"error event in the response stream: {event.data[:500]}"))
         raise ProtocolError(f"stream event is not valid JSON: {event.data[:200]!r}")
 
     def _index_of(self, payload: Mapping[str, Any]) -> int:
@@ -395,6 +427,8 @@ class ResponsesStreamDecoder(Generic[R]):
             if not isinstance(content, list):
                 return events
             if idx not in self._text and (text := _joined(content, "output_text", "text")):
+                if self._has_text():
+                    events.append(TextDelta(MESSAGE_BREAK))
                 self._text[idx] = [text]
                 events.append(TextDelta(text))
             if idx not in self._refusal and (refusal := _joined(content, "refusal", "refusal")):
@@ -421,8 +455,13 @@ class ResponsesStreamDecoder(Generic[R]):
     # --- terminal events ----------------------------------------------------------------------------------
 
     def _on_error(self, payload: dict[str, Any]) -> list[ModelEvent]:
+        raise self._fail(error_from_event(payload))
+
+    def _fail(self, error: ModelError, envelope: dict[str, Any] | None = None) -> ModelError:
+        """``error``, noted as the end of the stream, for ``feed`` to raise."""
         self._done = True
-        raise error_from_event(payload)
+        self._failed = {} if envelope is None else envelope
+        return error
 
     def _on_terminal(self, payload: dict[str, Any]) -> list[ModelEvent]:
         self._done = True
@@ -430,8 +469,12 @@ class ResponsesStreamDecoder(Generic[R]):
         if not isinstance(envelope, dict):
             raise ProtocolError(f"{payload.get('type')} event without a response object")
         if payload.get("type") == "response.failed" or envelope.get("status") == "failed":
-            check_response(build_response(envelope, ()))
-            raise ModelError("the response failed without an error object")
+            error = ModelError("the response failed without an error object")
+            try:
+                check_response(build_response(envelope, ()))
+            except ModelError as typed:
+                error = typed
+            raise self._fail(error, envelope)
         if payload.get("type") == "response.completed" and envelope.get("status") in PENDING_STATUSES:
             # The event is final whatever a stale envelope status says: a stream ends only when the response
             # does, so a "still queued" reading (an error for blocking calls) cannot apply here.
@@ -461,20 +504,40 @@ class ResponsesStreamDecoder(Generic[R]):
 
     def finish(self) -> list[ModelEvent]:
         """Called at the end of the body: nothing more when a terminal event was seen, else
-        ``StreamCutOffError`` carrying the partial result."""
+        ``StreamCutOffError`` carrying the partial result.
+
+        After an in-band error (an ``error`` event, ``response.failed``) it raises ``StreamCutOffError`` too,
+        whose ``partial`` is the answer aggregated before the error (status ``failed``): what the client
+        attaches to that error when part of the answer was emitted, as on Chat Completions.
+        """
+        failed = self._failed
+        if failed is not None:
+            self._failed = None
+            partial = self._partial(failed=True, envelope=failed or None)
+            raise StreamCutOffError("the response stream failed before response.completed", partial=partial)
         if self._done:
             return []
         self._done = True
         if not self._seen_any:
             raise StreamCutOffError("the response stream ended before any event")
-        envelope = dict(self._envelope)
-        # A server that skipped ``response.created`` left no status: the partial must never read as completed.
-        if envelope.get("status") in ("completed", None):
-            envelope["status"] = "in_progress"
-        output = [item for _, item in self._aggregated_items()]
-        envelope["output"] = output
-        partial = self._finalize(build_response(envelope, output))
+        partial = self._partial(failed=False)
         raise StreamCutOffError("the response stream ended before response.completed", partial=partial)
+
+    def _partial(self, *, failed: bool, envelope: dict[str, Any] | None = None) -> R:
+        """The result as far as the stream came, never reading as completed: ``failed`` after an in-band
+        error, else (cut off) ``in_progress``. ``envelope`` is a ``response.failed`` one, whose own output is
+        kept when it has some; otherwise the last envelope seen, with the items aggregated from the events.
+        """
+        envelope = dict(self._envelope if envelope is None else envelope)
+        if failed:
+            envelope["status"] = "failed"
+        elif envelope.get("status") in ("completed", None):
+            # A server that skipped ``response.created`` left no status.
+            envelope["status"] = "in_progress"
+        output = envelope.get("output") if failed else None
+        if not (isinstance(output, list) and output):
+            output = envelope["output"] = [item for _, item in self._aggregated_items()]
+        return self._finalize(build_response(envelope, output))
 
     def _aggregated_items(self, *, finished: bool = False) -> list[tuple[int, dict[str, Any]]]:
         """Output items so far, each with its output index: finished items verbatim, unfinished ones completed

@@ -183,9 +183,10 @@ class ResponsesRequest:
     ) -> ResponsesRequest:
         """This request with ``defaults`` filling its unset fields and ``overrides`` replacing fields.
 
-        ``extra_body`` maps merge key by key (defaults < request < overrides) and ``include`` entries of the
-        defaults are added to the request's; an override replaces either. Unknown names raise ``TypeError``;
-        ``None`` in ``overrides`` leaves a field as it is.
+        ``extra_body`` maps merge key by key (defaults < request < overrides), and so do ``text`` objects
+        (defaults < request), whose keys are independent settings (``format``, ``verbosity``); ``include``
+        entries of the defaults are added to the request's. An override replaces ``text`` or ``include``.
+        Unknown names raise ``TypeError``; ``None`` in ``overrides`` leaves a field as it is.
 
         >>> r = ResponsesRequest("hi", temperature=0.2)
         >>> r = r.merged({"model": "m", "temperature": 1.0}, {"top_p": 0.5})
@@ -204,6 +205,9 @@ class ResponsesRequest:
                 # Extra output adds up: a default entry is kept beside the request's own (e.g. the
                 # ``reasoning.encrypted_content`` a stateless agent run adds).
                 changes["include"] = merge_include(value, self.include)
+            elif name == "text" and isinstance(value, Mapping) and self.text is not None:
+                # A request's ``format`` (an agent's output type) must not drop the model's ``verbosity``.
+                changes["text"] = {**value, **self.text}
             elif getattr(self, name) is None and value is not None:
                 changes[name] = value
         for name, value in overrides.items():
@@ -237,7 +241,8 @@ class ResponsesResponse:
 
     - ``output``: every output item exactly as the server sent it (unknown fields such as
       ``encrypted_content`` survive, so the items can be replayed as input of the next call);
-    - ``output_text``: all ``output_text`` parts, concatenated; ``refusal``: all refusal parts, or ``None``;
+    - ``output_text``: the ``output_text`` parts of each message, concatenated, and the texts of separate
+      messages joined by a blank line; ``refusal``: all refusal parts, or ``None``;
     - ``reasoning``: reasoning summaries and reasoning text, parts separated by a blank line, or ``None``;
     - ``tool_calls``: the finished ``function_call`` items as ``ToolCall(call_id, name, arguments)``, the
       arguments raw (an ``in_progress`` / ``incomplete`` call may be truncated: it stays in ``output`` only);

@@ -31,11 +31,11 @@ def test_user_item_has_the_responses_shape_with_string_image_urls() -> None:
         "role": "user",
         "content": [
             {"type": "input_text", "text": "see"},
-            {"type": "input_image", "image_url": "data:image/png;base64,AAAA"},
+            {"type": "input_image", "image_url": "data:image/png;base64,AAAA", "detail": "auto"},
         ],
     }
     assert user_item("", ["https://x/a.png"])["content"] == [
-        {"type": "input_image", "image_url": "https://x/a.png"}
+        {"type": "input_image", "image_url": "https://x/a.png", "detail": "auto"}
     ]
 
 

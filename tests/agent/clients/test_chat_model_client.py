@@ -157,7 +157,7 @@ def test_chat_items_are_converted_one_by_one() -> None:
         ]
     )
     assert to_chat_request(prompt).messages == (
-        UserMessage([TextPart("look"), ImagePart("https://x/a.png")]),
+        UserMessage([TextPart("look"), ImagePart("https://x/a.png", "auto")]),
         plain,
         UserMessage("plain string"),
         UserMessage("ab"),

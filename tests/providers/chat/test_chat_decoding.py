@@ -145,7 +145,7 @@ def test_finish_reason_mapping(wire: Any, expected: FinishReason | None) -> None
         ({"choices": ["x"]}, "choices\\[0\\].message"),
         ({"choices": [{"message": {"tool_calls": {}}}]}, "not a list"),
         ({"choices": [{"message": {"tool_calls": [{"id": "c"}]}}]}, "no function name"),
-        ({"choices": [{"message": {"content": 5}}]}, "neither a string nor null"),
+        ({"choices": [{"message": {"content": 5}}]}, "neither a string, a list of parts nor null"),
     ],
 )
 def test_malformed_responses_raise_protocol_error(payload: Any, message: str) -> None:
@@ -337,7 +337,7 @@ def test_malformed_chunks_raise_protocol_error() -> None:
         '{"choices": [{"index": 1, "delta": {}}, 3]}',
         '{"choices": [{"delta": "text"}]}',
         '{"choices": [{"delta": {"content": 5}}]}',
-        '{"choices": [{"delta": {"content": ["a"]}}]}',
+        '{"choices": [{"delta": {"content": {"type": "text", "text": "a"}}}]}',
         '{"choices": [{"delta": {"refusal": 3}}]}',
         '{"choices": [{"delta": {"tool_calls": "x"}}]}',
         '{"choices": [{"delta": {"tool_calls": [1]}}]}',

@@ -84,7 +84,10 @@ async def test_error_status_becomes_typed_error_with_status_and_body(
     for error in (caught.value, streamed):
         assert type(error) is kind
         assert error.status == status
-        assert error.message == f"HTTP {status}: failure {status}"
+        # The URL (redacted) is named, so a wrong base_url shows in the message.
+        assert (
+            error.message == f"HTTP {status}: failure {status} (POST {server.base_url}/v1/chat/completions)"
+        )
         assert error.body is not None
         assert "failure" in error.body
     assert events == []
@@ -111,7 +114,7 @@ async def test_server_errors_are_retried_twice_then_raised(
     assert len(server.requests) == 3
     assert sleeps.delays == [0.5, 1.0]
     assert [(r.attempt, r.max_attempts, r.delay) for r in retries] == [(2, 3, 0.5), (3, 3, 1.0)]
-    assert retries[0].reason == "HTTP 500: boom"
+    assert retries[0].reason == f"HTTP 500: boom (POST {server.base_url}/v1/chat/completions)"
 
 
 async def test_429_with_retry_after_then_success(server: LocalServer, sleeps: SleepRecorder) -> None:
@@ -131,7 +134,8 @@ async def test_stream_429_with_retry_after_ms_yields_model_retry_then_succeeds(
     async with model_for(server, sleeps) as model:
         events, error = await collect(model)
     assert error is None
-    assert events[0] == ModelRetry(attempt=2, max_attempts=3, delay=0.25, reason="HTTP 429: slow down")
+    reason = f"HTTP 429: slow down (POST {server.base_url}/v1/chat/completions)"
+    assert events[0] == ModelRetry(attempt=2, max_attempts=3, delay=0.25, reason=reason)
     assert events[1] == TextDelta("hello")
     assert isinstance(events[-1], ModelCompleted)
     assert sleeps.delays == [0.25]

@@ -1,5 +1,6 @@
-"""Usage counts that a gateway re-serialised as floats (``3.0``) are counts, as the Responses codec reads
-them; other non-integers still read as 0 (Chat usage is best effort, never a reason to fail a call)."""
+"""Usage counts that a gateway re-serialised as floats (``3.0``) or decimal strings (``"3"``) are counts, as
+the Responses codec reads them; other non-integers still read as 0 (Chat usage is best effort, never a
+reason to fail a call)."""
 
 from __future__ import annotations
 
@@ -34,9 +35,15 @@ def test_a_missing_total_is_the_sum_of_float_counts() -> None:
     assert decode_usage({"prompt_tokens": 3.0, "completion_tokens": 1.0}).total_tokens == 4
 
 
-@pytest.mark.parametrize("value", [3.5, float("nan"), float("inf"), "3", True])
+@pytest.mark.parametrize("value", [3.5, float("nan"), float("inf"), "3.0", "-3", "٣", "", True])
 def test_other_non_integer_counts_read_as_zero(value: Any) -> None:
     assert decode_usage({"prompt_tokens": value, "completion_tokens": 1}).input_tokens == 0
+
+
+def test_decimal_string_counts_are_counts() -> None:
+    # Some gateways re-serialise counts as strings; Responses reads them the same way.
+    usage = decode_usage({"prompt_tokens": "3", "completion_tokens": "1", "total_tokens": "4"})
+    assert (usage.input_tokens, usage.output_tokens, usage.total_tokens) == (3, 1, 4)
 
 
 def test_blocking_and_streamed_answers_read_float_counts() -> None:

@@ -224,7 +224,7 @@ async def test_non_2xx_stream_answers_are_typed_errors(
         with pytest.raises(error_type) as caught:
             await no_retry.create_stream("hi").collect()
     assert caught.value.status == status
-    assert caught.value.message == f"HTTP {status}: nope"
+    assert caught.value.message == f"HTTP {status}: nope (POST {server.url}/responses)"
     assert "sk-hidden" not in str(caught.value)
     assert "sk-hidden" not in repr(caught.value)
 
