@@ -16,6 +16,10 @@ One run, step by step::
         StepFinished      (with this step's usage)
     exactly one of RunFinished(result) / RunFailed(error, partial) / RunCancelled(partial)
 
+The step's events are built and published only while the run's bus has a listener (``EventBus.has_listeners``:
+a subscription or a callback): nobody else could tell, and an unobserved ``agent.run()`` then pays nothing for
+them. The terminal event is always published.
+
 Where this does better than the reference: exhausting ``max_steps`` is never silent
 (``StopReason.MAX_STEPS``, optionally a last tool-less "final answer" call, or ``MaxStepsExceeded``); limits
 on tool calls, tokens and wall clock end the run with their own stop reason, the wall clock as a cancel scope
@@ -208,7 +212,8 @@ class AgentRuntime:
                     # A session's run: the runs ahead of it end first. Inside the run's scopes, so a cancel
                     # or the deadline while it waits ends it as any other (``RunCancelled``, no RunStarted).
                     await ctx.wait_turn()
-                await ctx.emit(RunStarted(input=ctx.input_text, runtime=self.name))
+                if ctx.bus.has_listeners():
+                    await ctx.emit(RunStarted(input=ctx.input_text, runtime=self.name))
                 await self.start(ctx)
                 result = await self.run_loop(ctx)
         except anyio.get_cancelled_exc_class():
@@ -328,13 +333,15 @@ class AgentRuntime:
         await anyio.lowlevel.checkpoint_if_cancelled()
         ctx.bus.step = ctx.step
         ctx.step_usage = NO_USAGE
-        await ctx.emit(StepStarted())
+        if ctx.bus.has_listeners():
+            await ctx.emit(StepStarted())
         calls_before = len(ctx.tool_calls)
         prompt = self.build_prompt(ctx, final=final)
         result = await self.call_model(ctx, prompt)
         ctx.unhandled = None  # handled from here on
         stop = await self.handle_model_result(ctx, result, final=final)
-        await ctx.emit(StepFinished(tool_calls=len(ctx.tool_calls) - calls_before, usage=ctx.step_usage))
+        if ctx.bus.has_listeners():
+            await ctx.emit(StepFinished(tool_calls=len(ctx.tool_calls) - calls_before, usage=ctx.step_usage))
         ctx.step += 1
         return stop
 
@@ -407,7 +414,10 @@ class AgentRuntime:
         tools = prompt.tools
         # The run's own tools (the usual prompt) have their names listed already.
         names = ctx.tools.names if tools is ctx.tools.specs else tuple(t.name for t in tools)
-        await ctx.emit(ModelRequest(model=ctx.model_name(prompt.model), items=len(prompt.items), tools=names))
+        if ctx.bus.has_listeners():
+            await ctx.emit(
+                ModelRequest(model=ctx.model_name(prompt.model), items=len(prompt.items), tools=names)
+            )
         if not prompt.stream:
             # A blocking call has no stream to carry its retries: they come through the context's listener.
             relay = RetryRelay(ctx.bus)
@@ -424,7 +434,8 @@ class AgentRuntime:
                 relay.bus = None
             ctx.add_usage(result.usage)
             ctx.unhandled = result  # kept by the run's ending if a cancel lands while it is published
-            await self._publish_whole(ctx, result, text=True, reasoning=True, refusal=True, calls=True)
+            if ctx.bus.has_listeners():
+                await self._publish_whole(ctx, result, text=True, reasoning=True, refusal=True, calls=True)
             return result
         completed: AgentModelResult | None = None
         reported: TokenUsage | None = None
@@ -604,7 +615,8 @@ class AgentRuntime:
             # Marked first: a publish a cancel cuts has reached the subscribers ahead of the one it waited
             # for, and announcing the call again at the run's end would repeat it for them.
             ctx.announced.add(call.id)
-            await ctx.emit(ToolCallRequested(call=call))
+            if ctx.bus.has_listeners():
+                await ctx.emit(ToolCallRequested(call=call))
 
     async def run_tool_calls(self, ctx: RunContext, calls: tuple[ToolCall, ...]) -> list[ToolResult]:
         """Execute calls with the run's ``ToolExecutor``, concurrently unless ``parallel_tool_calls=False``.

@@ -144,6 +144,7 @@ class RunContext:
                 # reference cycle, and every run's state would then wait for the garbage collector.
                 emit=functools.partial(self.bus.publish, owned=True),
                 emit_may_wait=self.bus.has_listeners,
+                listening=self.bus.has_listeners,
             )
         return self._executor
 

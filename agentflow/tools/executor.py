@@ -142,14 +142,17 @@ class ToolExecutor:
     cap);
     ``default_timeout`` (seconds, ``None``: no limit) applies to tools without their own ``timeout``.
     ``emit`` is usually the run's ``EventBus.publish``; ``emit_may_wait()``, if given, tells whether ``emit``
-    could suspend right now (an ``EventBus`` with a subscriber or callback: ``EventBus.has_listeners``).
+    could suspend right now (an ``EventBus`` with a subscriber or callback: ``EventBus.has_listeners``), and
+    ``listening()``, if given, whether anyone receives the events at all (``EventBus.has_listeners`` again):
+    while nobody does, ``ToolStarted`` and the completion events are neither built nor published, which
+    nobody can tell (progress reported from a tool still goes to ``emit``).
 
     Every call gets exactly one ``ToolStarted`` and then exactly one ``ToolSucceeded`` or ``ToolFailed``
     (unknown tools and invalid arguments included), unless the batch is cancelled first: then the calls
     still running get no completion event and no result; ``on_result`` tells which ones finished.
     """
 
-    __slots__ = ("_default_timeout", "_emit", "_emit_may_wait", "_limiter", "_registry")
+    __slots__ = ("_default_timeout", "_emit", "_emit_may_wait", "_limiter", "_listening", "_registry")
 
     def __init__(
         self,
@@ -159,6 +162,7 @@ class ToolExecutor:
         default_timeout: float | None = 60.0,
         emit: Emit,
         emit_may_wait: Callable[[], bool] | None = None,
+        listening: Callable[[], bool] | None = None,
     ) -> None:
         if max_concurrency is not None and (
             isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1
@@ -173,6 +177,7 @@ class ToolExecutor:
         self._default_timeout = default_timeout
         self._emit = emit
         self._emit_may_wait = emit_may_wait
+        self._listening = listening
 
     @property
     def registry(self) -> ToolRegistry:
@@ -326,7 +331,8 @@ class ToolExecutor:
                 try:
                     if batch is not None:
                         batch.stages[index] = _STARTED
-                    await self._emit(ToolStarted(call=call, run_id=run_id, step=step))
+                    if self._listening is None or self._listening():
+                        await self._emit(ToolStarted(call=call, run_id=run_id, step=step))
                     result = await self._execute(found, call, kwargs, run_id, step, batch)
                 finally:
                     self._limiter.release_on_behalf_of(borrower)
@@ -337,7 +343,8 @@ class ToolExecutor:
         event = ToolSucceeded if result.ok else ToolFailed
         if batch is not None:
             batch.stages[index] = _DONE
-        await self._emit(event(call=call, result=result, run_id=run_id, step=step))
+        if self._listening is None or self._listening():
+            await self._emit(event(call=call, result=result, run_id=run_id, step=step))
         return result
 
     async def _execute(
