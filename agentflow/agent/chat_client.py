@@ -3,7 +3,8 @@
 How a prompt lands on the Chat protocol (seed 000 §2, kept deliberately):
 - ``system_prompt`` → the first system message; ``instructions`` → a second system message; then the items,
   converted one by one (``agentflow.agent.items.to_chat_messages``).
-- Sent: ``model``, ``temperature``, ``top_p``, ``max_output_tokens`` as ``max_completion_tokens``, ``user``,
+- Sent: ``model``, ``temperature``, ``top_p``, ``max_output_tokens`` as ``max_completion_tokens`` (or the
+  model's ``max_tokens_field``), ``user``,
   ``response_format``, ``tools``, ``tool_choice``, ``parallel_tool_calls`` (only with tools: the API rejects
   it without), and ``extra_body`` as custom top-level parameters (standard fields win on a clash).
 - Better than the seed: ``tool_choice`` may be structured (a ``ToolChoice`` or a ``{"type": "function", …}``

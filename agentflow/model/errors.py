@@ -40,8 +40,9 @@ class ModelError(Exception):
     error object when it sent one, and ``retryable`` says whether a retry could succeed.
 
     ``partial`` is what the call had produced when it failed, or ``None``: the response aggregated so far
-    of a stream whose body failed once it had begun (cut off, connection lost, read or total timeout), and
-    the response an incomplete or unfinished Responses answer carries. Every error carries it the same
+    of a stream whose body failed once it had begun (cut off, connection lost, read or total timeout, or an
+    error the server reported in the stream after part of the answer), and the response an incomplete or
+    unfinished Responses answer carries. Every error carries it the same
     way, so one ``error.partial`` check serves them all.
     """
 

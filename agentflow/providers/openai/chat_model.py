@@ -51,7 +51,8 @@ class OpenAIChatModel:
 
     - ``stream_usage`` (default ``True``): streams ask for their token usage with
       ``stream_options: {"include_usage": true}``. Mistral, Databricks, Bedrock and older Azure API versions
-      reject the field (400/422): ``False`` leaves it out (such a stream then reports no usage).
+      reject the field (400/422): ``False`` leaves it out (such a stream then reports usage only if the
+      server sends it anyway).
     - ``max_tokens_field``: the one wire field that carries the output token limit, whichever of
       ``max_tokens`` / ``max_completion_tokens`` (an agent's ``max_output_tokens``) is set, the smaller when
       both are. ``"max_tokens"`` for Ollama, LM Studio, llama-cpp-python and older vLLM, which ignore or
@@ -59,8 +60,8 @@ class OpenAIChatModel:
     - ``max_event_bytes``: the largest server-sent event a stream accepts (default 8 MiB); a larger one
       fails with ``ProtocolError`` rather than exhausting memory.
 
-    One pooled HTTP session per model, opened on first use: close it with ``async with model:`` or
-    ``await model.aclose()``.
+    One pooled HTTP session per model and event loop, opened on first use: close it with
+    ``async with model:`` or ``await model.aclose()``.
 
     >>> OpenAIChatModel(base_url="http://127.0.0.1:8000", api_key="sk-secret", model="gpt-4o-mini")
     OpenAIChatModel(base_url='http://127.0.0.1:8000/v1', model='gpt-4o-mini', api_key=<set>)

@@ -54,10 +54,10 @@ class OpenAIResponsesModel:
     ``finish_reason`` say why it stopped).
 
     The HTTP options are those of ``OpenAIChatModel``: ``custom_headers`` (sent after the standard ones),
-    ``transport``, ``timeout`` / ``connect_timeout`` / ``read_timeout``, ``retry``, ``sleep``, ``on_retry``.
-    The API key is sent as ``Authorization: Bearer …`` only when set and never shown in a repr, an error or an
-    event. One pooled HTTP session per model, opened on first use: close it with ``async with model:`` or
-    ``await model.aclose()``.
+    ``transport``, ``timeout`` / ``connect_timeout`` / ``read_timeout``, ``retry``, ``sleep``, ``on_retry``,
+    ``max_event_bytes``. The API key is sent as ``Authorization: Bearer …`` only when set and never shown in
+    a repr, an error or an event. One pooled HTTP session per model and event loop, opened on first use: close
+    it with ``async with model:`` or ``await model.aclose()``.
 
     >>> OpenAIResponsesModel(base_url="http://127.0.0.1:8000/v1", api_key="sk-secret", model="gpt-5-mini")
     OpenAIResponsesModel(base_url='http://127.0.0.1:8000/v1', model='gpt-5-mini', api_key=<set>)
@@ -89,6 +89,7 @@ class OpenAIResponsesModel:
         sleep: Callable[[float], Awaitable[None]] | None = None,
         on_retry: Callable[[ModelRetry], None] | None = None,
         on_incomplete: IncompletePolicy = "raise",
+        max_event_bytes: int | None = None,
         **defaults: Any,
     ) -> None:
         check_sdk_keywords("OpenAIResponsesModel", defaults)
@@ -113,6 +114,7 @@ class OpenAIResponsesModel:
             retry=retry,
             sleep=sleep,
             on_retry=on_retry,
+            max_event_bytes=max_event_bytes,
         )
 
     def __repr__(self) -> str:

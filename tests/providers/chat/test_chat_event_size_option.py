@@ -54,3 +54,11 @@ def test_a_wrong_cap_is_refused_at_construction(value: Any, error: type[Exceptio
         OpenAIChatModel(model="m", max_event_bytes=value)
     with pytest.raises(error, match="max_event_bytes"):
         OpenAIHttpClient(max_event_bytes=value)
+
+
+def test_the_responses_model_takes_the_event_size_cap_too() -> None:
+    from agentflow import OpenAIResponsesModel
+
+    with pytest.raises(ValueError, match="max_event_bytes must be positive"):
+        OpenAIResponsesModel(base_url="http://127.0.0.1:9/v1", model="m", max_event_bytes=0)
+    OpenAIResponsesModel(base_url="http://127.0.0.1:9/v1", model="m", max_event_bytes=1024)
