@@ -59,11 +59,17 @@ class StepStarted(RunEvent):
 
 @attrs.frozen
 class ModelRequest(RunEvent):
-    """The runtime is about to call the model."""
+    """The runtime is about to call the model.
+
+    ``purpose`` is ``"step"`` for a step's call (its ``ModelCompleted`` is the agent's turn) and ``"plan"``
+    for a DeepResearch planner's call (its ``ModelCompleted`` holds the plan, not an answer to show): every
+    ``ModelCompleted`` belongs to the ``ModelRequest`` before it.
+    """
 
     model: str | None
     items: int
     tools: tuple[str, ...] = ()
+    purpose: str = "step"
 
 
 @attrs.frozen

@@ -31,8 +31,7 @@ from ..model.protocol import ChatModel
 from ..runtimes import AgentRuntime, resolve_runtime
 from ..runtimes.context import RunContext
 from ..runtimes.output import output_type_of
-from ..tools.registry import ToolRegistry
-from ..tools.tool import Tool
+from ..tools.registry import ToolLike, ToolRegistry
 from .chat_client import ChatModelClient
 from .client_base import ProtocolClient
 from .items import user_item
@@ -54,7 +53,6 @@ __all__ = ["Agent", "AgentInput", "Agents", "ModelLike", "as_model_client", "run
 AgentInput: TypeAlias = str | Message | Mapping[str, Any] | Sequence[Any]
 """What a run starts from: text, a ``UserMessage`` (e.g. with images), an item dict, or a list of items."""
 
-ToolLike: TypeAlias = Tool[..., Any] | Callable[..., Any] | Mapping[str, Any]
 ModelLike: TypeAlias = ChatModel | ModelClient
 """A ``ChatModel`` (``OpenAIChatModel``, ``OpenAIResponsesModel``…) or a ``ModelClient``."""
 

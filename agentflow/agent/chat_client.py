@@ -81,7 +81,7 @@ def _chat_messages(prompt: AgentPrompt) -> list[Message]:
     # Checked here, the one step both ``to_chat_request`` and ``ChatModelClient`` run for every prompt.
     if prompt.hosted_tools:
         kinds = ", ".join(repr(tool.get("type")) for tool in prompt.hosted_tools)
-        raise ValueError(
+        raise TypeError(
             f"hosted tools ({kinds}) have no Chat Completions form; use an OpenAIResponsesModel for them"
         )
     messages: list[Message] = []

@@ -192,11 +192,12 @@ def to_responses_request(
     if prompt.hosted_tools:
         tools = (*tools, *prompt.hosted_tools)
     extra_body = dict(prompt.extra_body)
-    if tools:
-        if "tools" in extra_body:
-            tools = _with_tools(tools, extra_body.pop("tools"), "extra_body['tools']")
-        if default_tools:
-            tools = _with_tools(tools, default_tools, "the model's default tools")
+    # Merged whenever there is any: the request's ``tools`` field, set or filled from the model's defaults,
+    # would otherwise replace ``extra_body``'s on the wire.
+    if "tools" in extra_body:
+        tools = _with_tools(tools, extra_body.pop("tools"), "extra_body['tools']")
+    if default_tools and tools:
+        tools = _with_tools(tools, default_tools, "the model's default tools")
     return ResponsesRequest(
         items,
         model=prompt.model,

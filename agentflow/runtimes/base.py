@@ -36,8 +36,8 @@ calls run), ``settle_pending`` (how interrupted work is closed in memory) and ``
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, ClassVar, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -81,7 +81,9 @@ from .context import NO_USAGE, RunContext
 from .errors import AgentRunError, MaxStepsExceeded
 from .output import OutputType, OutputValidationError
 
-__all__ = ["AgentRuntime", "RetryRelay", "answer_stop_reason", "billed_usage"]
+__all__ = ["AgentRuntime", "answer_stop_reason", "blocking_call"]
+
+T = TypeVar("T")
 
 _NO_DEADLINE = contextlib.nullcontext()  # reusable: entering it does nothing
 
@@ -146,13 +148,13 @@ def _forces(tool_choice: object) -> bool:
     return kind in ("function", "required")
 
 
-def billed_usage(error: ModelError) -> TokenUsage | None:
+def _billed_usage(error: ModelError) -> TokenUsage | None:
     """What a model call that failed on its answer (an incomplete response…) was billed, if it says."""
     usage = getattr(getattr(error, "partial", None), "usage", None)
     return usage if isinstance(usage, TokenUsage) else None
 
 
-class RetryRelay:
+class _RetryRelay:
     """Publishes a blocking model call's retries on the run's bus while the call lasts.
 
     Emptied when the call ends: the tasks the HTTP library starts during the call keep a copy of the
@@ -168,6 +170,28 @@ class RetryRelay:
     async def __call__(self, retry: ModelRetry) -> None:
         if self.bus is not None:
             await self.bus.publish(retry)
+
+
+async def blocking_call(ctx: RunContext, call: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+    """``await call(*args, **kwargs)``: a blocking model call of the run.
+
+    Its retries are published on the run's bus as they happen (``ModelRetry``, through ``retry_listener``,
+    set before the call is made: a blocking call has no stream to carry them), and what it was billed
+    although it failed (an incomplete response) counts in the run's usage. A step's call and a DeepResearch
+    planner's go through here.
+    """
+    relay = _RetryRelay(ctx.bus)
+    token = retry_listener.set(relay)
+    try:
+        return await call(*args, **kwargs)
+    except ModelError as exc:
+        spent = _billed_usage(exc)
+        if spent is not None:
+            ctx.add_usage(spent)
+        raise
+    finally:
+        retry_listener.reset(token)
+        relay.bus = None
 
 
 class AgentRuntime:
@@ -419,19 +443,7 @@ class AgentRuntime:
                 ModelRequest(model=ctx.model_name(prompt.model), items=len(prompt.items), tools=names)
             )
         if not prompt.stream:
-            # A blocking call has no stream to carry its retries: they come through the context's listener.
-            relay = RetryRelay(ctx.bus)
-            token = retry_listener.set(relay)
-            try:
-                result = await ctx.model.create(prompt)
-            except ModelError as exc:
-                spent = billed_usage(exc)
-                if spent is not None:  # billed although it failed (an incomplete response): it counts
-                    ctx.add_usage(spent)
-                raise
-            finally:
-                retry_listener.reset(token)
-                relay.bus = None
+            result = await blocking_call(ctx, ctx.model.create, prompt)
             ctx.add_usage(result.usage)
             ctx.unhandled = result  # kept by the run's ending if a cancel lands while it is published
             if ctx.bus.has_listeners():
@@ -468,7 +480,7 @@ class AgentRuntime:
         except ModelError as exc:
             # A stream that failed on its answer (an incomplete response) may carry what it was billed.
             if reported is None:
-                reported = billed_usage(exc)
+                reported = _billed_usage(exc)
             raise
         finally:
             if reported is not None:

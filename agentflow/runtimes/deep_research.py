@@ -37,16 +37,14 @@ import attrs
 from ..agent.chat_client import chat_result
 from ..agent.items import system_item, to_chat_messages
 from ..events import ModelRequest, PlanCreated, PlanUpdated
-from ..model.errors import ModelError
 from ..model.events import ModelCompleted, UsageReported
 from ..model.messages import AiMessage, UserMessage
 from ..model.protocol import ChatModel
 from ..model.request import ChatRequest
 from ..model.response import ChatResponse, TokenUsage
-from ..model.retries import retry_listener
 from ..plan import Plan
 from ..result import StopReason
-from .base import RetryRelay, billed_usage
+from .base import blocking_call
 from .context import RunContext
 from .planner import PlanContext, Planner, PlanningError, SimplePlanner
 from .react import ReActRuntime
@@ -107,22 +105,16 @@ class _PlanningCall:
         if not isinstance(name, str):
             name = None
         tools = tuple(t.name for t in request.parameters.tools or ())
-        await ctx.emit(ModelRequest(model=name, items=len(request.messages), tools=tools))
-        relay = RetryRelay(ctx.bus)
-        token = retry_listener.set(relay)
-        try:
-            response = await model.chat(request, **overrides)
-        except ModelError as exc:
-            spent = billed_usage(exc)
-            if spent is not None:  # billed although it failed (an incomplete response): it counts
-                ctx.add_usage(spent)
-            raise
-        finally:
-            retry_listener.reset(token)
-            relay.bus = None
+        # As for a step's call: built only when someone listens, and then as a pair (request, completion).
+        listened = ctx.bus.has_listeners()
+        if listened:
+            await ctx.emit(ModelRequest(model=name, items=len(request.messages), tools=tools, purpose="plan"))
+        response = await blocking_call(ctx, model.chat, request, **overrides)
         # Counted before anything is published: a cancel landing while it is keeps the tokens in the result.
         ctx.add_usage(response.usage)
-        if response.usage is not None and ctx.bus.has_listeners():
+        if not listened:
+            return response
+        if response.usage is not None:
             await ctx.emit(UsageReported(response.usage))
         # The plan's text is no part of the agent's answer: no TextDelta (a UI printing the deltas would show
         # the planner's JSON), and no memory items (the plan enters memory in its own form).

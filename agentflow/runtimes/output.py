@@ -115,6 +115,7 @@ class OutputType:
         "_parsers",
         "_response_format",
         "_retry_text",
+        "_sealed",
         "_wrapped",
         "description",
         "mode",
@@ -139,6 +140,9 @@ class OutputType:
             raise ValueError(f"OutputType retries must be an int >= 0, got {retries!r}")
         if mode not in ("native", "prompted"):
             raise ValueError(f"OutputType mode must be 'native' or 'prompted', got {mode!r}")
+        for option, given in (("name", name), ("description", description)):
+            if given is not None and not isinstance(given, str):
+                raise TypeError(f"OutputType {option} must be a str or None, got {given!r}")
         if strict is not None and not isinstance(strict, bool):
             raise TypeError(f"OutputType strict must be a bool or None, got {strict!r}")
         if tp is str:
@@ -175,6 +179,13 @@ class OutputType:
         schema_text = orjson.dumps(shape.schema).decode()
         self._instructions = OUTPUT_INSTRUCTIONS.format(schema=schema_text)
         self._retry_text = OUTPUT_RETRY_PROMPT.replace("{schema}", schema_text)
+        self._sealed = True
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # Immutable once built, as agentflow's values are: the wire format is derived from the fields.
+        if getattr(self, "_sealed", False):
+            raise AttributeError(f"OutputType is immutable; build a new one instead of setting {name!r}")
+        object.__setattr__(self, name, value)
 
     def _rooted(self, shape: Shape, strict: bool) -> Shape:
         if not self._wrapped:

@@ -371,8 +371,9 @@ class ToolExecutor:
                 value = await (invocation if batch is None else noting_waits(invocation, batch.waiting))
                 output = output_text(value)
         except Exception as exc:
-            # The model gets the message (cut at MAX_ERROR_CHARS); the traceback is for the developer.
-            _log.warning(
+            # The model gets the message (cut at MAX_ERROR_CHARS); the traceback is for the developer. INFO: a
+            # tool failing is a result the model handles, not an error of the service (nothing on stderr).
+            _log.info(
                 "tool %r raised (run %s, step %d, call %s); the model gets its TOOL_ERROR",
                 found.name,
                 run_id,

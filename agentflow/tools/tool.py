@@ -283,11 +283,15 @@ def _check_not_unbound_method(
 ) -> None:
     """``@tool`` on a method in its class body sees a plain function whose first parameter is ``self``."""
     first = next(iter(signature.parameters.values()), None)
+    # A function defined in a class body has the class in its qualified name (``Weather.lookup``); a plain
+    # function may well call its first parameter ``cls`` (a class label) or ``self``.
+    in_class_body = "." in getattr(fn, "__qualname__", "").rsplit("<locals>.", 1)[-1]
     if (
         first is None
         or first.name not in ("self", "cls")
         or first.name in bound
         or not inspect.isfunction(fn)
+        or not in_class_body
     ):
         return
     raise TypeError(

@@ -62,3 +62,13 @@ def test_a_hosted_tool_given_twice_is_refused() -> None:
 def test_one_mapping_in_place_of_a_list_is_refused() -> None:
     with pytest.raises(TypeError, match=r"tools must be a list"):
         ToolRegistry({"type": "web_search"})  # type: ignore[arg-type]
+
+
+def test_a_function_whose_first_parameter_is_called_cls_is_a_plain_tool() -> None:
+    from agentflow.tools import tool
+
+    def classify(cls: str, text: str) -> str:
+        """Say whether ``text`` belongs to class ``cls``."""
+        return f"{text} in {cls}"
+
+    assert [p for p in tool(classify).spec.parameters["properties"]] == ["cls", "text"]

@@ -223,13 +223,13 @@ async def test_a_tool_exception_is_logged_with_its_traceback_and_cut_for_the_mod
         raise RuntimeError("GET failed: " + "x" * 5000)
 
     ex, _ = executor(fetch)
-    with caplog.at_level("WARNING", logger="agentflow.tools"):
+    with caplog.at_level("INFO", logger="agentflow.tools"):
         result = await ex.run_call(call("c9", "fetch", '{"url": "u"}'), run_id="r", step=0)
     assert result.error_type == "exception"
     assert result.error == "RuntimeError: GET failed: " + "x" * (2000 - 26) + "… [3026 more characters]"
     assert len(result.output) < 2200
     [record] = [r for r in caplog.records if r.name == "agentflow.tools"]
-    assert record.levelname == "WARNING"
+    assert record.levelname == "INFO"
     assert "'fetch'" in record.getMessage()
     assert record.exc_info is not None
     assert isinstance(record.exc_info[1], RuntimeError)

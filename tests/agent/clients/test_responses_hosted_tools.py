@@ -97,10 +97,15 @@ def test_the_request_lists_every_tool_once_in_order() -> None:
     assert prompt.extra_body["tools"] == [WEB_SEARCH, FILE_SEARCH]  # the prompt's own map is untouched
 
 
-def test_extra_body_tools_stay_where_they_are_without_tools_of_the_prompts_own() -> None:
+def test_extra_body_tools_join_the_models_default_tools_without_tools_of_the_prompts_own() -> None:
+    # Left in extra_body, they would lose to the request's tools field filled from the model's defaults.
+    request = to_responses_request(
+        AgentPrompt(model="m", extra_body={"tools": [FILE_SEARCH]}), default_tools=[WEB_SEARCH]
+    )
+    assert request.tools == (FILE_SEARCH, WEB_SEARCH)
+    assert request.extra_body == {}
     request = to_responses_request(AgentPrompt(model="m", extra_body={"tools": [WEB_SEARCH]}))
-    assert request.tools is None
-    assert request.extra_body == {"tools": [WEB_SEARCH]}
+    assert request.tools == (WEB_SEARCH,)
 
 
 def test_malformed_extra_body_tools_are_a_clear_error() -> None:
@@ -120,10 +125,10 @@ def test_an_agent_over_chat_completions_refuses_hosted_tools_when_built() -> Non
 
 def test_a_chat_prompt_with_hosted_tools_is_refused_before_sending() -> None:
     prompt = AgentPrompt(model="m", items=[user_item("hi")], hosted_tools=[WEB_SEARCH])
-    with pytest.raises(ValueError, match=r"hosted tools \('web_search'\) have no Chat Completions form"):
+    with pytest.raises(TypeError, match=r"hosted tools \('web_search'\) have no Chat Completions form"):
         to_chat_request(prompt)
     client = ChatModelClient(OpenAIChatModel(model="m", api_key="sk-test"))
-    with pytest.raises(ValueError, match=r"no Chat Completions form"):
+    with pytest.raises(TypeError, match=r"no Chat Completions form"):
         client.create_stream(prompt)
 
 

@@ -404,3 +404,14 @@ async def test_an_attrs_output_is_written_by_its_aliases_in_events() -> None:
     result = await agent.run("?")
     assert result.output == Page(5)
     assert events[0].to_dict()["result"]["output"] == {"limit": 5}
+
+
+def test_an_output_type_is_immutable_and_checks_its_options() -> None:
+    spec = OutputType(City)
+    with pytest.raises(AttributeError, match="immutable"):
+        spec.name = "Other"  # type: ignore[misc]
+    assert spec.response_format()["json_schema"]["name"] == "City"
+    with pytest.raises(TypeError, match="name must be a str"):
+        OutputType(City, name=5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="description must be a str"):
+        OutputType(City, description=5)  # type: ignore[arg-type]

@@ -404,3 +404,22 @@ async def test_a_run_whose_planner_has_its_own_model_is_freed_without_the_garbag
         finally:
             gc.enable()
     assert alive == []
+
+
+async def test_a_planning_call_says_so_and_a_quiet_run_still_plans() -> None:
+    from agentflow import Agent, ModelRequest
+    from agentflow.runtimes.deep_research import DeepResearchRuntime
+    from agentflow.runtimes.planner import ModelPlanner
+    from agentflow.testing.fake import FakeChatModel, chat_reply
+
+    model = FakeChatModel([chat_reply('["look it up", "answer"]'), chat_reply("Paris.")])
+    agent = Agent(model, runtime=DeepResearchRuntime(planner=ModelPlanner(model)))
+    requests: list[ModelRequest] = []
+    agent.on(ModelRequest, requests.append)
+    await agent.run("Capital of France?")
+    assert [r.purpose for r in requests] == ["plan", "step"]
+
+    quiet_model = FakeChatModel([chat_reply('["look it up"]'), chat_reply("Paris.")])
+    quiet = Agent(quiet_model, runtime=DeepResearchRuntime(planner=ModelPlanner(quiet_model)))
+    result = await quiet.run("Capital of France?")
+    assert result.output_text == "Paris."
