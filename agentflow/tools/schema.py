@@ -14,6 +14,11 @@ Supported: ``str``, ``int``, ``float``, ``bool``, ``None``, ``Any``, ``list``/``
 Anything else raises ``TypeError`` naming the parameter, and so does, in strict mode, what OpenAI's strict
 mode cannot express (``Any``, free-form mappings, fixed-length tuples).
 
+Its neighbours hold what is not the walk itself: ``foreign_metadata`` reads other libraries' ``Annotated``
+metadata, ``defaults`` says how a default shows in a schema (``MISSING`` lives there), and ``strict``
+checks a hand-written schema for strict mode. ``MISSING`` and ``strict_schema_problems`` are re-exported
+here so that their old import path keeps working.
+
 Pure code: no I/O, nothing async. It must not know about tools' execution or the event bus.
 """
 
@@ -22,7 +27,6 @@ from __future__ import annotations
 import collections.abc
 import dataclasses
 import enum
-import json
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -30,7 +34,10 @@ from typing import Any
 
 import attrs
 
-from .formats import json_text, string_type
+from .defaults import MISSING, NO_JSON, default_note, json_default
+from .foreign_metadata import flat_metadata, foreign_constraints, foreign_description
+from .formats import string_type
+from .strict import strict_schema_problems
 
 __all__ = [
     "MISSING",
@@ -45,14 +52,6 @@ __all__ = [
 
 Converter = Callable[[Any], Any]
 Check = Callable[[Any], bool]
-
-
-class _Missing(enum.Enum):
-    MISSING = "MISSING"
-
-
-MISSING: Any = _Missing.MISSING
-"""Marks a property without a default."""
 
 _JSON_TYPES: dict[type, str] = {str: "string", bool: "boolean", int: "integer", float: "number"}
 _SEQUENCES = (list, collections.abc.Sequence, collections.abc.MutableSequence, collections.abc.Iterable)
@@ -249,7 +248,7 @@ class _Walker:
     def _annotated(self, tp: Any, metadata: tuple[Any, ...]) -> Shape:
         base = self.shape(tp)
         schema = dict(base.schema)
-        for meta in _flat_metadata(metadata):
+        for meta in flat_metadata(metadata, (str, Param)):
             if isinstance(meta, str):
                 schema["description"] = _described(meta, base.class_description)
             elif isinstance(meta, Param):
@@ -257,10 +256,10 @@ class _Walker:
                     schema["description"] = _described(meta.description, base.class_description)
                 schema.update(meta.schema)
             else:
-                description = _foreign_description(meta)
+                description = foreign_description(meta)
                 if description is not None:
                     schema["description"] = _described(description, base.class_description)
-                schema.update(_foreign_constraints(meta, schema))
+                schema.update(foreign_constraints(meta, schema))
         if schema.get("description") == base.class_description:
             return attrs.evolve(base, schema=schema)
         # The description is now the parameter's own: a docstring's must not be added to it.
@@ -569,7 +568,7 @@ def object_shape(props: list[Prop], *, strict: bool = False, build: Converter | 
             schema["description"] = _described(prop.description, prop.shape.class_description)
         if strict:
             if not prop.required:
-                note = _default_note(prop.default, null_means_default=not prop.shape.nullable)
+                note = default_note(prop.default, null_means_default=not prop.shape.nullable)
                 if note:
                     own = schema.get("description")
                     schema["description"] = f"{own} ({note})" if own else note[0].upper() + note[1:]
@@ -580,8 +579,8 @@ def object_shape(props: list[Prop], *, strict: bool = False, build: Converter | 
             if prop.required:
                 required.append(prop.name)
             elif prop.default is not MISSING:
-                default = _json_default(prop.default)
-                if default is not _NO_JSON:
+                default = json_default(prop.default)
+                if default is not NO_JSON:
                     schema["default"] = default
         properties[prop.name] = schema
     schema_out: dict[str, Any] = {"type": "object", "properties": properties}
@@ -631,43 +630,6 @@ def object_shape(props: list[Prop], *, strict: bool = False, build: Converter | 
         return True
 
     return Shape(schema_out, convert, accepts)
-
-
-def strict_schema_problems(schema: Any, where: str = "parameters") -> list[str]:
-    """What keeps a hand-written schema from being an OpenAI strict-mode one (``[]``: nothing).
-
-    Strict mode wants every object closed (``additionalProperties: false``) with every property in
-    ``required``; without that the provider answers 400 when the request is sent, not when the tool is made.
-
-    >>> for problem in strict_schema_problems({"type": "object", "properties": {"a": {"type": "string"}}}):
-    ...     print(problem)
-    parameters must have additionalProperties: false
-    parameters must list 'a' in required
-    """
-    problems: list[str] = []
-    if isinstance(schema, list):
-        for index, item in enumerate(schema):
-            problems += strict_schema_problems(item, f"{where}[{index}]")
-        return problems
-    if not isinstance(schema, Mapping):
-        return problems
-    properties = schema.get("properties")
-    if schema.get("type") == "object" or isinstance(properties, Mapping):
-        if schema.get("additionalProperties") is not False:
-            problems.append(f"{where} must have additionalProperties: false")
-        listed = schema.get("required") or ()
-        for name in properties if isinstance(properties, Mapping) else ():
-            if name not in listed:
-                problems.append(f"{where} must list {name!r} in required")
-    for name, sub in (properties or {}).items() if isinstance(properties, Mapping) else ():
-        problems += strict_schema_problems(sub, f"{where}.{name}")
-    for keyword in ("items", "anyOf", "prefixItems"):
-        if keyword in schema:
-            problems += strict_schema_problems(schema[keyword], f"{where}.{keyword}")
-    for keyword in ("$defs", "definitions"):
-        for name, sub in (schema.get(keyword) or {}).items():
-            problems += strict_schema_problems(sub, f"{where}.{keyword}.{name}")
-    return problems
 
 
 # -- helpers -------------------------------------------------------------------------------------------
@@ -720,65 +682,6 @@ def _unhashable(tp: Any) -> str | None:
     if isinstance(kind, type) and getattr(kind, "__hash__", None) is None:
         return f"{name} has no __hash__ (a mutable attrs class or dataclass compared by value)"
     return None
-
-
-# Constraint attributes of annotated-types objects (``Ge(1)``, ``Interval(gt=0, le=9)``; pydantic's ``Field``
-# keeps them in ``.metadata``) as JSON-schema keywords. Read by duck typing: neither is imported.
-_BOUNDS = (
-    ("gt", "exclusiveMinimum"),
-    ("ge", "minimum"),
-    ("lt", "exclusiveMaximum"),
-    ("le", "maximum"),
-    ("multiple_of", "multipleOf"),
-)
-_LENGTH_KEYWORDS = {
-    "string": ("minLength", "maxLength"),
-    "array": ("minItems", "maxItems"),
-    "object": ("minProperties", "maxProperties"),
-}
-
-
-def _flat_metadata(metadata: tuple[Any, ...]) -> list[Any]:
-    """``Annotated`` metadata, with a pydantic ``FieldInfo``'s own ``metadata`` (its constraints) after it."""
-    flat: list[Any] = []
-    for meta in metadata:
-        flat.append(meta)
-        inner = getattr(meta, "metadata", None) if not isinstance(meta, str | Param) else None
-        if isinstance(inner, list):
-            flat.extend(inner)
-    return flat
-
-
-def _foreign_description(meta: Any) -> str | None:
-    """The text of ``typing_extensions.Doc("…")`` or of a pydantic ``Field(description="…")``."""
-    for attribute in ("documentation", "description"):
-        text = getattr(meta, attribute, None)
-        if isinstance(text, str) and text:
-            return text
-    return None
-
-
-def _foreign_constraints(meta: Any, schema: Mapping[str, Any]) -> dict[str, Any]:
-    """JSON-schema keywords for an annotated-types constraint (or pydantic's ``pattern``) on ``schema``."""
-    if isinstance(meta, type | int | float | bool) or meta is None:
-        return {}
-    keywords: dict[str, Any] = {}
-    for attribute, keyword in _BOUNDS:
-        bound = getattr(meta, attribute, None)
-        if isinstance(bound, int | float) and not isinstance(bound, bool):
-            keywords[keyword] = bound
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), None)
-    lengths = _LENGTH_KEYWORDS.get(kind) if isinstance(kind, str) else None
-    for attribute, index in (("min_length", 0), ("max_length", 1)):
-        length = getattr(meta, attribute, None)
-        if lengths is not None and isinstance(length, int) and not isinstance(length, bool):
-            keywords[lengths[index]] = length
-    pattern = getattr(meta, "pattern", None)
-    if isinstance(pattern, str) and kind == "string":
-        keywords["pattern"] = pattern
-    return keywords
 
 
 def _described(own: str, class_description: str | None) -> str:
@@ -842,50 +745,6 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     if description:
         out["description"] = description
     return out
-
-
-_NO_JSON = object()
-_MAX_DEFAULT_CHARS = 200
-"""A default longer than this as JSON is not written into a strict description (it would crowd it)."""
-
-
-def _default_note(default: Any, *, null_means_default: bool) -> str | None:
-    """What a strict schema's description says about an optional property's default, if anything."""
-    shown = _NO_JSON if default is MISSING else _json_default(default)
-    text = None
-    if shown is not _NO_JSON and shown is not None:
-        dumped = json.dumps(shown, ensure_ascii=False)
-        text = dumped if len(dumped) <= _MAX_DEFAULT_CHARS else None
-    if null_means_default:
-        return f"default: {text}; null for the default" if text else "null for the default"
-    return f"default: {text}" if text else None
-
-
-def _json_default(value: Any) -> Any:
-    """A default as JSON for the schema, or ``_NO_JSON`` when it has no JSON form (it still applies)."""
-    if value is None or type(value) in _JSON_TYPES:
-        return value
-    text = json_text(value)
-    if text is not None:
-        return text
-    if isinstance(value, enum.Enum):
-        return _json_default(value.value)
-    if isinstance(value, list | tuple | set | frozenset):
-        items = [_json_default(v) for v in value]
-        return _NO_JSON if any(i is _NO_JSON for i in items) else items
-    if isinstance(value, dict):
-        out = {k: _json_default(v) for k, v in value.items()}
-        ok = all(isinstance(k, str) for k in out) and all(v is not _NO_JSON for v in out.values())
-        return out if ok else _NO_JSON
-    if attrs.has(type(value)):
-        # Keyed as the schema's properties are, by alias (``_limit`` is ``limit``), so that the default shown
-        # is itself valid; fields without ``init`` are not properties.
-        fields = attrs.fields(type(value))
-        return _json_default({f.alias or f.name: getattr(value, f.name) for f in fields if f.init})
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = dataclasses.fields(value)
-        return _json_default({f.name: getattr(value, f.name) for f in fields if f.init})
-    return _NO_JSON
 
 
 def unresolved_note(exc: Exception) -> str:

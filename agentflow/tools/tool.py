@@ -21,8 +21,10 @@ import attrs
 from ..model.tools import ToolSpec
 from .arguments import ArgumentParser
 from .context import ToolContext
+from .defaults import MISSING
 from .docstrings import DocInfo, parse_docstring
-from .schema import MISSING, Prop, object_shape, shape_of, strict_schema_problems, unresolved_note
+from .schema import Prop, object_shape, shape_of, unresolved_note
+from .strict import strict_schema_problems
 
 __all__ = ["Tool", "tool"]
 
