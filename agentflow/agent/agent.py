@@ -30,7 +30,7 @@ from ..model.messages import Message, UserMessage
 from ..model.protocol import ChatModel
 from ..runtimes import AgentRuntime, resolve_runtime
 from ..runtimes.context import RunContext
-from ..runtimes.output import output_type_of
+from ..runtimes.output import AGENT_DEFAULT, OutputType, output_type_of
 from ..tools.registry import ToolLike, ToolRegistry
 from .chat_client import ChatModelClient
 from .client_base import ProtocolClient
@@ -201,17 +201,7 @@ class Agent(RunStarter):
         if not isinstance(self.settings, ModelSettings):
             raise TypeError(f"settings must be a ModelSettings, got {type(self.settings).__name__}")
         self.name = _optional_text("name", name) or self.runtime.name
-        self.output_type = output_type_of(output_type)
-        if self.output_type is not None:
-            if not self.runtime.structured_output:
-                raise TypeError(
-                    f"the {self.runtime.name} runtime does not read its final answer into an output_type "
-                    f"(its answer is not a plain model message); use runtime='react' or 'deep_research'"
-                )
-            if self.settings.response_format is not None:
-                raise TypeError(
-                    "give either output_type or ModelSettings.response_format: output_type sends its own"
-                )
+        self.output_type = self._output_type(output_type)
         self._memory_factory: Callable[[], Memory] = InMemoryMemory
         self._default_session: Session | None = None
         if _is_memory(memory):
@@ -268,6 +258,21 @@ class Agent(RunStarter):
             raise TypeError(f"session() takes a Memory instance (e.g. InMemoryMemory()), got {what}")
         return Session(self, memory, session_id)
 
+    def _output_type(self, value: Any) -> OutputType | None:
+        """``value`` as this agent's runs can use it (``TypeError`` for a runtime or settings that cannot)."""
+        spec = output_type_of(value)
+        if spec is not None:
+            if not self.runtime.structured_output:
+                raise TypeError(
+                    f"the {self.runtime.name} runtime does not read its final answer into an output_type "
+                    f"(its answer is not a plain model message); use runtime='react' or 'deep_research'"
+                )
+            if self.settings.response_format is not None:
+                raise TypeError(
+                    "give either output_type or ModelSettings.response_format: output_type sends its own"
+                )
+        return spec
+
     def _new_run(
         self,
         input: AgentInput,
@@ -279,7 +284,9 @@ class Agent(RunStarter):
         buffer: int = 256,
         policy: Policy = "backpressure",
         run_id: str | None = None,
+        output_type: Any = AGENT_DEFAULT,
     ) -> AgentRun:
+        spec = self.output_type if output_type is AGENT_DEFAULT else self._output_type(output_type)
         text, items = input_items(input)
         # 32 random hex digits, as uuid4().hex but a quarter of its cost (one per run)
         run_id = run_id or f"run_{os.urandom(16).hex()}"
@@ -300,7 +307,7 @@ class Agent(RunStarter):
             input_text=text,
             input_items=items,
             stream_model=stream_model,
-            output_type=self.output_type,
+            output_type=spec,
             # Only a run with a handle (``agent.stream()``) can be cancelled through ``AgentRun.cancel()``.
             cancel_scope=anyio.CancelScope() if subscribe else None,
         )

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.abc import TaskGroup
@@ -40,6 +40,7 @@ from ..model.events import Event
 from ..result import AgentResult
 from ..runtimes.base import AgentRuntime
 from ..runtimes.context import RunContext
+from ..runtimes.output import AGENT_DEFAULT
 
 if TYPE_CHECKING:
     from .agent import Agent, AgentInput
@@ -71,13 +72,14 @@ class RunStarter:
         buffer: int = 256,
         policy: Policy = "backpressure",
         run_id: str | None = None,
+        output_type: Any = AGENT_DEFAULT,
     ) -> AgentRun:
         """A run whose events you iterate: ``async with agent.stream(x) as run: async for event in run``.
 
         ``types`` limits the events delivered (a class, a union such as ``agentflow.events.TerminalEvent``,
         or a tuple of those), ``buffer``/``policy`` shape the subscription (see ``EventBus.subscribe``); all
         three are checked here, not when the block is entered. Model calls stream unless ``options.stream``
-        is ``False``.
+        is ``False``. ``output_type`` replaces the agent's for this run (``None``: the answer's text).
         """
         kinds = normalise_event_types(types)
         check_subscription_options(buffer, policy)
@@ -91,17 +93,25 @@ class RunStarter:
             buffer=buffer,
             policy=policy,
             run_id=run_id,
+            output_type=output_type,
         )
 
-    async def run(self, input: AgentInput, *, run_id: str | None = None) -> AgentResult:
+    async def run(
+        self, input: AgentInput, *, run_id: str | None = None, output_type: Any = AGENT_DEFAULT
+    ) -> AgentResult:
         """Run to the end and return the result.
+
+        ``output_type`` replaces the agent's for this run (``None``: the answer's text; see ``OutputType``),
+        e.g. one typed turn in a free-text session: ``await chat.run("Sum it up.", output_type=Summary)``.
 
         A failed run raises its exception (a ``ModelError``, ``MaxStepsExceeded``…); a run cut short by
         ``options.timeout`` returns its partial result (``StopReason.DEADLINE``); cancelling the calling task
         cancels the run cleanly and re-raises the cancellation.
         """
         agent, memory, turns = self._run_on()
-        run = agent._new_run(input, memory=memory, turns=turns, subscribe=False, run_id=run_id)
+        run = agent._new_run(
+            input, memory=memory, turns=turns, subscribe=False, run_id=run_id, output_type=output_type
+        )
         return await run._run_here()
 
     def run_sync(self, input: AgentInput) -> AgentResult:

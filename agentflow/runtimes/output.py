@@ -37,6 +37,7 @@ City(name='Paris', population=2102650)
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Mapping
 from typing import Any, Final, Literal, TypeAlias
@@ -51,6 +52,7 @@ from .errors import AgentRunError
 from .json_text import MAX_SCANNED_CHARS, JsonSpan, json_spans
 
 __all__ = [
+    "AGENT_DEFAULT",
     "OUTPUT_INSTRUCTIONS",
     "OUTPUT_RETRY_PROMPT",
     "OutputMode",
@@ -73,6 +75,15 @@ OUTPUT_INSTRUCTIONS: Final = (
 """What the system prompt says in ``mode="prompted"`` (``{schema}`` is the schema as JSON)."""
 
 OutputMode: TypeAlias = Literal["native", "prompted"]
+
+
+class _AgentDefault(enum.Enum):
+    AGENT_DEFAULT = "the agent's output type"
+
+
+AGENT_DEFAULT: Final = _AgentDefault.AGENT_DEFAULT
+"""The ``output_type`` of a run that takes its agent's: ``agent.run(x)`` is
+``agent.run(x, output_type=AGENT_DEFAULT)``."""
 
 _WRAPPER: Final = "result"
 _NAME: Final = re.compile(r"[^A-Za-z0-9_-]+")

@@ -415,3 +415,24 @@ def test_an_output_type_is_immutable_and_checks_its_options() -> None:
         OutputType(City, name=5)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="description must be a str"):
         OutputType(City, description=5)  # type: ignore[arg-type]
+
+
+async def test_a_run_may_take_its_own_output_type() -> None:
+    model = FakeModelClient([reply("Hello."), reply('{"name": "Paris", "population": 3}'), reply("Bye.")])
+    chat = Agent(model).session()  # a free-text conversation
+    assert (await chat.run("Hi")).output is None
+    summary = await chat.run("Which city, as data?", output_type=City)
+    assert summary.output == City("Paris", 3)
+    assert model.prompts[1].response_format is not None
+    assert (await chat.run("Thanks")).output is None
+    assert model.prompts[2].response_format is None
+    # And the other way: a typed agent, one free-text run; each checked where it is given.
+    typed = Agent(FakeModelClient([reply("Just text.")]), output_type=City)
+    async with typed.stream("Say hi", output_type=None) as run:
+        async for _ in run:
+            pass
+    assert run.result is not None
+    assert run.result.output_text == "Just text."
+    assert run.result.output is None
+    with pytest.raises(TypeError, match="codeact runtime does not read"):
+        Agent(FakeModelClient([]), runtime="codeact").stream("x", output_type=City)
