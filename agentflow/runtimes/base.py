@@ -552,9 +552,10 @@ class AgentRuntime:
 
         An answer that does not match is sent back to the model with what is wrong and the schema
         (``OutputRejected``, then ``OutputType.retry_prompt`` as a user turn) and the run goes on, up to
-        ``output_type.retries`` times, while a step is left to answer in; after that, or in the ``final``
-        step after ``max_steps``, the run fails with ``OutputValidationError`` (so no run ends on an
-        unanswered retry prompt).
+        ``output_type.retries`` times, while a step and tokens are left to answer with; after that, or in the
+        ``final`` step after ``max_steps``, the run fails with ``OutputValidationError`` (so no run that goes
+        its course ends on an unanswered retry prompt; a cancel during the retry may leave one, answered by
+        nothing, in a session's memory).
         """
         spec = ctx.output_type
         assert spec is not None
@@ -568,7 +569,9 @@ class AgentRuntime:
         step_left = (
             max_steps is None or ctx.step + 1 < max_steps or ctx.options.on_max_steps == "final_answer"
         )
-        retrying = not final and step_left and ctx.output_rejections < spec.retries
+        retrying = (
+            not final and step_left and not ctx.token_budget_reached and ctx.output_rejections < spec.retries
+        )
         ctx.output_rejections += 1
         await ctx.emit(OutputRejected(error=reason, retrying=retrying))
         if not retrying:

@@ -436,3 +436,11 @@ async def test_a_run_may_take_its_own_output_type() -> None:
     assert run.result.output is None
     with pytest.raises(TypeError, match="codeact runtime does not read"):
         Agent(FakeModelClient([]), runtime="codeact").stream("x", output_type=City)
+
+
+async def test_a_rejection_with_the_token_budget_spent_fails_instead_of_leaving_a_retry_prompt() -> None:
+    model = FakeModelClient([reply("nope", usage=(100, 10))])
+    chat = Agent(model, options=AgentOptions(max_tokens=100)).session()
+    with pytest.raises(OutputValidationError):
+        await chat.run("hi", output_type=City)
+    assert "does not match" not in str(chat.memory.items[-1])
