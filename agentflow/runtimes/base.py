@@ -36,15 +36,15 @@ calls run), ``settle_pending`` (how interrupted work is closed in memory) and ``
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, ClassVar, TypeVar
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import anyio
 import anyio.lowlevel
 
 from ..agent.items import user_item
 from ..agent.prompt import AgentModelResult, AgentPrompt
-from ..bus import BusClosedError, EventBus
+from ..bus import BusClosedError
 from ..events import (
     ModelRequest,
     OutputRejected,
@@ -61,29 +61,23 @@ from ..events import (
 from ..model.errors import ModelError, StreamCutOffError
 from ..model.events import (
     ModelCompleted,
-    ModelRetry,
     ReasoningDelta,
     RefusalDelta,
     TextDelta,
-    ToolCallArgumentsDelta,
-    ToolCallReady,
-    ToolCallStarted,
     UsageReported,
 )
 from ..model.messages import ToolCall
 from ..model.response import FinishReason, TokenUsage
-from ..model.retries import retry_listener
 from ..model.tools import ToolChoice
 from ..result import AgentResult, StopReason, ToolResult
 from ..tools.outcome import cancelled_result, exception_message
 from .calls import complete_tool_calls, patch_memory_items
 from .context import NO_USAGE, RunContext
 from .errors import AgentRunError, MaxStepsExceeded
+from .model_calls import billed_usage, blocking_call, publish_turn
 from .output import OutputType, OutputValidationError
 
 __all__ = ["AgentRuntime", "answer_stop_reason", "blocking_call"]
-
-T = TypeVar("T")
 
 _NO_DEADLINE = contextlib.nullcontext()  # reusable: entering it does nothing
 
@@ -146,52 +140,6 @@ def _forces(tool_choice: object) -> bool:
     # Otherwise a function ({"type": "function", …}), {"type": "required"}, or a hosted tool on Responses,
     # which runs on the server inside the model call and never makes the loop go round.
     return kind in ("function", "required")
-
-
-def _billed_usage(error: ModelError) -> TokenUsage | None:
-    """What a model call that failed on its answer (an incomplete response…) was billed, if it says."""
-    usage = getattr(getattr(error, "partial", None), "usage", None)
-    return usage if isinstance(usage, TokenUsage) else None
-
-
-class _RetryRelay:
-    """Publishes a blocking model call's retries on the run's bus while the call lasts.
-
-    Emptied when the call ends: the tasks the HTTP library starts during the call keep a copy of the
-    context, hence of this listener, for as long as it keeps them (a pooled connection keeps its last
-    request's); through a bound ``ctx.publish`` that copy would hold the whole run, in a reference cycle.
-    """
-
-    __slots__ = ("bus",)
-
-    def __init__(self, bus: EventBus) -> None:
-        self.bus: EventBus | None = bus
-
-    async def __call__(self, retry: ModelRetry) -> None:
-        if self.bus is not None:
-            await self.bus.publish(retry)
-
-
-async def blocking_call(ctx: RunContext, call: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
-    """``await call(*args, **kwargs)``: a blocking model call of the run.
-
-    Its retries are published on the run's bus as they happen (``ModelRetry``, through ``retry_listener``,
-    set before the call is made: a blocking call has no stream to carry them), and what it was billed
-    although it failed (an incomplete response) counts in the run's usage. A step's call and a DeepResearch
-    planner's go through here.
-    """
-    relay = _RetryRelay(ctx.bus)
-    token = retry_listener.set(relay)
-    try:
-        return await call(*args, **kwargs)
-    except ModelError as exc:
-        spent = _billed_usage(exc)
-        if spent is not None:
-            ctx.add_usage(spent)
-        raise
-    finally:
-        retry_listener.reset(token)
-        relay.bus = None
 
 
 class AgentRuntime:
@@ -447,7 +395,7 @@ class AgentRuntime:
             ctx.add_usage(result.usage)
             ctx.unhandled = result  # kept by the run's ending if a cancel lands while it is published
             if ctx.bus.has_listeners():
-                await self._publish_whole(ctx, result, text=True, reasoning=True, refusal=True, calls=True)
+                await publish_turn(ctx, result, text=True, reasoning=True, refusal=True, calls=True)
             return result
         completed: AgentModelResult | None = None
         reported: TokenUsage | None = None
@@ -460,7 +408,7 @@ class AgentRuntime:
                         completed = ctx.unhandled = event.response
                         reported = None
                         ctx.add_usage(completed.usage)
-                        await self._publish_whole(
+                        await publish_turn(
                             ctx,
                             completed,
                             text=not saw_text,
@@ -480,7 +428,7 @@ class AgentRuntime:
         except ModelError as exc:
             # A stream that failed on its answer (an incomplete response) may carry what it was billed.
             if reported is None:
-                reported = _billed_usage(exc)
+                reported = billed_usage(exc)
             raise
         finally:
             if reported is not None:
@@ -489,38 +437,6 @@ class AgentRuntime:
         if completed is None:
             raise StreamCutOffError("the model stream ended without a completion event")
         return completed
-
-    async def _publish_whole(
-        self,
-        ctx: RunContext,
-        result: AgentModelResult,
-        *,
-        text: bool,
-        reasoning: bool,
-        refusal: bool,
-        calls: bool = False,
-    ) -> None:
-        """The parts of a model turn no stream delivered, whole; then ``ModelCompleted``.
-
-        ``calls`` (a blocking call) adds what a stream carries besides: each tool call as ``ToolCallStarted``,
-        one ``ToolCallArgumentsDelta`` and ``ToolCallReady``, and the usage as ``UsageReported`` — only when
-        someone listens (nobody else could tell), so an unobserved ``agent.run()`` pays nothing for them.
-        """
-        if reasoning and result.reasoning_text:
-            await ctx.emit(ReasoningDelta(result.reasoning_text))
-        if text and result.output_text:
-            await ctx.emit(TextDelta(result.output_text))
-        if refusal and result.refusal:
-            await ctx.emit(RefusalDelta(result.refusal))
-        if calls and ctx.bus.has_listeners():
-            for index, call in enumerate(result.tool_calls):
-                await ctx.emit(ToolCallStarted(index, call.id, call.name))
-                if call.arguments:
-                    await ctx.emit(ToolCallArgumentsDelta(index, call.arguments))
-                await ctx.emit(ToolCallReady(index, call))
-            if result.usage is not None:
-                await ctx.emit(UsageReported(result.usage))
-        await ctx.emit(ModelCompleted(result))
 
     async def handle_model_result(
         self, ctx: RunContext, result: AgentModelResult, *, final: bool = False

@@ -44,8 +44,8 @@ from ..model.request import ChatRequest
 from ..model.response import ChatResponse, TokenUsage
 from ..plan import Plan
 from ..result import StopReason
-from .base import blocking_call
 from .context import RunContext
+from .model_calls import blocking_call
 from .planner import PlanContext, Planner, PlanningError, SimplePlanner
 from .react import ReActRuntime
 
