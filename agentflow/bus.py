@@ -40,18 +40,17 @@ import asyncio
 import collections
 import inspect
 import logging
-import operator
-import typing
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from types import MemberDescriptorType, UnionType
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, overload
 
 import anyio
 import attrs
 
 from .cancellation import cancel_requested
+from .event_types import EventTypes, normalise_event_types
 from .events import RunCancelled, RunFailed, RunFinished
 from .model.events import Event
+from .stamping import stampers
 from .subscription import DELTA_TYPES, Policy, Subscription
 
 __all__ = [
@@ -63,6 +62,7 @@ __all__ = [
     "EventTypes",
     "Policy",
     "Subscription",
+    "normalise_event_types",
 ]
 
 _log = logging.getLogger("agentflow")
@@ -71,10 +71,6 @@ E = TypeVar("E", bound=Event)
 
 TERMINAL_TYPES: tuple[type[Event], ...] = (RunFinished, RunFailed, RunCancelled)
 """The events that end a run (exactly one per run); publishing one closes the bus."""
-
-EventTypes = type[Event] | UnionType | Sequence[type[Event] | UnionType] | None
-"""Which events a subscriber wants (``isinstance`` match): a class, a union of classes (such as
-``agentflow.events.TerminalEvent``), a tuple of either, or ``None`` (all)."""
 
 _MAX_RECORDED_FAILURES = 100
 
@@ -152,48 +148,7 @@ class _EventClass:
 
     def __init__(self, cls: type[Event]) -> None:
         self.terminal = issubclass(cls, TERMINAL_TYPES)
-        self.restamp, self.stamp = _stampers(cls)
-
-
-Stamper = Callable[[Event, str, int, int], Any]
-
-
-def _stampers(cls: type[Event]) -> tuple[Stamper, Stamper]:
-    """``(restamp, stamp)``: a stamped copy (``attrs.evolve(event, run_id=…, step=…, seq=…)``, about 3×
-    faster for slotted event classes) and the same stamps set in place on an event nobody else holds.
-
-    Both write the slots directly: the event is valid and immutable, and the stamps are set before anyone
-    else can see the result, so no validator or converter needs to run again.
-    """
-    own = [f.name for f in attrs.fields(cls) if f.name not in ("run_id", "step", "seq")]
-    slots: list[Any] = [getattr(cls, name, None) for name in own]
-    stamps: list[Any] = [getattr(cls, name, None) for name in ("run_id", "step", "seq")]
-    if not all(isinstance(d, MemberDescriptorType) for d in (*slots, *stamps)):
-        # Not a slotted class (a user's event type, say): the general, slower way, and always a copy.
-        def evolve(event: Event, run_id: str, step: int, seq: int) -> Any:
-            return attrs.evolve(event, run_id=run_id, step=step, seq=seq)
-
-        return evolve, evolve
-    copy = tuple((operator.attrgetter(name), slot.__set__) for name, slot in zip(own, slots, strict=True))
-    set_run_id, set_step, set_seq = (d.__set__ for d in stamps)
-    new = object.__new__
-
-    def restamp(event: Event, run_id: str, step: int, seq: int) -> Any:
-        stamped = new(cls)
-        for get, put in copy:
-            put(stamped, get(event))
-        set_run_id(stamped, run_id)
-        set_step(stamped, step)
-        set_seq(stamped, seq)
-        return stamped
-
-    def stamp(event: Event, run_id: str, step: int, seq: int) -> Any:
-        set_run_id(event, run_id)
-        set_step(event, step)
-        set_seq(event, seq)
-        return event
-
-    return restamp, stamp
+        self.restamp, self.stamp = stampers(cls)
 
 
 _event_classes: dict[type[Event], _EventClass] = {}
@@ -201,50 +156,6 @@ _event_classes: dict[type[Event], _EventClass] = {}
 
 def _match(kinds: tuple[type[Event], ...] | None, cls: type[Event]) -> bool:
     return kinds is None or issubclass(cls, kinds)
-
-
-def _is_union(kind: object) -> bool:
-    return typing.get_origin(kind) in (UnionType, typing.Union)
-
-
-def _is_event_class(kind: object) -> bool:
-    try:
-        return isinstance(kind, type) and issubclass(kind, Event)
-    except TypeError:  # a parametrised generic such as ``list[int]``
-        return False
-
-
-def normalise_event_types(types: EventTypes) -> tuple[type[Event], ...] | None:
-    """The event classes ``types`` names (``None``: every event), unions flattened; ``TypeError`` if one is
-    not an ``Event`` subclass. ``subscribe``, ``on``, ``agent.stream`` and ``agent.on`` check ``types`` so.
-
-    >>> from agentflow.events import TerminalEvent
-    >>> from agentflow.model.events import TextDelta
-    >>> [cls.__name__ for cls in normalise_event_types((TextDelta, TerminalEvent))]
-    ['TextDelta', 'RunFinished', 'RunFailed', 'RunCancelled']
-    """
-    if types is None:
-        return None
-    if isinstance(types, str):  # iterating it would report its first letter
-        raise TypeError(f"event types must be Event subclasses, not a string: {types!r} (pass the class)")
-    kinds: Iterable[object]
-    if isinstance(types, type) or _is_union(types):
-        kinds = (types,)
-    elif isinstance(types, Iterable):
-        kinds = types
-    else:
-        raise TypeError(
-            f"event types must be an Event subclass, a union of them, a tuple of those or None, got {types!r}"
-        )
-    flat: list[type[Event]] = []
-    for kind in kinds:
-        members = typing.get_args(kind) if _is_union(kind) else (kind,)
-        for member in members:
-            if not _is_event_class(member):
-                where = f" (in {kind!r})" if member is not kind else ""
-                raise TypeError(f"event types must be Event subclasses, got {member!r}{where}")
-            flat.append(member)
-    return tuple(flat)
 
 
 def check_subscription_options(buffer: int, policy: Policy) -> None:
