@@ -2,7 +2,9 @@
 
 - ``prompt``: ``AgentPrompt`` (what a runtime asks of a model), ``AgentModelResult`` (what comes back) and the
   ``ModelClient`` protocol;
-- ``items``: memory items (plain JSON-able dicts in the Responses item shape) and their conversions;
+- ``items``: memory items (plain JSON-able dicts in the Responses item shape) and their conversions, from
+  ``item_shapes`` (constructors, classification), ``chat_items`` (to Chat messages) and ``responses_items``
+  (to Responses input);
 - ``chat_client`` / ``responses_client``: the two protocol adapters, ``ChatModelClient`` and
   ``ResponsesModelClient``;
 - ``memory``: the ``Memory`` protocol, ``InMemoryMemory`` and the pair-aware ``WindowedMemory``.
