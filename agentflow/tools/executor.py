@@ -244,6 +244,10 @@ class ToolExecutor:
                 calls[index], batch.found[index], batch.run_id, batch.step, index, batch.on_result, batch
             )
 
+    def _heard(self) -> bool:
+        """Whether anyone receives this executor's events; while nobody does, they are not even built."""
+        return self._listening is None or self._listening()
+
     def _limit(self, found: Tool[..., Any]) -> float | None:
         limit = found.timeout if found.timeout is not None else self._default_timeout
         return None if limit == math.inf else limit
@@ -282,6 +286,8 @@ class ToolExecutor:
                 batch.results[index] = result
                 if batch.on_result is not None:
                     batch.on_result(index, result)
+            if not self._heard():
+                continue  # nobody receives the events: the results are all that matters
             if stage == _WAITING:
                 await self._emit(ToolStarted(call=call, run_id=run_id, step=step))
             event = ToolSucceeded if result.ok else ToolFailed
@@ -309,7 +315,8 @@ class ToolExecutor:
             result = failed_result(call, "unknown_tool", self._unknown(call.name))
             if batch is not None:
                 batch.stages[index] = _STARTED
-            await self._emit(ToolStarted(call=call, run_id=run_id, step=step))
+            if self._heard():
+                await self._emit(ToolStarted(call=call, run_id=run_id, step=step))
         else:
             try:
                 kwargs = found.parse_arguments(call.arguments)
@@ -317,7 +324,8 @@ class ToolExecutor:
                 result = failed_result(call, "invalid_arguments", str(exc), tool=found.name)
                 if batch is not None:
                     batch.stages[index] = _STARTED
-                await self._emit(ToolStarted(call=call, run_id=run_id, step=step))
+                if self._heard():
+                    await self._emit(ToolStarted(call=call, run_id=run_id, step=step))
             else:
                 # A fresh borrower per call: the same task may run several calls (CodeAct, nested tools).
                 borrower = object()
@@ -331,7 +339,7 @@ class ToolExecutor:
                 try:
                     if batch is not None:
                         batch.stages[index] = _STARTED
-                    if self._listening is None or self._listening():
+                    if self._heard():
                         await self._emit(ToolStarted(call=call, run_id=run_id, step=step))
                     result = await self._execute(found, call, kwargs, run_id, step, batch)
                 finally:
@@ -343,7 +351,7 @@ class ToolExecutor:
         event = ToolSucceeded if result.ok else ToolFailed
         if batch is not None:
             batch.stages[index] = _DONE
-        if self._listening is None or self._listening():
+        if self._heard():
             await self._emit(event(call=call, result=result, run_id=run_id, step=step))
         return result
 

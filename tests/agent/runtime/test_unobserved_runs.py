@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 
 from agentflow import Agent, RunFinished, StopReason
@@ -67,3 +68,36 @@ async def test_a_run_with_a_callback_publishes_every_event(published: list[Event
     assert isinstance(seen[-1], RunFinished)
     assert [e.seq for e in seen] == list(range(1, len(seen) + 1))
     assert published == seen
+
+
+async def test_refused_and_timed_out_calls_publish_nothing_unobserved(published: list[Event]) -> None:
+    # The rare paths (unknown tool, invalid arguments, a batch's shared deadline) are gated like the common
+    # one: their results reach the model and the run's result, their events are never built.
+    @tool(timeout=0.05)
+    async def slow(a: int) -> int:
+        """Never answers in time."""
+        await anyio.sleep(10)
+        return a
+
+    @tool(timeout=0.05)
+    async def quick(a: int) -> int:
+        """Answers at once."""
+        return a
+
+    model = FakeModelClient(
+        [
+            reply(
+                tool_calls=[
+                    ("nope", {}),
+                    ("quick", {"a": "not a number"}),
+                    ("slow", {"a": 1}),
+                    ("quick", {"a": 2}),
+                ]
+            ),
+            reply("done"),
+        ]
+    )
+    result = await Agent(model, tools=[slow, quick]).run("go")
+    errors = [r.error_type for r in result.tool_results]
+    assert errors == ["unknown_tool", "invalid_arguments", "timeout", None]
+    assert [type(e).__name__ for e in published] == ["RunFinished"]
