@@ -13,12 +13,15 @@ rejected.
 
 from __future__ import annotations
 
-import decimal
 import json
 from collections.abc import Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
+
+if TYPE_CHECKING:
+    # Not at run time: ``decimal`` costs ~1 ms to import, and whoever holds a Decimal has imported it.
+    from decimal import Decimal
 
 __all__ = ["decimal_value", "dumps", "loads"]
 
@@ -32,15 +35,18 @@ _SHORTEST_ROUNDED: Final = 19
 """Digits in the shortest literal orjson rounds (``-9223372036854775809``): shorter texts are exact."""
 
 
-def decimal_value(value: decimal.Decimal) -> float | str:
+def decimal_value(value: Decimal) -> float | str:
     """A ``Decimal`` as JSON writes it without rounding: a number when a float says it exactly (prices:
     ``9.99``), else its digits as text. One rule for a tool's output, its events and what CodeAct code gets.
 
-    >>> decimal_value(decimal.Decimal("9.99")), decimal_value(decimal.Decimal("0.1000000000000000000000001"))
+    >>> from decimal import Decimal
+    >>> decimal_value(Decimal("9.99")), decimal_value(Decimal("0.1000000000000000000000001"))
     (9.99, '0.1000000000000000000000001')
     """
+    from decimal import Decimal
+
     number = float(value)
-    return number if value.is_finite() and decimal.Decimal(repr(number)) == value else str(value)
+    return number if value.is_finite() and Decimal(repr(number)) == value else str(value)
 
 
 def loads(text: str | bytes) -> Any:

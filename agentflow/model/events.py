@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import decimal
 import enum
 import os
 import re
+import sys
 import uuid
 from collections.abc import Mapping
 from typing import Any, ClassVar, Generic, TypeVar
@@ -87,7 +87,8 @@ def to_jsonable(value: Any, _depth: int = 0) -> Any:
         return str(value)
     if isinstance(value, os.PathLike):
         return os.fspath(value)
-    if isinstance(value, decimal.Decimal):
+    decimal = sys.modules.get("decimal")  # imported only where a Decimal can exist (~1 ms at import time)
+    if decimal is not None and isinstance(value, decimal.Decimal):
         return decimal_value(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_jsonable(getattr(value, f.name), depth) for f in dataclasses.fields(value)}
