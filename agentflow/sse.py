@@ -25,6 +25,7 @@ import orjson
 from anyio.streams.memory import MemoryObjectSendStream
 
 from .exact_json import dumps as exact_dumps
+from .json_forms import safe_repr
 from .model.events import Event
 
 __all__ = ["HEARTBEAT", "SSE_HEADERS", "encode_comment", "encode_sse", "sse_stream"]
@@ -58,7 +59,9 @@ def encode_sse(event: Event) -> bytes:
     """
     try:
         data = exact_dumps(event.to_dict())
-    except (ValueError, TypeError, RecursionError) as exc:  # orjson.JSONEncodeError is a TypeError
+    except (
+        Exception
+    ) as exc:  # orjson.JSONEncodeError is a TypeError; an overridden to_dict() may raise anything
         data = _written_anyway(event, exc)
     # orjson never writes a raw line break, so the JSON is always exactly one ``data:`` line.
     return b"event: %s\nid: %d\ndata: %s\n\n" % (event.type.encode(), event.seq, data)
@@ -68,7 +71,7 @@ def _written_anyway(event: Event, error: BaseException) -> bytes:
     """The JSON of an event ``encode_sse`` could not write as it is (see there)."""
     try:
         return exact_dumps(_scrubbed(event.to_dict()))
-    except (ValueError, TypeError, RecursionError) as exc:
+    except Exception as exc:
         error = exc
     return orjson.dumps(
         {
@@ -86,12 +89,12 @@ def _scrubbed(value: object, depth: int = 0) -> object:
     if isinstance(value, str):
         return value.encode("utf-8", "backslashreplace").decode("utf-8")
     if value is None or isinstance(value, bool | int | float) or depth > 64:
-        return value if depth <= 64 else repr(value)
+        return value if depth <= 64 else safe_repr(value)
     if isinstance(value, dict):
         return {_scrubbed(str(k), depth + 1): _scrubbed(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_scrubbed(v, depth + 1) for v in value]
-    return _scrubbed(repr(value), depth + 1)
+    return _scrubbed(safe_repr(value), depth + 1)
 
 
 def encode_comment(text: str = "") -> bytes:
@@ -144,11 +147,7 @@ async def sse_stream(
                     if isinstance(item, bytes):
                         yield item
                     else:
-                        try:
-                            frame = encode_sse(item)
-                        except TypeError as exc:
-                            error = exc
-                            break
+                        frame = encode_sse(item)  # never raises: an event is always written
                         quiet.sent = True
                         yield frame
         except GeneratorExit:

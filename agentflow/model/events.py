@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 import attrs
 
 from ..exact_json import decimal_value
+from ..json_forms import NO_FORM, foreign_form, safe_repr
 from .messages import ToolCall
 from .response import NOT_IN_JSON, ChatResponse, TokenUsage
 
@@ -50,9 +51,12 @@ def to_jsonable(value: Any, _depth: int = 0) -> Any:
     """Turn attrs values, enums, tuples and mappings into plain JSON-ready data (orjson-serialisable).
 
     Fields marked ``NOT_IN_JSON`` are left out. Dates and times become ISO 8601 text, UUIDs and paths text,
-    dataclasses mappings and a ``Decimal`` a number when a float says it exactly (else its digits), as they
-    are in a tool's output; an object with a ``to_dict()`` is what that returns, made JSON-ready in turn.
-    Anything else is its ``repr``, as is whatever lies more than 64 levels down (a cycle).
+    dataclasses mappings, a ``Decimal`` a number when a float says it exactly (else its digits), bytes their
+    UTF-8 text, pydantic models their ``model_dump(mode="json")`` and NumPy values their ``tolist()``, as
+    they are in a tool's output (``agentflow.json_forms``); an object with a ``to_dict()`` is what that
+    returns, made JSON-ready in turn. Anything else is its ``repr``, as is whatever lies more than 64 levels
+    down (a cycle). A ``to_dict()``, ``model_dump()`` or ``__repr__`` that raises is passed over, so a
+    value's own failure never keeps an event from being written.
 
     >>> import datetime
     >>> to_jsonable({"at": datetime.date(2026, 11, 30), 1: (2, 3)})
@@ -63,11 +67,18 @@ def to_jsonable(value: Any, _depth: int = 0) -> Any:
     if isinstance(value, enum.Enum):
         return value.value
     if _depth >= _MAX_DEPTH:
-        return repr(value)
+        return safe_repr(value)
     depth = _depth + 1
     to_dict = getattr(value, "to_dict", None)
     if to_dict is not None and callable(to_dict) and not isinstance(value, type):
-        return to_jsonable(to_dict(), depth)
+        try:
+            plain = to_dict()
+        except Exception:
+            # Needs arguments (pandas), or fails (an ORM row whose session closed): an event must still be
+            # written, so the value is shown as whatever follows can make of it.
+            pass
+        else:
+            return to_jsonable(plain, depth)
     if attrs.has(type(value)):
         # Keyed as the class is built (the alias: ``limit`` for a private ``_limit``), as a schema shows it.
         return {
@@ -92,7 +103,11 @@ def to_jsonable(value: Any, _depth: int = 0) -> Any:
         return decimal_value(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_jsonable(getattr(value, f.name), depth) for f in dataclasses.fields(value)}
-    return repr(value)
+    try:
+        form = foreign_form(value)
+    except Exception:
+        form = NO_FORM
+    return safe_repr(value) if form is NO_FORM else to_jsonable(form, depth)
 
 
 @attrs.frozen

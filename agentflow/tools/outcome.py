@@ -21,6 +21,7 @@ import orjson
 
 from ..exact_json import decimal_value
 from ..exact_json import dumps as exact_dumps
+from ..json_forms import NO_FORM, foreign_form
 from ..model.messages import ToolCall
 from ..result import ToolResult
 
@@ -112,23 +113,10 @@ def _default(value: Any) -> Any:
         return value.value
     if isinstance(value, decimal.Decimal):
         return decimal_value(value)
-    if isinstance(value, bytes | bytearray | memoryview):
-        return _bytes_text(bytes(value))
-    # A pydantic model (what pydantic-ai users return) or a NumPy value, without importing either.
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        return dump(mode="json")
-    as_list = getattr(value, "tolist", None)
-    if callable(as_list):
-        return as_list()
+    form = foreign_form(value)
+    if form is not NO_FORM:
+        return form
     raise TypeError(f"values of type {type(value).__qualname__} cannot be turned into JSON")
-
-
-def _bytes_text(data: bytes) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return f"<{len(data)} bytes of binary data>"
 
 
 def _lenient(value: Any) -> Any:

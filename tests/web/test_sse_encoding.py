@@ -108,6 +108,83 @@ def test_an_event_whose_to_dict_fails_is_written_as_its_stamps_and_an_error() ->
     }
 
 
+class DetachedInstanceError(Exception):
+    """What an ORM raises when a row is read after its session closed."""
+
+
+class OrmRow:
+    def to_dict(self) -> dict[str, Any]:
+        raise DetachedInstanceError("Instance <OrmRow> is not bound to a Session")
+
+    def __repr__(self) -> str:
+        raise DetachedInstanceError("Instance <OrmRow> is not bound to a Session")
+
+    def __str__(self) -> str:
+        return "OrmRow(7)"
+
+
+class NeedsArguments:
+    def to_dict(self, orient: str) -> dict[str, Any]:  # pandas' DataFrame.to_dict takes arguments
+        return {"orient": orient}
+
+
+def test_a_value_whose_own_methods_fail_still_leaves_its_event_whole() -> None:
+    for value, shown in [(OrmRow(), "<OrmRow object>"), (NeedsArguments(), "NeedsArguments")]:
+        event = ToolProgress(call_id="c", tool="t", message="m", data={"row": value}, run_id="run_1", seq=3)
+        data = orjson.loads(encode_sse(event).split(b"data: ", 1)[1])
+        assert data["message"] == "m"
+        assert data["seq"] == 3
+        assert shown in data["data"]["row"]
+
+
+@pytest.mark.parametrize("heartbeat", [None, 30.0])
+async def test_a_tool_value_json_cannot_carry_never_stops_the_stream_before_its_answer(
+    heartbeat: float | None,
+) -> None:
+    import pydantic
+
+    from agentflow import Agent, tool
+    from agentflow.testing.fake import FakeModelClient, reply
+
+    class Weather(pydantic.BaseModel):
+        city: str
+        temp: float
+
+    @tool
+    def lookup() -> object:
+        """Look up a row."""
+        return OrmRow()
+
+    @tool
+    def weather() -> object:
+        """Today's weather."""
+        return Weather(city="Paris", temp=21.5)
+
+    @tool
+    def raw() -> bytes:
+        """Raw bytes."""
+        return b"hello"
+
+    model = FakeModelClient(
+        [reply(tool_calls=[("lookup", {}), ("weather", {}), ("raw", {})]), reply("found")]
+    )
+    agent = Agent(model, tools=[lookup, weather, raw])
+    frames: list[dict[str, Any]] = []
+    async with agent.stream("go") as run, aclosing(sse_stream(run, heartbeat=heartbeat)) as stream:
+        async for frame in stream:
+            frames.append(orjson.loads(frame.split(b"data: ", 1)[1]))
+    assert frames[-1]["type"] == "run_finished"
+    assert frames[-1]["result"]["output_text"] == "found"
+    values = {f["call"]["name"]: f["result"]["value"] for f in frames if f["type"] == "tool_succeeded"}
+    # As the model read them: the pydantic model as its JSON, bytes as their text.
+    assert values["weather"] == {"city": "Paris", "temp": 21.5}
+    assert values["raw"] == "hello"
+    assert values["lookup"] == "<OrmRow object>"
+    outputs = {r.name: r.output for r in run.result.tool_results}
+    assert outputs["weather"] == '{"city":"Paris","temp":21.5}'
+    assert outputs["raw"] == '"hello"'
+
+
 def test_integers_beyond_64_bits_keep_every_digit() -> None:
     frame = encode_sse(ToolProgress(call_id="c", tool="t", message="m", data=2**70, seq=4))
     assert b'"data":1180591620717411303424' in frame
