@@ -137,7 +137,8 @@ class AiMessage:
     ``"reasoning"`` from OpenRouter or Groq), or is ``None`` when the server sent none. A codec sends the
     reasoning back under that name, and only then: DeepSeek's thinking mode rejects a tool-call turn without
     its ``reasoning_content``, while OpenAI rejects fields it does not know. It may be set while
-    ``reasoning`` is ``None``: the server sent the field empty, and it goes back empty. A field other than
+    ``reasoning`` is ``None``: the server sent the field empty (the Chat codec sends it back empty only on a
+    turn with tool calls, where DeepSeek requires it). A field other than
     those of ``REASONING_FIELDS`` is refused (``ValueError``) when the message is sent.
 
     >>> AiMessage("4", reasoning="2+2", reasoning_field="reasoning_content").reasoning_field

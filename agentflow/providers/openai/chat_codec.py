@@ -31,6 +31,7 @@ from ...model.messages import (
 from ...model.request import ChatParameters, ChatRequest
 from ...model.response import ChatResponse, FinishReason, TokenUsage
 from ...model.tools import ToolChoice, ToolSpec
+from .think_tags import DEFAULT_THINK_TAGS, ThinkTags, split_think_block
 
 __all__ = [
     "MAX_TOKENS_FIELDS",
@@ -80,7 +81,9 @@ def encode_message(message: Message) -> dict[str, Any]:
     """One unified message as a Chat Completions message object.
 
     An assistant message's reasoning goes back under its ``reasoning_field`` (the field the server sent it
-    in), and not at all when that is ``None``.
+    in), and not at all when that is ``None``. Empty reasoning is not sent, with one exception: a turn with
+    tool calls whose field is ``reasoning_content`` sends it as ``""`` (DeepSeek's thinking mode answers 400
+    "Missing reasoning_content field" without it, also when the turn thought nothing).
 
     >>> encode_message(AiMessage(tool_calls=[ToolCall("call_1", "getWeather", '{"city":"hangzhou"}')]))
     ... # doctest: +NORMALIZE_WHITESPACE
@@ -88,6 +91,8 @@ def encode_message(message: Message) -> dict[str, Any]:
      'function': {'name': 'getWeather', 'arguments': '{"city":"hangzhou"}'}}]}
     >>> encode_message(AiMessage("4", reasoning="2+2", reasoning_field="reasoning_content"))
     {'role': 'assistant', 'content': '4', 'reasoning_content': '2+2'}
+    >>> encode_message(AiMessage("4", reasoning_field="reasoning_content"))
+    {'role': 'assistant', 'content': '4'}
     """
     if isinstance(message, UserMessage):
         content = message.content
@@ -153,7 +158,14 @@ def _assistant(message: AiMessage) -> dict[str, Any]:
                 f"AiMessage.reasoning_field must be one of {', '.join(map(repr, REASONING_FIELDS))} or None, "
                 f"got {field!r}"
             )
-        out[field] = message.reasoning or ""
+        reasoning = message.reasoning
+        if reasoning:
+            out[field] = reasoning
+        elif message.tool_calls and field == "reasoning_content":
+            # DeepSeek wants the field on every tool-call turn of its thinking mode, even empty (pydantic-ai
+            # sends it so, and DeepSeek's recorded answer to that request is a 200). Elsewhere an empty field
+            # says nothing, and strict servers refuse it (Groq: "reasoning is not supported with this model").
+            out[field] = ""
     return out
 
 
@@ -486,11 +498,16 @@ def _tool_calls(message: Mapping[str, Any]) -> list[ToolCall]:
     return calls
 
 
-def decode_chat_response(payload: Any) -> ChatResponse:
+def decode_chat_response(payload: Any, *, think_tags: ThinkTags | None = DEFAULT_THINK_TAGS) -> ChatResponse:
     """A ``ChatResponse`` from a decoded ``chat.completion`` body (seed 003 §3.4–3.6).
 
     Raises ``ProtocolError`` when ``choices`` is missing or empty or ``choices[0].message`` is missing,
     and the typed ``ModelError`` when the body is an error object (also a flat one, or ``detail``).
+
+    ``think_tags``: string content that opens with a block in these tags (after optional whitespace) has
+    that block split off as the reasoning (``think_tags.split_think_block``); ``None`` leaves it in the
+    text. A non-empty ``reasoning_content`` / ``reasoning`` stays the reasoning (the block repeats it and
+    is only removed from the text); inline reasoning names no ``reasoning_field``, so it is not sent back.
 
     >>> r = decode_chat_response({"choices": [{"message": {"content": "CAS."}, "finish_reason": "stop"}],
     ...                           "usage": {"prompt_tokens": 20, "completion_tokens": 10}})
@@ -518,7 +535,14 @@ def decode_chat_response(payload: Any) -> ChatResponse:
     calls = _tool_calls(message) if has_calls else ()
     text = message.get("content")
     thought = None
-    if text is not None and type(text) is not str:  # a plain string needs no more work
+    inline = None
+    if type(text) is str:
+        # Most answers fail the first-character test, without the call (one per model call).
+        if think_tags is not None and text and (text[0] == think_tags[0][0] or text[0].isspace()):
+            split = split_think_block(text, think_tags)
+            if split is not None:
+                text, inline = split
+    elif text is not None:
         pieces = content_pieces(text, "choices[0].message.content")
         text = "".join(piece for thinking, piece in pieces if not thinking)
         thought = "".join(piece for thinking, piece in pieces if thinking)
@@ -537,6 +561,9 @@ def decode_chat_response(payload: Any) -> ChatResponse:
     else:  # the usual case (OpenAI): neither field
         # Thinking content parts (Magistral) are the reasoning; no field names them, so none is sent back.
         reasoning, reasoning_field = thought, None
+    if inline is not None and not reasoning:
+        # A think block is the reasoning unless the server's own field has some (then the block repeats it).
+        reasoning = inline
     refusal = message.get("refusal")
     usage = payload.get("usage")
     reason = choice.get("finish_reason")

@@ -7,6 +7,7 @@ A thin assembly: parameters are merged (constructor defaults < request < call ov
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
 from typing import Any
@@ -31,6 +32,7 @@ from .chat_codec import (
 )
 from .chat_stream import ChatStreamDecoder
 from .client import DEFAULT_BASE_URL, OpenAIHttpClient, check_sdk_keywords, redact_url
+from .think_tags import DEFAULT_THINK_TAGS, ThinkTags, check_think_tags
 
 __all__ = ["OpenAIChatModel"]
 
@@ -59,6 +61,13 @@ class OpenAIChatModel:
       reject ``max_completion_tokens``; ``None`` (the default) sends each under its own name.
     - ``max_event_bytes``: the largest server-sent event a stream accepts (default 8 MiB); a larger one
       fails with ``ProtocolError`` rather than exhausting memory.
+    - ``think_tags`` (default ``("<think>", "</think>")``): servers without a reasoning parser (vLLM, SGLang,
+      older Ollama, LM Studio, llama.cpp, DeepSeek-R1 / QwQ / Qwen3 deployments) send the reasoning inline,
+      as a ``<think>…</think>`` block at the start of ``content``. An answer that *opens* with the open tag
+      (after optional whitespace) has the block split off as its reasoning (``ReasoningDelta`` in a stream,
+      ``message.reasoning``), the line breaks after the close tag dropped; a block never closed was all
+      reasoning. Text that merely mentions a tag is left alone. Another pair for other tags; ``None`` keeps
+      content exactly as sent (e.g. for MiniMax-M2, which wants its ``<think>`` blocks back in the history).
 
     One pooled HTTP session per model and event loop, opened on first use: close it with
     ``async with model:`` or ``await model.aclose()``.
@@ -69,11 +78,14 @@ class OpenAIChatModel:
 
     __slots__ = (
         "_client",
+        "_decode",
+        "_decoder",
         "_defaults",
         "_last_encoding",
         "_last_merge",
         "_max_tokens_field",
         "_stream_usage",
+        "_think_tags",
     )
 
     def __init__(
@@ -94,12 +106,17 @@ class OpenAIChatModel:
         stream_usage: bool = True,
         max_tokens_field: MaxTokensField | None = None,
         max_event_bytes: int | None = None,
+        think_tags: ThinkTags | None = DEFAULT_THINK_TAGS,
         **defaults: Any,
     ) -> None:
         check_sdk_keywords("OpenAIChatModel", defaults)
         _check_chat_options(stream_usage=stream_usage, max_tokens_field=max_tokens_field)
         self._stream_usage = stream_usage
         self._max_tokens_field = max_tokens_field
+        tags = self._think_tags = check_think_tags(think_tags)
+        # Bound once: ``post_json`` and ``stream`` take a one-argument decoder and a decoder factory.
+        self._decode: Callable[[Any], ChatResponse] = functools.partial(decode_chat_response, think_tags=tags)
+        self._decoder: Callable[[], ChatStreamDecoder] = functools.partial(ChatStreamDecoder, think_tags=tags)
         params = parameters_from(defaults, "OpenAIChatModel keyword(s)")
         self._defaults = attrs.evolve(params, model=model, custom=dict(custom_parameters or {}))
         self._last_merge: tuple[ChatParameters, ChatParameters] | None = None
@@ -143,6 +160,11 @@ class OpenAIChatModel:
     def max_tokens_field(self) -> MaxTokensField | None:
         """The wire field that carries the output token limit (``None``: each limit under its own name)."""
         return self._max_tokens_field
+
+    @property
+    def think_tags(self) -> ThinkTags | None:
+        """The ``(open, close)`` tags of an inline think block split off as reasoning, or ``None``."""
+        return self._think_tags
 
     @property
     def client(self) -> OpenAIHttpClient:
@@ -209,7 +231,7 @@ class OpenAIChatModel:
         messages, params = self._merge(request, overrides)
         body = self._body(messages, params, stream=False)
         # Decoded inside the retry loop: a 200 body that carries a retryable error is retried.
-        return await self._client.post_json(_ENDPOINT, body, decode=decode_chat_response)
+        return await self._client.post_json(_ENDPOINT, body, decode=self._decode)
 
     def stream(self, request: RequestLike, /, **overrides: Any) -> ModelStream[ChatResponse]:
         """Stream the response: ``TextDelta``/``ReasoningDelta``/``RefusalDelta`` as they arrive, tool-call
@@ -220,7 +242,8 @@ class OpenAIChatModel:
         messages, params = self._merge(request, overrides)
         body = self._body(messages, params, stream=True)
         client = self._client
-        return ModelStream(lambda: client.stream(_ENDPOINT, body, ChatStreamDecoder))
+        decoder = self._decoder
+        return ModelStream(lambda: client.stream(_ENDPOINT, body, decoder))
 
     async def aclose(self) -> None:
         """Release the model's HTTP connections. The model reconnects if it is used again."""

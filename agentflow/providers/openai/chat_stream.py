@@ -17,6 +17,13 @@ call unless it brings a new id, or it is one of several fragments in one delta (
 index); the legacy ``delta.function_call`` is one call with the id ``"function_call"``, as in a blocking
 answer. A call the server gave no id gets ``call_<index>`` when it starts, so every event names it alike.
 
+Inline reasoning: with ``think_tags`` (default ``("<think>", "</think>")``), string content that opens with
+the open tag (after optional whitespace) is split by a ``ThinkTagSplitter``: the block → ``ReasoningDelta``,
+what follows → ``TextDelta`` (rules in ``think_tags``). The first content delta decides; content that does not
+open with the tag passes through as before, with no scanning. When the server also sends its reasoning in
+``reasoning_content`` / ``reasoning`` (before the block, or in the same delta), the block repeats it: it is
+left out of the answer and not counted again. Inline reasoning names no field, so nothing is sent back for it.
+
 Metadata (``id``, ``model``, ``created``) comes from the first chunk; values it leaves empty are filled from
 the following ones up to the first chunk with choices (Azure opens with a ``prompt_filter_results`` chunk
 whose id and model are ``""`` and created ``0``).
@@ -57,6 +64,7 @@ from ...model.events import (
 from ...model.messages import AiMessage, ToolCall
 from ...model.response import ChatResponse, FinishReason, TokenUsage
 from .chat_codec import content_pieces, decode_finish_reason, decode_metadata, decode_usage
+from .think_tags import DEFAULT_THINK_TAGS, Piece, ThinkTags, ThinkTagSplitter
 
 __all__ = ["ChatStreamDecoder"]
 
@@ -97,6 +105,9 @@ class ChatStreamDecoder:
     ([], True)
     >>> d.finish()[-1].response.message.text
     'Hi'
+
+    ``think_tags`` is the ``(open, close)`` pair of an inline think block to split off as reasoning, or
+    ``None`` to leave content as sent.
     """
 
     __slots__ = (
@@ -107,19 +118,24 @@ class ChatStreamDecoder:
         "_finished",
         "_last",
         "_metadata",
+        "_native",
         "_reasoning",
         "_reasoning_field",
         "_refusal",
         "_retired",
         "_text",
+        "_think",
         "_usage",
         "_wants_metadata",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, *, think_tags: ThinkTags | None = DEFAULT_THINK_TAGS) -> None:
         self._text: list[str] = []
         self._reasoning: list[str] = []
         self._reasoning_field: str | None = None  # the wire field the reasoning came in
+        self._native = False  # whether reasoning came in such a field (not only inline)
+        # Until the first content delta shows there is no think block (then ``None``: the plain path).
+        self._think = None if think_tags is None else ThinkTagSplitter(think_tags)
         self._refusal: list[str] = []
         self._calls: dict[int, _CallBuffer] = {}  # by wire index: the call its fragments go to
         self._retired: tuple[_CallBuffer, ...] = ()  # calls displaced from their wire index by a new id
@@ -180,8 +196,12 @@ class ChatStreamDecoder:
                         content = delta.get("content")
                         if content:
                             if type(content) is str:
-                                self._text.append(content)
-                                out.append(TextDelta(content))
+                                think = self._think
+                                if think is None:
+                                    self._text.append(content)
+                                    out.append(TextDelta(content))
+                                else:
+                                    self._split_content(think, content, delta, out)
                             else:
                                 self._content_parts(content, out, data)
                         # Most deltas hold nothing but content: skip the other lookups for them.
@@ -190,6 +210,9 @@ class ChatStreamDecoder:
                     if choice.get("finish_reason"):
                         self._finish_reason = decode_finish_reason(choice["finish_reason"])
                         self._finished = True
+                        think = self._think
+                        if think is not None:  # the content is complete: what it held back is known
+                            self._close_think(think, out)
                         self._ready_all(out)
             elif chunk.get("object") == "error":  # vLLM's flat error object (only chunks without choices)
                 raise error_from_payload(chunk, body=data, default_message=_MID_STREAM)
@@ -219,8 +242,40 @@ class ChatStreamDecoder:
         # server that never sends one must not cost a lookup per chunk.
         self._wants_metadata = not chunk.get("choices") and not all(metadata.values())
 
+    def _split_content(
+        self, splitter: ThinkTagSplitter, content: str, delta: dict[str, Any], out: list[ModelEvent]
+    ) -> None:
+        """String content while a think block may lead it or is open (off the plain path)."""
+        pieces = splitter.feed(content)
+        if splitter.done:
+            self._think = None  # the answer has begun: the rest of the content is plain text
+        if pieces:
+            self._add_pieces(pieces, out, repeated=self._native or _has_native_reasoning(delta))
+
+    def _close_think(self, splitter: ThinkTagSplitter, out: list[ModelEvent]) -> None:
+        """The content has ended: what the splitter held back, as the pieces it turns out to be."""
+        self._think = None
+        pieces = splitter.close()
+        if pieces:
+            self._add_pieces(pieces, out, repeated=self._native)
+
+    def _add_pieces(self, pieces: list[Piece], out: list[ModelEvent], *, repeated: bool) -> None:
+        """Reasoning and answer pieces split off the content. With ``repeated``, the server sent the
+        reasoning in its own field as well: the block is left out, not counted twice."""
+        for thinking, piece in pieces:
+            if not thinking:
+                self._text.append(piece)
+                out.append(TextDelta(piece))
+            elif not repeated:
+                self._reasoning.append(piece)
+                out.append(ReasoningDelta(piece))
+
     def _content_parts(self, content: Any, out: list[ModelEvent], data: str) -> None:
         """Content sent as a list of parts (Magistral): text parts are text, thinking parts reasoning."""
+        think = self._think
+        if think is not None:
+            # Parts carry their reasoning apart already: no think block to look for (held text goes first).
+            self._close_think(think, out)
         try:
             pieces = content_pieces(content, "choices[0].delta.content")
         except ProtocolError as exc:
@@ -238,7 +293,8 @@ class ChatStreamDecoder:
         native = delta.get("reasoning_content")
         reasoning = native or delta.get("reasoning")
         if reasoning and type(reasoning) is str:
-            if not self._reasoning:  # the first piece names the field it is sent back in
+            if not self._native:  # the first piece names the field it is sent back in
+                self._native = True
                 self._reasoning_field = "reasoning_content" if native else "reasoning"
             self._reasoning.append(reasoning)
             out.append(ReasoningDelta(reasoning))
@@ -351,12 +407,20 @@ class ChatStreamDecoder:
         """What has been aggregated so far, as a ``ChatResponse``."""
         buffers = [*self._retired, *self._calls.values()] if self._retired else self._calls.values()
         calls = tuple(b.call() for b in sorted(buffers, key=_event_index) if b.name)
-        text = "".join(self._text) if self._text else None
+        texts, thoughts = self._text, self._reasoning
+        if self._think is not None:
+            # What the splitter holds back belongs to the answer so far (a cut-off stream's partial too).
+            held = self._think.pending()
+            if held:
+                texts = [*texts, *(piece for thinking, piece in held if not thinking)]
+                if not self._native:
+                    thoughts = [*thoughts, *(piece for thinking, piece in held if thinking)]
+        text = "".join(texts) if texts else None
         return ChatResponse(
             message=AiMessage(
                 text=text,
                 tool_calls=calls,
-                reasoning="".join(self._reasoning) if self._reasoning else None,
+                reasoning="".join(thoughts) if thoughts else None,
                 refusal="".join(self._refusal) if self._refusal else None,
                 reasoning_field=self._reasoning_field,
             ),
@@ -373,6 +437,9 @@ class ChatStreamDecoder:
                 "the stream ended before [DONE] and without a finish_reason", partial=self.response()
             )
         out: list[ModelEvent] = []
+        think = self._think
+        if think is not None:
+            self._close_think(think, out)
         self._ready_all(out)
         out.append(ModelCompleted(self.response()))
         return out
@@ -415,6 +482,12 @@ def _start(buffer: _CallBuffer, out: list[ModelEvent]) -> None:
     out.append(ToolCallStarted(buffer.index, buffer.id, buffer.name))
     if buffer.parts:
         out.append(ToolCallArgumentsDelta(buffer.index, "".join(buffer.parts)))
+
+
+def _has_native_reasoning(delta: dict[str, Any]) -> bool:
+    """Whether a delta carries reasoning in a field of its own (beside its content)."""
+    reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+    return type(reasoning) is str and bool(reasoning)
 
 
 def _in_band_error(data: str) -> ModelError:

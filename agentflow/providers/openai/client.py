@@ -1,14 +1,13 @@
 """``OpenAIHttpClient``: the HTTP half shared by the Chat Completions and Responses models.
 
-It owns what both protocols do the same way: the base URL rule, headers and the API key, JSON POSTs,
-SSE streams read in chunks, the connect/read/total timeouts (anyio cancel scopes), the retry policy and
-the mapping of failures onto typed ``ModelError``\\ s. What a payload *means* is not its business: a
-non-streaming call returns the decoded JSON, and a stream is interpreted by a ``StreamDecoder`` that the
-caller supplies (pure, one per attempt).
-
-Base URL rule: a URL with no path gets ``/v1`` (``http://localhost:8000`` → ``http://localhost:8000/v1``);
-a URL with a path is used as is (``https://openrouter.ai/api/v1``, ``https://host/v1/``), trailing slashes
-dropped. A query string (``?api-version=…``) is kept and appended after the endpoint path.
+It owns what both protocols do the same way: headers and the API key, JSON POSTs, SSE streams read in
+chunks, the connect/read/total timeouts (anyio cancel scopes), the retry policy and the mapping of failures
+onto typed ``ModelError``\\ s. What a payload *means* is not its business: a non-streaming call returns the
+decoded JSON, and a stream is interpreted by a ``StreamDecoder`` that the caller supplies (pure, one per
+attempt). Its neighbours hold the rest: the base URL rule (``base_url``), the checks of its options
+(``http_options``) and the decoder contract with the failed-stream helpers (``stream_decoding``); the names
+other modules import from here (``DEFAULT_BASE_URL``, ``StreamDecoder``, ``check_sdk_keywords``,
+``normalize_base_url``, ``redact_url``) are re-exported.
 
 The API key lives only in the ``Authorization`` header sent on the wire: never in a repr, a log line, an
 exception message or an event.
@@ -20,16 +19,15 @@ import logging
 import math
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Protocol, TypeVar, overload
-from urllib.parse import urlsplit, urlunsplit
+from typing import Any, TypeVar, overload
 
 import anyio
 import attrs
 import orjson
 
 from ...http.retry import RetryPolicy
-from ...http.sse import DEFAULT_MAX_EVENT_BYTES, SseDecoder, SseEvent
-from ...http.timeouts import Timeout, check_seconds
+from ...http.sse import DEFAULT_MAX_EVENT_BYTES, SseDecoder
+from ...http.timeouts import Timeout
 from ...http.transport import AiohttpTransport, HttpResponse, HttpTransport
 from ...model.errors import (
     ModelConnectionError,
@@ -37,13 +35,14 @@ from ...model.errors import (
     ModelTimeoutError,
     ProtocolError,
     body_excerpt,
-    error_from_payload,
     error_from_status,
-    is_error_payload,
     redact_url,
 )
-from ...model.events import ModelCompleted, ModelEvent, ModelRetry
+from ...model.events import ModelEvent, ModelRetry
 from ...model.retries import retry_listener
+from .base_url import DEFAULT_BASE_URL, join_url, normalize_base_url
+from .http_options import check_http_options, check_sdk_keywords
+from .stream_decoding import StreamDecoder, not_a_stream, partial_of
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -54,7 +53,6 @@ __all__ = [
     "redact_url",
 ]
 
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _USER_AGENT = "agentflow/0.1"
 _DRAIN_BYTES = 64 * 1024
 _DRAIN_SECONDS = 0.5
@@ -72,172 +70,6 @@ _BODY_FAILURES = (ModelConnectionError, ModelTimeoutError)
 log = logging.getLogger("agentflow.http")
 
 T = TypeVar("T")
-
-
-class StreamDecoder(Protocol):
-    """Turns one protocol's SSE events into model events. Pure; one instance per stream attempt.
-
-    ``feed`` may raise a ``ModelError`` for an in-band error. ``done`` turns true once the terminal marker
-    was seen (``[DONE]``, ``response.completed``…); the client then stops reading. ``finish`` is called
-    once at the end of the body (or after ``done``): it returns the last events, ``ModelCompleted``
-    included, or raises ``StreamCutOffError`` (with ``.partial``) when the stream was cut off. When the
-    body fails instead (connection lost, read timeout), ``finish`` is called the same way, and what it
-    would have returned or carried becomes the failure's ``partial``.
-    """
-
-    def feed(self, event: SseEvent) -> list[ModelEvent]:
-        """Model events for one SSE event (often none)."""
-        ...
-
-    @property
-    def done(self) -> bool:
-        """Whether the terminal marker was seen."""
-        ...
-
-    def finish(self) -> list[ModelEvent]:
-        """The last events, ending with ``ModelCompleted``; raises if the stream was cut off."""
-        ...
-
-
-def normalize_base_url(base_url: str) -> tuple[str, str]:
-    """Apply the base URL rule; return ``(base without trailing slash, query string)``.
-
-    >>> normalize_base_url("http://localhost:8000")
-    ('http://localhost:8000/v1', '')
-    >>> normalize_base_url("https://openrouter.ai/api/v1/")
-    ('https://openrouter.ai/api/v1', '')
-    >>> normalize_base_url("https://x.openai.azure.com/openai/deployments/d?api-version=2024-10-21")
-    ('https://x.openai.azure.com/openai/deployments/d', 'api-version=2024-10-21')
-    """
-    parts = urlsplit(base_url.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"base_url must be an absolute http(s) URL such as {DEFAULT_BASE_URL!r}")
-    path = parts.path.rstrip("/") or "/v1"
-    return urlunsplit((parts.scheme, parts.netloc, path, "", "")), parts.query
-
-
-def _got(value: object) -> str:
-    """``int 30``: the type and a short repr of a wrong value, for an error message."""
-    text = repr(value)
-    return f"{type(value).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
-
-
-def _check_http_options(
-    *,
-    base_url: object,
-    api_key: object,
-    headers: object,
-    transport: object,
-    timeout: object,
-    connect_timeout: object,
-    read_timeout: object,
-    retry: object,
-    sleep: object,
-    on_retry: object,
-    max_event_bytes: object = None,
-) -> None:
-    """Raise ``TypeError`` / ``ValueError`` for an HTTP option of the wrong type, at construction.
-
-    Without it a wrong value (``timeout=30``, ``retry=3``, as the openai SDK takes them) would be accepted
-    and fail later, inside a call, as an ``AttributeError``. The API key and header values are never shown.
-    """
-    if not isinstance(base_url, str):
-        raise TypeError(f"base_url must be a str such as {DEFAULT_BASE_URL!r}, got {_got(base_url)}")
-    if api_key is not None and not isinstance(api_key, str):
-        raise TypeError(f"api_key must be a str or None, got {type(api_key).__name__}")
-    if timeout is not None and not isinstance(timeout, Timeout):
-        hint = ""
-        if isinstance(timeout, int | float) and not isinstance(timeout, bool):
-            hint = (
-                f" (for seconds use Timeout(total={timeout!r}) for the whole call, or "
-                f"read_timeout={timeout!r})"
-            )
-        raise TypeError(f"timeout must be a Timeout, got {_got(timeout)}{hint}")
-    check_seconds("connect_timeout", connect_timeout)
-    check_seconds("read_timeout", read_timeout)
-    if retry is not None and not isinstance(retry, RetryPolicy):
-        if isinstance(retry, bool):
-            hint = " (RetryPolicy.none() for no retries; leave it out for the default RetryPolicy())"
-        elif isinstance(retry, int):
-            hint = f" (e.g. RetryPolicy(max_retries={retry}))"
-        else:
-            hint = ""
-        raise TypeError(f"retry must be a RetryPolicy, got {_got(retry)}{hint}")
-    if transport is not None and not isinstance(transport, HttpTransport):
-        hint = " (e.g. AiohttpTransport())"
-        if type(transport).__module__.partition(".")[0] == "aiohttp":  # a ClientSession, most likely
-            hint = " (to share an aiohttp session, pass transport=AiohttpTransport(session=session))"
-        raise TypeError(f"transport must be an HttpTransport, got {type(transport).__name__}{hint}")
-    if headers is not None:
-        if not isinstance(headers, Mapping):
-            raise TypeError(f"custom headers must be a mapping of str to str, got {type(headers).__name__}")
-        for name, value in headers.items():
-            if not isinstance(name, str):
-                raise TypeError(f"custom header names must be str, got {_got(name)}")
-            if not isinstance(value, str):
-                # The value itself is not shown: it may be a credential.
-                raise TypeError(f"custom header {name!r} must have a str value, got {type(value).__name__}")
-    if sleep is not None and not callable(sleep):
-        raise TypeError(f"sleep must be an async function of seconds (like anyio.sleep), got {_got(sleep)}")
-    if on_retry is not None and not callable(on_retry):
-        raise TypeError(f"on_retry must be a function taking a ModelRetry, got {_got(on_retry)}")
-    if max_event_bytes is not None:
-        if not isinstance(max_event_bytes, int) or isinstance(max_event_bytes, bool):
-            raise TypeError(f"max_event_bytes must be an int (bytes), got {_got(max_event_bytes)}")
-        if max_event_bytes <= 0:
-            raise ValueError(f"max_event_bytes must be positive, got {max_event_bytes}")
-
-
-def check_sdk_keywords(owner: str, keywords: Mapping[str, Any]) -> None:
-    """Raise ``TypeError`` for an openai SDK client option that agentflow spells differently, naming ours.
-
-    >>> check_sdk_keywords("OpenAIResponsesModel", {"default_headers": {}})
-    Traceback (most recent call last):
-    ...
-    TypeError: OpenAIResponsesModel takes no default_headers= (an openai SDK option): use custom_headers=
-    """
-    if "max_retries" in keywords:
-        count = keywords["max_retries"]
-        example = count if isinstance(count, int) and not isinstance(count, bool) else "…"
-        use = f"retry=RetryPolicy(max_retries={example})"
-        raise TypeError(f"{owner} takes no max_retries= (an openai SDK option): use {use}")
-    if "default_headers" in keywords:
-        raise TypeError(f"{owner} takes no default_headers= (an openai SDK option): use custom_headers=")
-
-
-def _partial(decoder: StreamDecoder) -> Any:
-    """What ``decoder`` had aggregated when its stream failed: the ``partial`` a cut-off would carry, or the
-    response itself when what arrived was already enough to complete it (a finish reason but no ``[DONE]``).
-    """
-    try:
-        last = decoder.finish()
-    except ModelError as cut_off:
-        return cut_off.partial
-    completed = [event.response for event in last if isinstance(event, ModelCompleted)]
-    return completed[-1] if completed else None
-
-
-def _not_a_stream(raw: bytes, response: HttpResponse, url: str, got: str) -> ModelError:
-    """The error for a stream request answered with JSON (``got`` says how it was labelled): the server's
-    own error when the JSON is an error report in any shape ``error_from_payload`` reads, else
-    ``ProtocolError`` showing the start of the body."""
-    text = raw.decode("utf-8", "replace")
-    try:
-        payload = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        payload = None
-    if is_error_payload(payload):
-        return error_from_payload(payload, body=text, headers=response.headers, url=url)
-    return ProtocolError(
-        f"expected an event stream from {redact_url(url)} but got {got}: {body_excerpt(text)!r}",
-        status=response.status,
-        body=text,
-    )
-
-
-def _join(base: str, query: str, path: str) -> str:
-    url = f"{base}/{path.lstrip('/')}"
-    return f"{url}?{query}" if query else url
 
 
 class OpenAIHttpClient:
@@ -287,7 +119,7 @@ class OpenAIHttpClient:
         on_retry: Callable[[ModelRetry], None] | None = None,
         max_event_bytes: int | None = None,
     ) -> None:
-        _check_http_options(
+        check_http_options(
             base_url=base_url,
             api_key=api_key,
             headers=headers,
@@ -353,7 +185,7 @@ class OpenAIHttpClient:
 
     def url(self, path: str) -> str:
         """The full URL of an endpoint path such as ``"/chat/completions"``."""
-        return _join(self._base, self._query, path)
+        return join_url(self._base, self._query, path)
 
     async def aclose(self) -> None:
         """Close the pooled connections (when this client created its transport)."""
@@ -479,7 +311,7 @@ class OpenAIHttpClient:
                     raw = chunk + await self._read_start(
                         response, deadline, url, _JSON_BODY_BYTES - len(chunk)
                     )
-                    raise _not_a_stream(raw, response, url, "a JSON body")
+                    raise not_a_stream(raw, response, url, "a JSON body")
                 while True:
                     for sse_event in sse.feed(chunk) if chunk else sse.close():
                         events = feed(sse_event)
@@ -517,7 +349,7 @@ class OpenAIHttpClient:
                         and error.partial is None
                         and (emitted or isinstance(error, _BODY_FAILURES))
                     ):
-                        error.partial = _partial(decode)
+                        error.partial = partial_of(decode)
                     raise
             finally:
                 if response is not None:
@@ -537,7 +369,7 @@ class OpenAIHttpClient:
         if "json" in content_type:
             # Some servers answer a stream request with one JSON object: an error, or no stream at all.
             raw = await self._read_body(response, deadline, url)
-            raise _not_a_stream(raw, response, url, repr(content_type))
+            raise not_a_stream(raw, response, url, repr(content_type))
         if content_type.partition(";")[0].strip().lower() in _NOT_A_STREAM:
             text = (await self._read_start(response, deadline, url)).decode("utf-8", "replace")
             raise ProtocolError(
