@@ -4,7 +4,9 @@ The model's arguments arrive as JSON text. ``ArgumentParser.parse`` treats ``""`
 invalid JSON and non-objects, validates against the tool's JSON schema (``fastjsonschema``, compiled once
 per tool and imported on first use) and converts the values to the annotated Python types. Every failure
 is a ``ToolArgumentsError`` whose message names the path and the reason, e.g.
-``arguments.items[0].name must be string``. Pure: no I/O, nothing async.
+``arguments.items[0].name must be string``. A schema may refer to definitions at its root (``$defs``, for
+recursive types): the alternatives of a union are compiled and described with them. Pure: no I/O, nothing
+async.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from ..exact_json import dumps as exact_dumps
 from ..exact_json import loads as exact_loads
 from .formats import FORMAT_EXAMPLES, FORMATS, uses_formats
 from .outcome import MAX_ERROR_CHARS, exception_message
-from .schema import ConversionError
+from .schema_defs import DEFS, ref_name
+from .schema_shapes import ConversionError
 
 __all__ = ["ArgumentParser", "ToolArgumentsError"]
 
@@ -61,7 +64,8 @@ def _listed(names: list[Any]) -> str:
     return shown + (", …" if len(names) > _MAX_NAMES else "")
 
 
-def _describe(schema: Any) -> str:
+def _describe(schema: Any, defs: Mapping[str, Any]) -> str:
+    schema = _resolved(schema, defs)
     if not isinstance(schema, Mapping):
         return "a value"
     if "enum" in schema:
@@ -91,7 +95,7 @@ class ArgumentParser:
     other messages (default: ``"<tool> arguments"``); an agent's structured output is checked the same way.
     """
 
-    __slots__ = ("_convert", "_invalid", "_root", "_subject", "_validate")
+    __slots__ = ("_convert", "_defs", "_invalid", "_root", "_subject", "_validate")
 
     def __init__(
         self,
@@ -115,6 +119,8 @@ class ArgumentParser:
         self._root = root
         self._subject = subject if subject is not None else f"{tool} arguments"
         self._convert = convert
+        defs = schema.get(DEFS)
+        self._defs: Mapping[str, Any] = defs if isinstance(defs, Mapping) else {}
 
     def parse(self, raw: str | Mapping[str, Any]) -> dict[str, Any]:
         """Keyword arguments for the tool's function (a mapping is taken as already-decoded JSON)."""
@@ -139,13 +145,15 @@ class ArgumentParser:
             # attrs validators, a class's own __init__ checks and the like: the schema allowed the value but
             # the annotated type did not. Whatever the constructor raised, it is the arguments' fault.
             raise self._conversion_error(exc) from None
+        except RecursionError:
+            raise self._too_deep() from None
         except Exception as exc:
             reason = exception_message(exc, MAX_ERROR_CHARS)
             raise ToolArgumentsError(f"{self._subject} could not be converted: {reason}") from None
         return converted
 
     def _conversion_error(self, exc: ConversionError) -> ToolArgumentsError:
-        path = "".join(f"[{key}]" if isinstance(key, int) else f".{key}" for key in exc.path)
+        path = _path_text(exc.path)
         cause = exception_message(exc.error, MAX_ERROR_CHARS)
         if exc.reason is not None:
             reason = exc.reason
@@ -153,19 +161,31 @@ class ArgumentParser:
             reason = f"is not a valid {exc.type_name}: {cause}"
         else:
             reason = f"could not be converted: {cause}"
-        return ToolArgumentsError(f"{self._root}{path} {reason}", path=path.lstrip("."), reason=reason)
+        message = f"{self._root}{path} {reason}"
+        # Every field pydantic refused, so that the model fixes them all in one go.
+        base = exc.path[: len(exc.path) - exc.depth]
+        for other, other_reason in exc.also:
+            message += f"; {self._root}{_path_text(base + other)} {other_reason}"
+        return ToolArgumentsError(message, path=path.lstrip("."), reason=reason)
+
+    def _too_deep(self) -> ToolArgumentsError:
+        # A recursive type's data may nest deeper than Python's stack: an answer to fix, not a crash.
+        reason = "nest too deeply"
+        return ToolArgumentsError(f"{self._subject} {reason}", reason=reason)
 
     def _check(self, value: dict[str, Any]) -> None:
         try:
             self._validate(value)
         except self._invalid as exc:
             raise self._error(exc) from None
+        except RecursionError:
+            raise self._too_deep() from None
 
     def _error(self, exc: Any, prefix: str = "") -> ToolArgumentsError:
         name: str = exc.name or "data"
         closest: ToolArgumentsError | None = None
         if exc.rule == "anyOf" and isinstance(exc.rule_definition, list):
-            inner, only = _narrow(exc.rule_definition, exc.value)
+            inner, only = _narrow(exc.rule_definition, exc.value, self._defs)
             if inner is not None:
                 nested = self._error(inner, prefix + name[len("data") :])
                 if only:
@@ -199,7 +219,8 @@ class ArgumentParser:
             reason = f"must be {FORMAT_EXAMPLES[exc.rule_definition]}, got {_kind(value)}"
         elif exc.rule == "anyOf" and isinstance(exc.rule_definition, list):
             got = _object_kind(value) if isinstance(value, dict) else _kind(value)
-            reason = "must be " + " or ".join(_describe(s) for s in exc.rule_definition) + f", got {got}"
+            described = " or ".join(_describe(s, self._defs) for s in exc.rule_definition)
+            reason = f"must be {described}, got {got}"
             if closest is not None:
                 reason += f"; closest: {closest}"
         path = name[len("data") :].lstrip(".") if name.startswith("data") else name
@@ -209,6 +230,26 @@ class ArgumentParser:
 
 def _formats_for(schema: Any) -> dict[str, Any]:
     return dict(FORMATS) if uses_formats(schema) else {}
+
+
+def _path_text(path: list[str | int]) -> str:
+    return "".join(f"[{key}]" if isinstance(key, int) else f".{key}" for key in path)
+
+
+def _resolved(schema: Any, defs: Mapping[str, Any]) -> Any:
+    """``schema``, or the definition it refers to (through a one-member ``anyOf`` that only describes it)."""
+    for _ in range(8):  # a reference to a reference…, never a loop
+        if not isinstance(schema, Mapping):
+            return schema
+        members = schema.get("anyOf")
+        if isinstance(members, list) and len(members) == 1 and set(schema) <= {"anyOf", "description"}:
+            schema = members[0]
+            continue
+        name = ref_name(schema)
+        if name is None or name not in defs:
+            return schema
+        schema = defs[name]
+    return schema
 
 
 def _json_types(value: Any) -> set[str]:
@@ -225,7 +266,7 @@ def _json_types(value: Any) -> set[str]:
     return {"array"} if isinstance(value, list) else {"object"}
 
 
-def _narrow(alternatives: list[Any], value: Any) -> tuple[Any | None, bool]:
+def _narrow(alternatives: list[Any], value: Any, defs: Mapping[str, Any]) -> tuple[Any | None, bool]:
     """The validation error of the ``anyOf`` alternative ``value`` comes closest to, if one does, and
     whether it is the only alternative of the value's JSON type.
 
@@ -237,7 +278,8 @@ def _narrow(alternatives: list[Any], value: Any) -> tuple[Any | None, bool]:
     kinds = _json_types(value)
     fitting = []
     for alt in alternatives:
-        declared = alt.get("type") if isinstance(alt, Mapping) else None
+        resolved = _resolved(alt, defs)
+        declared = resolved.get("type") if isinstance(resolved, Mapping) else None
         declared_set = {declared} if isinstance(declared, str) else set(declared or ())
         if declared_set & kinds:
             fitting.append(alt)
@@ -247,10 +289,12 @@ def _narrow(alternatives: list[Any], value: Any) -> tuple[Any | None, bool]:
 
     ranked: list[tuple[tuple[int, int], Any]] = []
     for alt in fitting:
+        # The root's definitions go with the alternative, whose references point at them.
+        whole = {**alt, DEFS: defs} if defs and isinstance(alt, Mapping) else alt
         try:
-            fastjsonschema.compile(alt, use_default=False, formats=_formats_for(alt))(value)
+            fastjsonschema.compile(whole, use_default=False, formats=_formats_for(whole))(value)
         except fastjsonschema.JsonSchemaValueException as inner:
-            ranked.append(((_key_match(alt, value), len(inner.path)), inner))
+            ranked.append(((_key_match(_resolved(alt, defs), value), len(inner.path)), inner))
         except fastjsonschema.JsonSchemaDefinitionException:
             continue
     if not ranked:

@@ -72,4 +72,11 @@ def json_default(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = dataclasses.fields(value)
         return json_default({f.name: getattr(value, f.name) for f in fields if f.init})
+    if hasattr(type(value), "model_json_schema") and callable(getattr(value, "model_dump", None)):
+        # A pydantic model, read by duck typing (pydantic is never imported here): keyed by alias, as
+        # pydantic's schema is.
+        try:
+            return json_default(value.model_dump(mode="json", by_alias=True))
+        except Exception:
+            return NO_JSON
     return NO_JSON

@@ -8,16 +8,24 @@ for a set of named properties (a function's parameters, an attrs class, a TypedD
 Supported: ``str``, ``int``, ``float``, ``bool``, ``None``, ``Any``, ``list``/``Sequence``/``set``/
 ``frozenset``, ``tuple`` (``tuple[int, str]``, ``tuple[int, ...]``), ``dict``/``Mapping`` with ``str`` keys,
 ``Optional``/``Union``/``X | None``, ``Literal``, ``Enum``, attrs classes, dataclasses, ``TypedDict``
-(``Required``/``NotRequired``), ``NewType``, what JSON carries as strings (``datetime``/``date``/``time``,
-``UUID``, ``Decimal``, ``Path``: see ``formats``) and ``Annotated[X, "description"]``,
+(``Required``/``NotRequired``), pydantic models, ``NewType``, what JSON carries as strings
+(``datetime``/``date``/``time``, ``UUID``, ``Decimal``, ``Path``: see ``formats``) and
+``Annotated[X, "description"]``,
 ``Annotated[X, Param(...)]`` or the constraints of pydantic's ``Field``, ``annotated_types`` and ``Doc``.
 Anything else raises ``TypeError`` naming the parameter, and so does, in strict mode, what OpenAI's strict
 mode cannot express (``Any``, free-form mappings, fixed-length tuples).
 
-Its neighbours hold what is not the walk itself: ``foreign_metadata`` reads other libraries' ``Annotated``
-metadata, ``defaults`` says how a default shows in a schema (``MISSING`` lives there), and ``strict``
-checks a hand-written schema for strict mode. ``MISSING`` and ``strict_schema_problems`` are re-exported
-here so that their old import path keeps working.
+Recursive classes (a tree ``Node`` with ``children: list[Node]``, or ``A`` → ``B`` → ``A``) refer to
+themselves through ``$defs``/``$ref`` at the schema's root (``schema_defs``), the only recursion OpenAI's
+strict mode accepts; a schema without recursion has no ``$defs``. A pydantic ``BaseModel`` is described and
+validated by pydantic itself (``schema_pydantic`` says why), without agentflow importing pydantic.
+
+Its neighbours hold what is not the walk itself: ``schema_shapes`` the ``Shape``/``Prop`` types and
+``object_shape``, ``schema_classes`` the fields of attrs classes, dataclasses and ``TypedDict``s,
+``schema_pydantic`` pydantic models, ``schema_defs`` the ``$defs``, ``foreign_metadata`` other libraries'
+``Annotated`` metadata, ``defaults`` how a default shows in a schema (``MISSING`` lives there), and
+``strict`` the check of a hand-written schema for strict mode. Their public names are re-exported here so
+that the old import paths keep working.
 
 Pure code: no I/O, nothing async. It must not know about tools' execution or the event bus.
 """
@@ -29,14 +37,35 @@ import dataclasses
 import enum
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
-from .defaults import MISSING, NO_JSON, default_note, json_default
+from .defaults import MISSING
 from .foreign_metadata import flat_metadata, foreign_constraints, foreign_description
 from .formats import string_type
+from .schema_classes import (
+    Expansions,
+    attrs_shape,
+    dataclass_shape,
+    is_typeddict,
+    typeddict_shape,
+    unresolved_note,
+)
+from .schema_defs import DEFS, Definitions, ref_free
+from .schema_pydantic import is_pydantic_model, pydantic_shape
+from .schema_shapes import (
+    Check,
+    ConversionError,
+    Converter,
+    Prop,
+    Shape,
+    always,
+    described,
+    located,
+    object_shape,
+)
 from .strict import strict_schema_problems
 
 __all__ = [
@@ -48,10 +77,8 @@ __all__ = [
     "object_shape",
     "shape_of",
     "strict_schema_problems",
+    "unresolved_note",
 ]
-
-Converter = Callable[[Any], Any]
-Check = Callable[[Any], bool]
 
 _JSON_TYPES: dict[type, str] = {str: "string", bool: "boolean", int: "integer", float: "number"}
 _SEQUENCES = (list, collections.abc.Sequence, collections.abc.MutableSequence, collections.abc.Iterable)
@@ -77,33 +104,6 @@ class Param:
 
     description: str | None = None
     schema: Mapping[str, Any] = attrs.field(factory=dict, converter=_schema_copy)
-
-
-class ConversionError(ValueError):
-    """A value the schema allowed but its type refused (an attrs validator, a constructor's own check).
-
-    ``error`` is what was raised; ``path`` leads from the converted value to the one that failed (property
-    names and item indexes); ``type_name`` names the class whose constructor refused it, if one did;
-    ``reason``, if set, says what is wrong in words of its own (``must be a decimal number…``).
-    """
-
-    def __init__(self, error: Exception, type_name: str | None = None, reason: str | None = None) -> None:
-        super().__init__(str(error))
-        self.error = error
-        self.type_name = type_name
-        self.reason = reason
-        self.path: list[str | int] = []
-
-
-def _located(key: str | int, exc: Exception) -> ConversionError:
-    """``exc`` as a ``ConversionError`` one step further from the value that failed (at ``key``)."""
-    error = exc if isinstance(exc, ConversionError) else ConversionError(exc)
-    error.path.insert(0, key)
-    return error
-
-
-def _always(_: Any) -> bool:
-    return True
 
 
 def _accept_none(value: Any) -> bool:
@@ -146,39 +146,15 @@ _PRIMITIVE_CHECKS: dict[type, Check] = {
 _PRIMITIVE_CONVERTERS: dict[type, Converter | None] = {str: None, bool: None, int: _to_int, float: _to_float}
 
 
-@attrs.frozen
-class Shape:
-    """What an annotation means on the wire: a schema, a converter (``None``: keep the JSON), a check."""
-
-    schema: dict[str, Any]
-    convert: Converter | None = None
-    accepts: Check = _always
-    nullable: bool = False
-    class_description: str | None = None
-    """The class docstring that is ``schema["description"]``, if that is where it came from: a parameter's own
-    description goes before it, rather than being dropped (two ``Address`` parameters stay distinct)."""
-
-
-@attrs.frozen
-class Prop:
-    """One named property of an object shape (a parameter, an attrs field, a TypedDict key)."""
-
-    name: str
-    shape: Shape
-    required: bool
-    default: Any = MISSING
-    description: str | None = None
-    target: str | None = None
-    """The keyword the converter writes (an attrs alias); defaults to ``name``."""
-
-
 class _Walker:
-    """One schema generation: carries strict mode, the error context and the classes being expanded."""
+    """One schema generation: carries strict mode, the error context, the classes being expanded and the
+    ``$defs`` of the recursive ones (and of pydantic models), which go to the root of the walk's schema."""
 
     def __init__(self, strict: bool, where: str) -> None:
         self.strict = strict
         self.where = where
-        self.expanding: list[type] = []
+        self.defs = Definitions()
+        self.expansions = Expansions(self.defs)
         self.fields: list[str] = []
         """``Class.field`` for each class field being walked: an error names the innermost one."""
 
@@ -229,18 +205,20 @@ class _Walker:
             return self._tuple(tp, args)
         if tp in _MAPPINGS or origin in _MAPPINGS:
             return self._mapping(args)
+        if is_pydantic_model(tp):
+            return self._pydantic(tp)
         if isinstance(tp, type) and attrs.has(tp):
-            return self._guarded(tp, self._attrs_class)
+            return self.expansions.shape(tp, self._attrs_class)
         if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-            return self._guarded(tp, self._dataclass)
-        if _is_typeddict(tp):
-            return self._guarded(tp, self._typeddict)
+            return self.expansions.shape(tp, self._dataclass)
+        if is_typeddict(tp):
+            return self.expansions.shape(tp, self._typeddict)
         if isinstance(tp, str | typing.ForwardRef):
             raise self.fail(f"the annotation {tp!r} could not be resolved; define the type at module level")
         raise self.fail(
             f"unsupported annotation {tp!r}; use str, int, float, bool, None, list, tuple, set, "
             "dict[str, X], Optional/Union, Literal, an Enum, an attrs class, a dataclass, a TypedDict, "
-            "datetime/date/time, UUID, Decimal or Path"
+            "a pydantic model, datetime/date/time, UUID, Decimal or Path"
         )
 
     # -- combinators -------------------------------------------------------------------------------------
@@ -250,16 +228,17 @@ class _Walker:
         schema = dict(base.schema)
         for meta in flat_metadata(metadata, (str, Param)):
             if isinstance(meta, str):
-                schema["description"] = _described(meta, base.class_description)
+                schema["description"] = described(meta, base.class_description)
             elif isinstance(meta, Param):
                 if meta.description is not None:
-                    schema["description"] = _described(meta.description, base.class_description)
+                    schema["description"] = described(meta.description, base.class_description)
                 schema.update(meta.schema)
             else:
                 description = foreign_description(meta)
                 if description is not None:
-                    schema["description"] = _described(description, base.class_description)
+                    schema["description"] = described(description, base.class_description)
                 schema.update(foreign_constraints(meta, schema))
+        schema = ref_free(schema)  # a recursive class met inside itself is a bare ``$ref``
         if schema.get("description") == base.class_description:
             return attrs.evolve(base, schema=schema)
         # The description is now the parameter's own: a docstring's must not be added to it.
@@ -356,7 +335,7 @@ class _Walker:
         # schema without it ("array schema missing items"), strict mode or not.
         schema["items"] = item.schema if item is not None else {}
         item_convert = item.convert if item is not None else None
-        item_accepts = item.accepts if item is not None else _always
+        item_accepts = item.accepts if item is not None else always
 
         def accepts(value: Any) -> bool:
             return isinstance(value, list) and all(item_accepts(v) for v in value)
@@ -372,7 +351,7 @@ class _Walker:
                 try:
                     out.append(item_convert(v))
                 except Exception as exc:
-                    raise _located(index, exc) from None
+                    raise located(index, exc) from None
             return out if kind is list else kind(out)
 
         return Shape(schema, convert, accepts)
@@ -410,7 +389,7 @@ class _Walker:
                 try:
                     out.append(v if s.convert is None else s.convert(v))
                 except Exception as exc:
-                    raise _located(index, exc) from None
+                    raise located(index, exc) from None
             return tuple(out)
 
         return Shape(schema, convert, accepts)
@@ -428,7 +407,7 @@ class _Walker:
         if value is not None and value.schema:
             schema["additionalProperties"] = value.schema
         value_convert = value.convert if value is not None else None
-        value_accepts = value.accepts if value is not None else _always
+        value_accepts = value.accepts if value is not None else always
 
         def accepts(obj: Any) -> bool:
             return isinstance(obj, dict) and all(value_accepts(v) for v in obj.values())
@@ -442,100 +421,29 @@ class _Walker:
                 try:
                     out[k] = value_convert(v)
                 except Exception as exc:
-                    raise _located(k, exc) from None
+                    raise located(k, exc) from None
             return out
 
         return Shape(schema, convert, accepts)
 
     # -- classes -------------------------------------------------------------------------------------------
 
-    def _guarded(self, cls: type, build: Callable[[type], Shape]) -> Shape:
-        if cls in self.expanding:
-            raise self.fail(f"recursive type {cls.__name__} is not supported")
-        self.expanding.append(cls)
-        try:
-            return build(cls)
-        finally:
-            self.expanding.pop()
-
-    def _class_hints(self, cls: type) -> dict[str, Any]:
-        try:
-            return typing.get_type_hints(cls, include_extras=True)
-        except Exception as exc:
-            raise self.fail(
-                f"cannot resolve the annotations of {cls.__name__}: {exc}{unresolved_note(exc)}"
-            ) from exc
-
     def _attrs_class(self, cls: type) -> Shape:
-        hints = self._class_hints(cls)
-        docs = _class_doc(cls)
-        props = []
-        for field in attrs.fields(cls):
-            if not field.init:
-                continue
-            default = MISSING if field.default is attrs.NOTHING else field.default
-            if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
-                default = MISSING if default.takes_self else default.factory()
-            hint = hints.get(field.name, field.type if field.type is not None else Any)
-            description = field.metadata.get("description") or docs.params.get(field.name)
-            props.append(
-                Prop(
-                    field.alias or field.name,
-                    self.field(cls, field.name, hint),
-                    required=field.default is attrs.NOTHING,
-                    default=default,
-                    description=description,
-                )
-            )
-        return self._object(props, docs.description, _construct(cls))
+        return attrs_shape(self, cls)
 
     def _dataclass(self, cls: type) -> Shape:
-        hints = self._class_hints(cls)
-        docs = _class_doc(cls)
-        props = []
-        for field in dataclasses.fields(cls):
-            if not field.init:
-                continue
-            has_default = field.default is not dataclasses.MISSING
-            has_factory = field.default_factory is not dataclasses.MISSING
-            if has_default:
-                default = field.default
-            elif has_factory:
-                default = field.default_factory()  # type: ignore[operator]
-            else:
-                default = MISSING
-            props.append(
-                Prop(
-                    field.name,
-                    self.field(cls, field.name, hints.get(field.name, Any)),
-                    required=not (has_default or has_factory),
-                    default=default,
-                    description=field.metadata.get("description") or docs.params.get(field.name),
-                )
-            )
-        return self._object(props, docs.description, _construct(cls))
+        return dataclass_shape(self, cls)
 
     def _typeddict(self, cls: type) -> Shape:
-        hints = self._class_hints(cls)
-        docs = _class_doc(cls)
-        required_keys: frozenset[str] = getattr(cls, "__required_keys__", frozenset())
-        props = []
-        for key, hint in hints.items():
-            required = key in required_keys
-            # With string annotations Python 3.11 cannot see Required/NotRequired, so read them from the hint.
-            while typing.get_origin(hint) in (typing.Required, typing.NotRequired):
-                required = typing.get_origin(hint) is typing.Required
-                hint = typing.get_args(hint)[0]
-            shape = self.field(cls, key, hint)
-            props.append(Prop(key, shape, required=required, description=docs.params.get(key)))
-        return self._object(props, docs.description, None)
+        return typeddict_shape(self, cls)
 
-    def _object(self, props: list[Prop], description: str | None, build: Converter | None) -> Shape:
-        shape = object_shape(props, strict=self.strict, build=build)
-        if description:
-            schema = {"description": description, **shape.schema}
-            shape = attrs.evolve(shape, schema=schema, class_description=description)
-        return shape
+    def _pydantic(self, cls: type) -> Shape:
+        # Not an expansion: pydantic describes a model's recursion itself, and a model holds no attrs class.
+        shape, defs = pydantic_shape(cls, strict=self.strict, fail=self.fail)
+        if not defs:
+            return shape
+        # pydantic's names for its recursive models join this walk's: one that is taken is renamed.
+        return attrs.evolve(shape, schema=self.defs.take({**shape.schema, DEFS: defs}))
 
 
 def shape_of(tp: Any, *, strict: bool = False, where: str = "annotation") -> Shape:
@@ -546,103 +454,14 @@ def shape_of(tp: Any, *, strict: bool = False, where: str = "annotation") -> Sha
     >>> shape_of(tuple[int, str]).convert([1, "a"])
     (1, 'a')
     """
-    return _Walker(strict, where).shape(tp)
-
-
-def object_shape(props: list[Prop], *, strict: bool = False, build: Converter | None = None) -> Shape:
-    """An object schema over ``props`` (closed: ``additionalProperties: false``) and its converter.
-
-    The converter returns ``build(kwargs)`` (or the converted dict when ``build`` is None). In strict mode
-    every property is required and a default is told in the description (``(default: 10)``), not as a
-    ``default`` keyword (which Azure's strict mode refuses). An optional property whose type has no ``null``
-    becomes nullable, and there a ``null`` means "use the default"; where ``null`` is a value of the type
-    (``int | None = 10``), it stays that value, and the model sends the default to get it.
-    """
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    for prop in props:
-        schema = dict(prop.shape.schema)
-        if prop.description and "description" not in schema:
-            schema["description"] = prop.description
-        elif prop.description and prop.shape.class_description is not None:
-            schema["description"] = _described(prop.description, prop.shape.class_description)
-        if strict:
-            if not prop.required:
-                note = default_note(prop.default, null_means_default=not prop.shape.nullable)
-                if note:
-                    own = schema.get("description")
-                    schema["description"] = f"{own} ({note})" if own else note[0].upper() + note[1:]
-                if not prop.shape.nullable:
-                    schema = _nullable(schema)
-            required.append(prop.name)
-        else:
-            if prop.required:
-                required.append(prop.name)
-            elif prop.default is not MISSING:
-                default = json_default(prop.default)
-                if default is not NO_JSON:
-                    schema["default"] = default
-        properties[prop.name] = schema
-    schema_out: dict[str, Any] = {"type": "object", "properties": properties}
-    if required or strict:
-        schema_out["required"] = required  # strict mode wants the list even when it is empty
-    schema_out["additionalProperties"] = False
-
-    steps = [
-        (
-            p.name,
-            p.target or p.name,
-            p.shape.convert,
-            p.shape.accepts,
-            strict and not p.required and not p.shape.nullable,
-        )
-        for p in props
-    ]
-    known = {p.name for p in props}
-    needed = {p.name for p in props if p.required}
-
-    def convert(obj: Any) -> Any:
-        out: dict[str, Any] = {}
-        for name, target, conv, _, null_means_default in steps:
-            if name not in obj:
-                continue
-            value = obj[name]
-            if value is None and null_means_default:
-                continue
-            if conv is None:
-                out[target] = value
-                continue
-            try:
-                out[target] = conv(value)
-            except Exception as exc:
-                raise _located(name, exc) from None
-        return out if build is None else build(out)
-
-    def accepts(obj: Any) -> bool:
-        # Values too, not only keys: in ``ById | ByName`` ({"key": int} / {"key": str}) the keys match both.
-        if not (isinstance(obj, dict) and needed <= obj.keys() <= known):
-            return False
-        for name, _, _, check, null_means_default in steps:
-            if name in obj:
-                value = obj[name]
-                if not (value is None and null_means_default) and not check(value):
-                    return False
-        return True
-
-    return Shape(schema_out, convert, accepts)
+    walker = _Walker(strict, where)
+    shape = walker.shape(tp)
+    if not walker.defs:
+        return shape
+    return attrs.evolve(shape, schema=walker.defs.rooted(shape.schema))
 
 
 # -- helpers -------------------------------------------------------------------------------------------
-
-
-def _construct(cls: type) -> Converter:
-    def construct(kwargs: Any) -> Any:
-        try:
-            return cls(**kwargs)
-        except Exception as exc:
-            raise ConversionError(exc, cls.__name__) from None
-
-    return construct
 
 
 def _said(convert: Converter) -> Converter:
@@ -677,18 +496,11 @@ def _unhashable(tp: Any) -> str | None:
         or kind in (set, collections.abc.Set, collections.abc.MutableSet)
     ):
         return f"{name} values are lists, dicts or sets"
-    if _is_typeddict(kind):
+    if is_typeddict(kind):
         return f"{name} values are dicts"
     if isinstance(kind, type) and getattr(kind, "__hash__", None) is None:
         return f"{name} has no __hash__ (a mutable attrs class or dataclass compared by value)"
     return None
-
-
-def _described(own: str, class_description: str | None) -> str:
-    """A parameter's own description, then its class's docstring (unless that says the same)."""
-    if not class_description or class_description == own:
-        return own
-    return f"{own}\n\n{class_description}"
 
 
 def _member_key(value: Any) -> tuple[type, Any]:
@@ -733,51 +545,3 @@ def _merge_simple(shapes: list[Shape]) -> dict[str, Any] | None:
             enums.append(None)
         merged["enum"] = enums
     return merged
-
-
-def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
-    kind = schema.get("type")
-    if set(schema) <= {"type", "description"} and isinstance(kind, str):
-        return {**schema, "type": [kind, "null"]}
-    description = schema.get("description")
-    inner = {k: v for k, v in schema.items() if k != "description"}
-    out: dict[str, Any] = {"anyOf": [inner, {"type": "null"}]}
-    if description:
-        out["description"] = description
-    return out
-
-
-def unresolved_note(exc: Exception) -> str:
-    """What to add to a ``NameError`` from resolving string annotations (``from __future__ import
-    annotations``): they are looked up in the module's globals, where a class local to a function is not."""
-    if not isinstance(exc, NameError):
-        return ""
-    return (
-        " (string annotations, as `from __future__ import annotations` makes them, are resolved in the "
-        "module's globals: define it at module level)"
-    )
-
-
-def _is_typeddict(tp: Any) -> bool:
-    return (
-        isinstance(tp, type)
-        and issubclass(tp, dict)
-        and hasattr(tp, "__required_keys__")
-        and hasattr(tp, "__annotations__")
-    )
-
-
-@attrs.frozen
-class _ClassDoc:
-    description: str | None
-    params: dict[str, str]
-
-
-def _class_doc(cls: type) -> _ClassDoc:
-    from .docstrings import parse_docstring
-
-    doc = cls.__dict__.get("__doc__")
-    if doc and dataclasses.is_dataclass(cls) and doc.startswith(cls.__name__ + "("):
-        doc = None  # the "Name(field: type, ...)" text dataclasses invent is not a description
-    parsed = parse_docstring(doc)
-    return _ClassDoc(parsed.description or None, parsed.params)

@@ -61,11 +61,6 @@ class Closed(TypedDict):
 UserId = NewType("UserId", int)
 
 
-@attrs.frozen
-class Node:
-    children: list[Node]
-
-
 def params(t: Tool[..., Any]) -> dict[str, Any]:
     properties: dict[str, Any] = t.spec.parameters["properties"]
     return properties
@@ -396,7 +391,6 @@ class Opaque:
     [
         (Opaque, "unsupported annotation"),
         (dict[int, str], "mapping keys must be str"),
-        (Node, "recursive type Node"),
         (Literal[b"x"], "Literal values"),
     ],
 )
