@@ -116,6 +116,9 @@ def _type_text(schema: Any) -> str:
         return " or ".join(_literal(v) for v in schema["enum"]) or "any"
     if "const" in schema:
         return _literal(schema["const"])
+    ref = schema.get("$ref")
+    if isinstance(ref, str):  # a recursive type, defined in the tool's "where" lines
+        return ref.rsplit("/", 1)[-1]
     for key in ("anyOf", "oneOf"):
         options = schema.get(key)
         if isinstance(options, list) and options:
@@ -167,6 +170,11 @@ def _tool_text(spec: ToolSpec) -> str:
         if isinstance(description, str) and description.strip():
             text += f". {' '.join(description.split())}"
         lines.append(text)
+    definitions = schema.get("$defs")
+    if isinstance(definitions, Mapping):
+        # What the parameters' "$ref"s name (recursive types): without them "Node" would mean nothing.
+        for name, definition in definitions.items():
+            lines.append(f"  where {name} is {_type_text(definition)}")
     return "\n".join(lines)
 
 

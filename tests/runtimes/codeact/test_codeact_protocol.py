@@ -220,6 +220,24 @@ def test_the_tools_guide_renders_optional_enum_list_and_nested_parameters() -> N
     assert "decide: run more code" in guide
 
 
+def test_the_tools_guide_defines_what_recursive_parameters_refer_to() -> None:
+    node = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}},
+        },
+    }
+    spec = ToolSpec(
+        "plant",
+        "Plant a tree.",
+        {"type": "object", "properties": {"tree": {"$ref": "#/$defs/Node"}}, "$defs": {"Node": node}},
+    )
+    guide = tools_guide([spec], "", react=True)
+    assert "  tree: Node, optional" in guide
+    assert '  where Node is dict {"type":"object","properties":{"name":' in guide
+
+
 def test_without_tools_the_guide_says_so() -> None:
     assert tools_guide([], "api", react=False).startswith("No tools are available")
 
