@@ -127,6 +127,9 @@ _LAZY: dict[str, str] = {
     "register_runtime": "agentflow.runtimes",
     "OutputType": "agentflow.runtimes.output",
     "OutputValidationError": "agentflow.runtimes.output",
+    "OutputContext": "agentflow.runtimes.output_validators",
+    "RejectOutput": "agentflow.runtimes.output_validators",
+    "ValidatorError": "agentflow.runtimes.output_validators",
     "CodeActRuntime": "agentflow.runtimes.codeact",
     "PlanCreated": "agentflow.events",
     "PlanUpdated": "agentflow.events",
@@ -218,6 +221,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
     from .runtimes.codeact import CodeActOptions, CodeActRuntime
     from .runtimes.deep_research import DeepResearchRuntime
     from .runtimes.output import OutputType, OutputValidationError
+    from .runtimes.output_validators import OutputContext, RejectOutput, ValidatorError
     from .runtimes.planner import (
         ModelPlanner,
         PlanContext,
@@ -298,6 +302,7 @@ __all__ = [
     "NotFoundError",
     "OpenAIChatModel",
     "OpenAIResponsesModel",
+    "OutputContext",
     "OutputRejected",
     "OutputType",
     "OutputValidationError",
@@ -317,6 +322,7 @@ __all__ = [
     "ReasoningDelta",
     "RedirectError",
     "RefusalDelta",
+    "RejectOutput",
     "ResponseNotFinishedError",
     "ResponsesModelClient",
     "ResponsesRequest",
@@ -369,6 +375,7 @@ __all__ = [
     "ToolSucceeded",
     "UsageReported",
     "UserMessage",
+    "ValidatorError",
     "WindowedMemory",
     "encode_sse",
     "register_runtime",

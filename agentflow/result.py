@@ -1,19 +1,31 @@
 """What a run produces: ``AgentResult``, ``ToolResult`` and ``StopReason``.
 
 These sit below the agent layer (the run events carry them), so they are plain values with no behaviour.
+``AgentResult`` is generic in its ``output`` (``AgentResult[City]``), for type checkers only: the parameter
+costs nothing at run time.
 """
 
 from __future__ import annotations
 
 import enum
-from typing import Any
+import sys
+from typing import Any, Generic
 
 import attrs
 
 from .model.messages import ToolCall
 from .model.response import TokenUsage
 
-__all__ = ["AgentResult", "StopReason", "ToolResult"]
+if sys.version_info >= (3, 13):
+    from typing import TypeVar
+else:  # a default for a type parameter (PEP 696); anyio and aiohttp depend on typing_extensions there
+    from typing_extensions import TypeVar
+
+__all__ = ["AgentResult", "OutputT", "StopReason", "ToolResult"]
+
+OutputT = TypeVar("OutputT", default=Any)
+"""The type of a run's ``output``: ``str`` for an agent without ``output_type``, else that type. Its default
+(``Any``) is what a bare ``AgentResult`` or ``Agent`` annotation means."""
 
 
 class StopReason(enum.Enum):
@@ -56,13 +68,17 @@ class ToolResult:
 
 
 @attrs.frozen
-class AgentResult:
+class AgentResult(Generic[OutputT]):
     """The result of one agent run.
 
     ``new_items`` are the memory items the run appended (its part of the conversation), ``usage`` the sum
     over every model call of the run. ``refusal`` is the model's refusal message when its last answer was
-    one (``StopReason.REFUSAL``). ``output`` is the final answer read into the agent's ``output_type``
-    (``None`` without one, or when the run ended without a final answer).
+    one (``StopReason.REFUSAL``). ``output`` is the final answer: read into the run's ``output_type`` (and
+    passed through its validators), or its text (``output_text``) for a run without one; ``None`` when the
+    run ended without a final answer (a refusal, a limit, a cancel: see ``stop_reason``).
+
+    Type checkers see the output's type: ``await Agent(model, output_type=City).run(x)`` is an
+    ``AgentResult[City]``, a plain agent's run an ``AgentResult[str]``.
     """
 
     run_id: str
@@ -76,4 +92,4 @@ class AgentResult:
     error: str | None = None
     reasoning_text: str | None = None
     refusal: str | None = None
-    output: Any = None
+    output: OutputT | None = None

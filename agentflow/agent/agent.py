@@ -20,7 +20,7 @@ import inspect
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeGuard
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeGuard, TypeVar, overload
 
 import anyio
 
@@ -28,9 +28,10 @@ from ..bus import EventBus, EventTypes, Policy, normalise_event_types
 from ..model.events import Event
 from ..model.messages import Message, UserMessage
 from ..model.protocol import ChatModel
+from ..result import OutputT
 from ..runtimes import AgentRuntime, resolve_runtime
 from ..runtimes.context import RunContext
-from ..runtimes.output import AGENT_DEFAULT, OutputType, output_type_of
+from ..runtimes.output import AGENT_DEFAULT, OutputType, TypeForm, output_type_of
 from ..tools.registry import ToolLike, ToolRegistry
 from .chat_client import ChatModelClient
 from .client_base import ProtocolClient
@@ -55,6 +56,8 @@ AgentInput: TypeAlias = str | Message | Mapping[str, Any] | Sequence[Any]
 
 ModelLike: TypeAlias = ChatModel | ModelClient
 """A ``ChatModel`` (``OpenAIChatModel``, ``OpenAIResponsesModel``…) or a ``ModelClient``."""
+
+_T = TypeVar("_T")
 
 
 def as_model_client(model: object) -> ModelClient:
@@ -148,7 +151,7 @@ def _check_factory(factory: Callable[..., Any]) -> None:
         ) from None
 
 
-class Agent(RunStarter):
+class Agent(RunStarter[OutputT]):
     """A model with tools, a runtime, a system prompt and options; ``run``/``stream``/``run_sync`` start runs.
 
     - ``model``: a ``ChatModel`` (wrapped in ``ChatModelClient``), an ``OpenAIResponsesModel`` (wrapped in
@@ -164,9 +167,64 @@ class Agent(RunStarter):
       ``session()`` for a conversation); a zero-argument factory is used instead of ``InMemoryMemory``; a
       ``Memory`` instance makes ``run()``/``stream()`` continue that one conversation (runs serialised).
     - ``output_type``: the type the final answer is read into (``AgentResult.output``): an attrs class, a
-      dataclass, a ``TypedDict``, ``list[...]``…, or an ``OutputType`` for more control. The model is asked
-      for JSON of that schema; an answer that does not match is sent back (see ``OutputType``).
+      dataclass, a ``TypedDict``, ``list[...]``…, or an ``OutputType`` for more control (retries, mode,
+      validators of your own). The model is asked for JSON of that schema; an answer that does not match, or
+      that a validator rejects, is sent back (see ``OutputType``).
+
+    For type checkers an agent is generic in its output: ``Agent(model, output_type=City)`` is an
+    ``Agent[City]`` whose runs give ``AgentResult[City]`` (``result.output`` is a ``City | None``),
+    ``Agent(model)`` an ``Agent[str]``; a run's own ``output_type`` gives its own (``agent.run(x,
+    output_type=Summary)`` is an ``AgentResult[Summary]``). A type that is not a class (``Literal[...]``, a
+    union) gives ``Any``.
     """
+
+    @overload
+    def __init__(
+        self: Agent[str],
+        model: ModelLike,
+        *,
+        runtime: str | AgentRuntime = ...,
+        tools: Iterable[ToolLike] | ToolRegistry = ...,
+        system_prompt: str | None = ...,
+        instructions: str | None = ...,
+        options: AgentOptions | None = ...,
+        settings: ModelSettings | None = ...,
+        memory: Memory | Callable[[], Memory] | None = ...,
+        name: str | None = ...,
+        output_type: None = ...,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: Agent[_T],
+        model: ModelLike,
+        *,
+        runtime: str | AgentRuntime = ...,
+        tools: Iterable[ToolLike] | ToolRegistry = ...,
+        system_prompt: str | None = ...,
+        instructions: str | None = ...,
+        options: AgentOptions | None = ...,
+        settings: ModelSettings | None = ...,
+        memory: Memory | Callable[[], Memory] | None = ...,
+        name: str | None = ...,
+        output_type: type[_T] | OutputType[_T],
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: Agent[Any],
+        model: ModelLike,
+        *,
+        runtime: str | AgentRuntime = ...,
+        tools: Iterable[ToolLike] | ToolRegistry = ...,
+        system_prompt: str | None = ...,
+        instructions: str | None = ...,
+        options: AgentOptions | None = ...,
+        settings: ModelSettings | None = ...,
+        memory: Memory | Callable[[], Memory] | None = ...,
+        name: str | None = ...,
+        output_type: TypeForm,
+    ) -> None: ...
 
     def __init__(
         self,
@@ -201,7 +259,7 @@ class Agent(RunStarter):
         if not isinstance(self.settings, ModelSettings):
             raise TypeError(f"settings must be a ModelSettings, got {type(self.settings).__name__}")
         self.name = _optional_text("name", name) or self.runtime.name
-        self.output_type = self._output_type(output_type)
+        self.output_type: OutputType[OutputT] | None = self._output_type(output_type)
         self._memory_factory: Callable[[], Memory] = InMemoryMemory
         self._default_session: Session | None = None
         if _is_memory(memory):
@@ -243,13 +301,13 @@ class Agent(RunStarter):
 
     # -- runs ------------------------------------------------------------------------------------------------
 
-    def _run_on(self) -> tuple[Agent, Memory | None, Turns | None]:
+    def _run_on(self) -> tuple[Agent[OutputT], Memory | None, Turns | None]:
         session = self._default_session
         if session is not None:
             return session._run_on()
         return self, None, None
 
-    def session(self, memory: Memory | None = None, *, session_id: str | None = None) -> Session:
+    def session(self, memory: Memory | None = None, *, session_id: str | None = None) -> Session[OutputT]:
         """A new conversation: its memory (``memory``, or a fresh one) persists across its runs."""
         if memory is None:
             memory = self._memory_factory()
@@ -258,7 +316,7 @@ class Agent(RunStarter):
             raise TypeError(f"session() takes a Memory instance (e.g. InMemoryMemory()), got {what}")
         return Session(self, memory, session_id)
 
-    def _output_type(self, value: Any) -> OutputType | None:
+    def _output_type(self, value: Any) -> OutputType[Any] | None:
         """``value`` as this agent's runs can use it (``TypeError`` for a runtime or settings that cannot)."""
         spec = output_type_of(value)
         if spec is not None:
@@ -285,7 +343,7 @@ class Agent(RunStarter):
         policy: Policy = "backpressure",
         run_id: str | None = None,
         output_type: Any = AGENT_DEFAULT,
-    ) -> AgentRun:
+    ) -> AgentRun[Any]:
         spec = self.output_type if output_type is AGENT_DEFAULT else self._output_type(output_type)
         text, items = input_items(input)
         # 32 random hex digits, as uuid4().hex but a quarter of its cost (one per run)
@@ -327,7 +385,7 @@ class Agent(RunStarter):
         """
         await self.model_client.aclose()
 
-    async def __aenter__(self) -> Agent:
+    async def __aenter__(self) -> Agent[OutputT]:
         return self
 
     async def __aexit__(

@@ -15,7 +15,8 @@ model stream and tools stopped, memory completed, ``RunCancelled`` published. ``
 handle without a subscription, driven in the calling task (nothing runs beside it, so it needs no task).
 
 ``RunStarter`` is what ``Agent`` and ``Session`` share: ``stream``, ``run`` and ``run_sync``, one
-implementation for both, on the memory each of them names.
+implementation for both, on the memory each of them names. All three are generic in the run's output type,
+for type checkers only (``Agent[City]``'s runs give ``AgentResult[City]``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import anyio
 from anyio.abc import TaskGroup
@@ -37,10 +38,10 @@ from ..bus import (
     normalise_event_types,
 )
 from ..model.events import Event
-from ..result import AgentResult
+from ..result import AgentResult, OutputT
 from ..runtimes.base import AgentRuntime
 from ..runtimes.context import RunContext
-from ..runtimes.output import AGENT_DEFAULT
+from ..runtimes.output import AGENT_DEFAULT, AgentDefault, OutputType, TypeForm
 
 if TYPE_CHECKING:
     from .agent import Agent, AgentInput
@@ -49,8 +50,10 @@ if TYPE_CHECKING:
 
 __all__ = ["AgentRun", "RunStarter", "run_sync"]
 
+_T = TypeVar("_T")
 
-class RunStarter:
+
+class RunStarter(Generic[OutputT]):
     """Starts runs of an agent: ``stream`` (iterate the events) and ``run`` / ``run_sync`` (the result).
 
     ``Agent`` and ``Session`` both are one. A session's runs (and those of an agent built with a ``memory``
@@ -60,9 +63,57 @@ class RunStarter:
 
     __slots__ = ()
 
-    def _run_on(self) -> tuple[Agent, Memory | None, Turns | None]:
+    def _run_on(self) -> tuple[Agent[OutputT], Memory | None, Turns | None]:
         """The agent, the memory of the next run (``None``: a fresh one) and the turns its runs take."""
         raise NotImplementedError
+
+    @overload
+    def stream(
+        self,
+        input: AgentInput,
+        *,
+        types: EventTypes = ...,
+        buffer: int = ...,
+        policy: Policy = ...,
+        run_id: str | None = ...,
+        output_type: AgentDefault = ...,
+    ) -> AgentRun[OutputT]: ...
+
+    @overload
+    def stream(
+        self,
+        input: AgentInput,
+        *,
+        types: EventTypes = ...,
+        buffer: int = ...,
+        policy: Policy = ...,
+        run_id: str | None = ...,
+        output_type: None,
+    ) -> AgentRun[str]: ...
+
+    @overload
+    def stream(
+        self,
+        input: AgentInput,
+        *,
+        types: EventTypes = ...,
+        buffer: int = ...,
+        policy: Policy = ...,
+        run_id: str | None = ...,
+        output_type: type[_T] | OutputType[_T],
+    ) -> AgentRun[_T]: ...
+
+    @overload
+    def stream(
+        self,
+        input: AgentInput,
+        *,
+        types: EventTypes = ...,
+        buffer: int = ...,
+        policy: Policy = ...,
+        run_id: str | None = ...,
+        output_type: TypeForm,
+    ) -> AgentRun[Any]: ...
 
     def stream(
         self,
@@ -73,7 +124,7 @@ class RunStarter:
         policy: Policy = "backpressure",
         run_id: str | None = None,
         output_type: Any = AGENT_DEFAULT,
-    ) -> AgentRun:
+    ) -> AgentRun[Any]:
         """A run whose events you iterate: ``async with agent.stream(x) as run: async for event in run``.
 
         ``types`` limits the events delivered (a class, a union such as ``agentflow.events.TerminalEvent``,
@@ -96,9 +147,29 @@ class RunStarter:
             output_type=output_type,
         )
 
+    @overload
+    async def run(
+        self, input: AgentInput, *, run_id: str | None = ..., output_type: AgentDefault = ...
+    ) -> AgentResult[OutputT]: ...
+
+    @overload
+    async def run(
+        self, input: AgentInput, *, run_id: str | None = ..., output_type: None
+    ) -> AgentResult[str]: ...
+
+    @overload
+    async def run(
+        self, input: AgentInput, *, run_id: str | None = ..., output_type: type[_T] | OutputType[_T]
+    ) -> AgentResult[_T]: ...
+
+    @overload
+    async def run(
+        self, input: AgentInput, *, run_id: str | None = ..., output_type: TypeForm
+    ) -> AgentResult[Any]: ...
+
     async def run(
         self, input: AgentInput, *, run_id: str | None = None, output_type: Any = AGENT_DEFAULT
-    ) -> AgentResult:
+    ) -> AgentResult[Any]:
         """Run to the end and return the result.
 
         ``output_type`` replaces the agent's for this run (``None``: the answer's text; see ``OutputType``),
@@ -114,12 +185,12 @@ class RunStarter:
         )
         return await run._run_here()
 
-    def run_sync(self, input: AgentInput) -> AgentResult:
+    def run_sync(self, input: AgentInput) -> AgentResult[OutputT]:
         """``run`` for scripts and notebooks without a running event loop (see ``agentflow.run_sync``)."""
         return run_sync(self, input)
 
 
-def run_sync(target: RunStarter, input: AgentInput) -> AgentResult:
+def run_sync(target: RunStarter[_T], input: AgentInput) -> AgentResult[_T]:
     """Run an agent (or a session's next turn) from synchronous code, in a fresh event loop.
 
     For scripts and notebooks without a running loop. The agent's model connections are closed before it
@@ -128,7 +199,7 @@ def run_sync(target: RunStarter, input: AgentInput) -> AgentResult:
     """
     agent = target._run_on()[0]
 
-    async def main() -> AgentResult:
+    async def main() -> AgentResult[_T]:
         try:
             return await target.run(input)
         finally:
@@ -144,7 +215,7 @@ def run_sync(target: RunStarter, input: AgentInput) -> AgentResult:
     )
 
 
-class AgentRun:
+class AgentRun(Generic[OutputT]):
     """One run of an agent, started when the ``async with`` block is entered.
 
     - ``async for event in run`` yields the run's events (those of ``types``, if given) in order and stops
@@ -236,7 +307,7 @@ class AgentRun:
 
     # -- lifecycle -------------------------------------------------------------------------------------------
 
-    async def __aenter__(self) -> AgentRun:
+    async def __aenter__(self) -> AgentRun[OutputT]:
         if self._entered:
             raise RuntimeError("this AgentRun was already started; call agent.stream() again for a new run")
         self._entered = True
@@ -279,7 +350,7 @@ class AgentRun:
         finally:
             self._release()
 
-    async def _run_here(self) -> AgentResult:
+    async def _run_here(self) -> AgentResult[OutputT]:
         """Run to the end in the calling task and return ``result`` (what ``agent.run()`` does).
 
         With no subscriber nothing has to run beside the run, so it needs no task of its own: cancelling the
@@ -338,7 +409,7 @@ class AgentRun:
 
     # -- outcome ---------------------------------------------------------------------------------------------
 
-    async def wait(self) -> AgentResult:
+    async def wait(self) -> AgentResult[OutputT]:
         """Wait until the run has ended (unread events are discarded) and return ``result``."""
         if not self._entered:
             raise RuntimeError("enter the run first: 'async with agent.stream(...) as run'")
@@ -356,7 +427,7 @@ class AgentRun:
             self.ctx.cancel_scope.cancel()
 
     @property
-    def result(self) -> AgentResult:
+    def result(self) -> AgentResult[OutputT]:
         """The run's result; raises the run's exception if it failed, ``RuntimeError`` if it has not ended."""
         if not self._ended:
             raise RuntimeError("the run has not ended yet; iterate it to the end or 'await run.wait()'")
@@ -372,6 +443,6 @@ class AgentRun:
         return self.ctx.error
 
     @property
-    def partial(self) -> AgentResult | None:
+    def partial(self) -> AgentResult[OutputT] | None:
         """The run's result so far: set when it ended in any way (for a failed run, its partial result)."""
         return self.ctx.result

@@ -12,6 +12,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from ..result import OutputT
 from .memory import Memory
 from .run import RunStarter
 from .turns import Turns, turns_of
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["Session"]
 
 
-class Session(RunStarter):
+class Session(RunStarter[OutputT]):
     """A conversation with ``agent`` whose ``memory`` persists across runs; concurrent runs wait their turn.
 
     Get one with ``agent.session()``; ``run``, ``stream`` and ``run_sync`` work as on the agent::
@@ -34,7 +35,7 @@ class Session(RunStarter):
 
     __slots__ = ("_turns", "agent", "id", "memory")
 
-    def __init__(self, agent: Agent, memory: Memory, session_id: str | None = None) -> None:
+    def __init__(self, agent: Agent[OutputT], memory: Memory, session_id: str | None = None) -> None:
         self.agent = agent
         self.memory = memory
         """The conversation (shared by every run of the session)."""
@@ -59,5 +60,5 @@ class Session(RunStarter):
         """How many runs wait for the one in progress to end."""
         return self._turns.waiting
 
-    def _run_on(self) -> tuple[Agent, Memory | None, Turns | None]:
+    def _run_on(self) -> tuple[Agent[OutputT], Memory | None, Turns | None]:
         return self.agent, self.memory, self._turns

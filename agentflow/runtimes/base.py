@@ -76,6 +76,7 @@ from .context import NO_USAGE, RunContext
 from .errors import AgentRunError, MaxStepsExceeded
 from .model_calls import billed_usage, blocking_call, publish_turn
 from .output import OutputType, OutputValidationError
+from .output_validators import RejectOutput, validate
 
 __all__ = ["AgentRuntime", "answer_stop_reason", "blocking_call"]
 
@@ -114,7 +115,9 @@ def answer_stop_reason(result: AgentModelResult) -> StopReason:
     return StopReason.FINAL_ANSWER
 
 
-def _response_format(spec: OutputType | None, setting: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+def _response_format(
+    spec: OutputType[Any] | None, setting: Mapping[str, Any] | None
+) -> Mapping[str, Any] | None:
     """What a step's call sends as ``response_format``: the output type's (in ``mode="native"``), else the
     settings' own."""
     if spec is None:
@@ -340,6 +343,8 @@ class AgentRuntime:
         """
         s = ctx.settings
         items = ctx.memory.items
+        if ctx.output_retry is not None:
+            items = (*items, ctx.output_retry)  # a rejected answer's retry prompt: in memory once answered
         tools = ctx.tools.specs
         tool_choice = s.tool_choice
         if (
@@ -450,8 +455,10 @@ class AgentRuntime:
         if not calls:
             # A refusal, or an answer cut short, must not pass for a final one.
             stop = answer_stop_reason(result)
-            if stop is StopReason.FINAL_ANSWER and ctx.output_type is not None:
-                return await self.read_output(ctx, result.output_text, final=final)
+            if stop is StopReason.FINAL_ANSWER:
+                if ctx.output_type is not None:
+                    return await self.read_output(ctx, result.output_text, final=final)
+                ctx.output = result.output_text
             return stop
         if final:
             await self.refuse_calls(ctx, calls, "not run: the run reached its step limit")
@@ -464,22 +471,30 @@ class AgentRuntime:
         return await self.act(ctx, calls)
 
     async def read_output(self, ctx: RunContext, text: str, *, final: bool = False) -> StopReason | None:
-        """Read a final answer into the agent's ``output_type`` (``ctx.output``) and end the run.
+        """Read a final answer into the agent's ``output_type``, through its validators (``ctx.output``), and
+        end the run.
 
         An answer that does not match is sent back to the model with what is wrong and the schema
-        (``OutputRejected``, then ``OutputType.retry_prompt`` as a user turn) and the run goes on, up to
-        ``output_type.retries`` times, while a step and tokens are left to answer with; after that, or in the
-        ``final`` step after ``max_steps``, the run fails with ``OutputValidationError`` (so no run that goes
-        its course ends on an unanswered retry prompt; a cancel during the retry may leave one, answered by
-        nothing, in a session's memory).
+        (``OutputRejected``, then ``OutputType.retry_prompt`` as a user turn), one a validator rejects
+        (``RejectOutput``) with the validator's message (``OutputType.rejected_prompt``), and the run goes on,
+        up to ``output_type.retries`` times, while a step and tokens are left to answer with; after that, or
+        in the ``final`` step after ``max_steps``, the run fails with ``OutputValidationError``. The retry
+        prompt enters memory only with the model's answer to it (``RunContext.output_retry``): however the run
+        ends, a session's memory never ends on an unanswered one.
         """
         spec = ctx.output_type
         assert spec is not None
+        prompt = spec.retry_prompt
         try:
-            ctx.output = spec.parse(text)
+            value = spec.parse(text)
+            if spec.validators:
+                value = await validate(ctx, value, text)
+        except RejectOutput as exc:
+            reason, prompt = exc.message, spec.rejected_prompt
         except ValueError as exc:
             reason = str(exc)
         else:
+            ctx.output = value
             return StopReason.FINAL_ANSWER
         max_steps = ctx.options.max_steps
         step_left = (
@@ -492,14 +507,17 @@ class AgentRuntime:
         await ctx.emit(OutputRejected(error=reason, retrying=retrying))
         if not retrying:
             raise OutputValidationError(reason, text, ctx.result_for(StopReason.ERROR, error=reason))
-        ctx.remember((user_item(spec.retry_prompt(reason)),))
+        ctx.output_retry = user_item(prompt(reason))
         return None
 
     def store_turn(self, ctx: RunContext, result: AgentModelResult) -> tuple[ToolCall, ...]:
         """Write a model turn to memory (call ids and names completed first) and to the run; its calls."""
         raw = result.tool_calls
         calls = complete_tool_calls(raw, ctx.step, ctx.tools.normalize_name)
-        ctx.remember(patch_memory_items(result.memory_items, raw, calls, result.output_text))
+        items = patch_memory_items(result.memory_items, raw, calls, result.output_text)
+        if ctx.output_retry is not None:
+            items, ctx.output_retry = (ctx.output_retry, *items), None  # answered: both enter memory
+        ctx.remember(items)
         ctx.output_text = result.output_text
         ctx.reasoning_text = result.reasoning_text
         ctx.refusal = result.refusal

@@ -70,7 +70,7 @@ class RunContext:
     wait_turn: Callable[[], Awaitable[None]] | None = attrs.field(default=None, repr=False)
     """Awaited inside the run's scopes before anything else: a session's run waits there for the runs ahead
     of it on the same memory (``AgentRun`` holds the lock)."""
-    output_type: OutputType | None = None
+    output_type: OutputType[Any] | None = None
     """What the final answer is read into (``Agent(output_type=…)``); ``None``: its text is the answer."""
 
     step: int = 0
@@ -85,9 +85,13 @@ class RunContext:
     reasoning_text: str | None = None
     refusal: str | None = None
     output: Any = None
-    """The final answer read into ``output_type``."""
+    """The final answer: read into ``output_type`` (and through its validators), else its text."""
     output_rejections: int = 0
-    """How many final answers did not match ``output_type``."""
+    """How many final answers did not match ``output_type`` or were rejected by its validators."""
+    output_retry: Any = attrs.field(default=None, repr=False)
+    """The user turn sending a rejected final answer back, while the model has not answered it: the next
+    prompt ends with it, and it enters memory only together with that answer (``AgentRuntime.store_turn``),
+    so a run cut short before the answer leaves no unanswered retry prompt in a session's memory."""
     pending: list[ToolCall] = attrs.field(factory=list)
     finished: dict[str, ToolResult] = attrs.field(factory=dict)
     announced: set[str] = attrs.field(factory=set, repr=False)
@@ -218,6 +222,10 @@ class RunContext:
 
     def result_for(self, stop_reason: StopReason, error: str | None = None) -> AgentResult:
         """The run's result so far, ending for ``stop_reason``."""
+        output = self.output
+        if output is None and stop_reason is StopReason.FINAL_ANSWER and self.output_type is None:
+            # A runtime that reads its final answer its own way (CodeAct) leaves the text as the output.
+            output = self.output_text
         return AgentResult(
             run_id=self.run_id,
             output_text=self.output_text,
@@ -230,5 +238,5 @@ class RunContext:
             error=error,
             reasoning_text=self.reasoning_text,
             refusal=self.refusal,
-            output=self.output,
+            output=output,
         )

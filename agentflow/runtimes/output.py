@@ -6,6 +6,8 @@ model may still call tools first; ``mode="prompted"`` puts the schema in the sys
 reads the answer into a ``Weather`` (``AgentResult.output``). An answer that is not valid JSON, or does not
 match, is sent back to the model with what is wrong and the schema (``OUTPUT_RETRY_PROMPT``,
 ``OutputRejected`` on the bus), up to ``retries`` times; then the run fails with ``OutputValidationError``.
+``validators`` add checks of your own on the value read (``agentflow.runtimes.output_validators``): one that
+raises ``RejectOutput("why")`` sends the answer back alike, with its message (``OUTPUT_REJECTED_PROMPT``).
 
 Any type a tool parameter may have works (``agentflow.tools.schema``), ``str`` aside (the default: the
 answer's text): an attrs class, a dataclass, a ``TypedDict``, ``list[X]``, a ``Literal``, a union… A type
@@ -39,25 +41,33 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Mapping
-from typing import Any, Final, Literal, TypeAlias
+from collections.abc import Iterable, Mapping
+from types import UnionType
+from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeAlias, TypeVar, cast, overload
 
 import orjson
 
 from ..exact_json import loads as exact_loads
-from ..result import AgentResult
+from ..result import AgentResult, OutputT
 from ..tools.arguments import ArgumentParser, ToolArgumentsError
 from ..tools.schema import MISSING, Prop, Shape, object_shape, shape_of
 from .errors import AgentRunError
 from .json_text import MAX_SCANNED_CHARS, JsonSpan, json_spans
+from .output_validators import OutputValidator, takes_context
+
+if TYPE_CHECKING:
+    from typing import _SpecialForm
 
 __all__ = [
     "AGENT_DEFAULT",
     "OUTPUT_INSTRUCTIONS",
+    "OUTPUT_REJECTED_PROMPT",
     "OUTPUT_RETRY_PROMPT",
+    "AgentDefault",
     "OutputMode",
     "OutputType",
     "OutputValidationError",
+    "TypeForm",
     "output_type_of",
 ]
 
@@ -67,6 +77,12 @@ OUTPUT_RETRY_PROMPT: Final = (
 )
 """The user turn that sends a rejected final answer back to the model: ``{error}`` is what is wrong,
 ``{schema}`` the schema (a server that ignored ``response_format`` never showed it to the model)."""
+
+OUTPUT_REJECTED_PROMPT: Final = (
+    "Your final answer was rejected: {error}\nCorrect it and answer again, in the same format."
+)
+"""The user turn that sends back a final answer a validator rejected (``RejectOutput``): ``{error}`` is its
+message. The answer matched the schema, so the schema is not repeated."""
 
 OUTPUT_INSTRUCTIONS: Final = (
     "When you give your final answer, answer with only a JSON value (no other text) that matches this JSON "
@@ -84,8 +100,16 @@ class _AgentDefault(enum.Enum):
 AGENT_DEFAULT: Final = _AgentDefault.AGENT_DEFAULT
 """The ``output_type`` of a run that takes its agent's: ``agent.run(x)`` is
 ``agent.run(x, output_type=AGENT_DEFAULT)``."""
+AgentDefault: TypeAlias = Literal[_AgentDefault.AGENT_DEFAULT]
+"""``AGENT_DEFAULT``'s type, for annotations."""
+
+TypeForm: TypeAlias = "_SpecialForm | UnionType"
+"""What type checkers see of an output type that is not a class (``Literal[...]``, ``X | Y``,
+``Optional[...]``, ``Annotated[...]``): such a type's output is ``Any`` to them. Kept apart from classes so
+that a class's overload alone matches it, and a lambda validator's argument is inferred as that class."""
 
 _WRAPPER: Final = "result"
+_T = TypeVar("_T")
 _NAME: Final = re.compile(r"[^A-Za-z0-9_-]+")
 
 
@@ -105,7 +129,7 @@ class OutputValidationError(AgentRunError):
         return (type(self), (self.reason, self.text, self.partial))
 
 
-class OutputType:
+class OutputType(Generic[OutputT]):
     """What an agent's final answer must be: ``tp`` (any type a tool parameter may have but ``str``), its
     JSON schema, and how an answer is read into it.
 
@@ -118,7 +142,19 @@ class OutputType:
     - ``mode``: ``"native"`` (default) sends the schema as ``response_format`` / ``text.format``;
       ``"prompted"`` sends none and puts the schema in the system prompt (``OUTPUT_INSTRUCTIONS``), for
       servers that refuse or mishandle ``json_schema`` (DeepSeek's API refuses it; vLLM stops calling tools
-      while a ``response_format`` is set).
+      while a ``response_format`` is set);
+    - ``validators``: checks of your own on the value read, in order, each given what the one before
+      returned: ``fn(value)`` or ``fn(value, context)`` (an ``OutputContext``), sync or async, returning the
+      value to use (``None``: unchanged); ``raise RejectOutput("why")`` sends the answer back to the model
+      with that message (counted in ``retries``); any other exception fails the run (``ValidatorError``).
+      They run on final answers only, never on tool calls.
+
+    >>> from agentflow.runtimes.output_validators import RejectOutput
+    >>> def positive(n: int) -> None:
+    ...     if n <= 0:
+    ...         raise RejectOutput("give a positive number")
+    >>> OutputType(int, validators=[positive]).validators == (positive,)
+    True
     """
 
     __slots__ = (
@@ -135,7 +171,35 @@ class OutputType:
         "schema",
         "strict",
         "type",
+        "validator_context",
+        "validators",
     )
+
+    @overload
+    def __init__(
+        self: OutputType[_T],
+        tp: type[_T],
+        *,
+        name: str | None = ...,
+        description: str | None = ...,
+        strict: bool | None = ...,
+        retries: int = ...,
+        mode: OutputMode = ...,
+        validators: Iterable[OutputValidator[_T]] = ...,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: OutputType[Any],
+        tp: TypeForm,
+        *,
+        name: str | None = ...,
+        description: str | None = ...,
+        strict: bool | None = ...,
+        retries: int = ...,
+        mode: OutputMode = ...,
+        validators: Iterable[OutputValidator[Any]] = ...,
+    ) -> None: ...
 
     def __init__(
         self,
@@ -146,6 +210,7 @@ class OutputType:
         strict: bool | None = None,
         retries: int = 2,
         mode: OutputMode = "native",
+        validators: Iterable[OutputValidator[Any]] = (),
     ) -> None:
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise ValueError(f"OutputType retries must be an int >= 0, got {retries!r}")
@@ -156,6 +221,11 @@ class OutputType:
                 raise TypeError(f"OutputType {option} must be a str or None, got {given!r}")
         if strict is not None and not isinstance(strict, bool):
             raise TypeError(f"OutputType strict must be a bool or None, got {strict!r}")
+        if isinstance(validators, str | bytes) or not isinstance(validators, Iterable):
+            raise TypeError(f"OutputType validators must be a list of callables, got {validators!r}")
+        self.validators: tuple[OutputValidator[OutputT], ...] = tuple(validators)
+        self.validator_context = tuple(takes_context(v) for v in self.validators)
+        """For each validator, whether it is called with an ``OutputContext`` too."""
         if tp is str:
             raise TypeError(
                 "output_type=str is the default (the answer's text, AgentResult.output_text); "
@@ -225,7 +295,12 @@ class OutputType:
         """The user turn that sends an answer back: ``OUTPUT_RETRY_PROMPT`` with ``error`` and the schema."""
         return self._retry_text.replace("{error}", error, 1)
 
-    def parse(self, text: str) -> Any:
+    @staticmethod
+    def rejected_prompt(error: str) -> str:
+        """The user turn that sends back an answer a validator rejected: ``OUTPUT_REJECTED_PROMPT``."""
+        return OUTPUT_REJECTED_PROMPT.replace("{error}", error, 1)
+
+    def parse(self, text: str) -> OutputT:
         """``text`` read into the output type, or a ``ValueError`` saying what is wrong with it.
 
         The whole answer as JSON, else the JSON values in it (fences, prose, reasoning tags): the last one
@@ -259,7 +334,7 @@ class OutputType:
         reason = broken[0].error if broken else whole_error
         raise ToolArgumentsError(f"the answer is not valid JSON: {reason}")
 
-    def _read(self, value: Any) -> Any:
+    def _read(self, value: Any) -> OutputT:
         if self._wrapped and not (isinstance(value, dict) and value.keys() == {_WRAPPER}):
             value = {_WRAPPER: value}  # the bare value, from a server that ignored the schema
         if not isinstance(value, dict):
@@ -271,12 +346,12 @@ class OutputType:
             except ToolArgumentsError as exc:
                 first = first or exc  # the error against the schema the model was given
                 continue
-            return converted[_WRAPPER] if self._wrapped else converted
+            return cast(OutputT, converted[_WRAPPER] if self._wrapped else converted)
         assert first is not None
         raise first
 
 
-def output_type_of(value: Any) -> OutputType | None:
+def output_type_of(value: Any) -> OutputType[Any] | None:
     """``value`` as an ``OutputType``: ``None`` stays ``None``, an ``OutputType`` as it is, a type wrapped."""
     if value is None or isinstance(value, OutputType):
         return value

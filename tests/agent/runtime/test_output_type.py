@@ -305,7 +305,7 @@ async def test_a_response_format_setting_is_sent_on_both_protocols() -> None:
     model = FakeModelClient([reply('{"a": 1}')])
     result = await Agent(model, settings=settings).run("JSON please")
     assert result.output_text == '{"a": 1}'
-    assert result.output is None
+    assert result.output == '{"a": 1}'  # no output type: the output is the answer's text
     prompt = model.prompts[0]
     assert prompt.response_format == {"type": "json_object"}
     schema = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}
@@ -420,11 +420,11 @@ def test_an_output_type_is_immutable_and_checks_its_options() -> None:
 async def test_a_run_may_take_its_own_output_type() -> None:
     model = FakeModelClient([reply("Hello."), reply('{"name": "Paris", "population": 3}'), reply("Bye.")])
     chat = Agent(model).session()  # a free-text conversation
-    assert (await chat.run("Hi")).output is None
+    assert (await chat.run("Hi")).output == "Hello."
     summary = await chat.run("Which city, as data?", output_type=City)
     assert summary.output == City("Paris", 3)
     assert model.prompts[1].response_format is not None
-    assert (await chat.run("Thanks")).output is None
+    assert (await chat.run("Thanks")).output == "Bye."
     assert model.prompts[2].response_format is None
     # And the other way: a typed agent, one free-text run; each checked where it is given.
     typed = Agent(FakeModelClient([reply("Just text.")]), output_type=City)
@@ -433,7 +433,7 @@ async def test_a_run_may_take_its_own_output_type() -> None:
             pass
     assert run.result is not None
     assert run.result.output_text == "Just text."
-    assert run.result.output is None
+    assert run.result.output == "Just text."
     with pytest.raises(TypeError, match="codeact runtime does not read"):
         Agent(FakeModelClient([]), runtime="codeact").stream("x", output_type=City)
 
