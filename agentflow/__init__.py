@@ -91,6 +91,7 @@ _LAZY: dict[str, str] = {
     "RunFailed": "agentflow.events",
     "RunCancelled": "agentflow.events",
     "RunEvent": "agentflow.events",
+    "AgentEvent": "agentflow.events",
     "EventBus": "agentflow.bus",
     "Subscription": "agentflow.bus",
     "BusClosedError": "agentflow.bus",
@@ -111,6 +112,8 @@ _LAZY: dict[str, str] = {
     "Memory": "agentflow.agent.memory",
     "InMemoryMemory": "agentflow.agent.memory",
     "WindowedMemory": "agentflow.agent.memory",
+    "dump_items": "agentflow.agent.item_json",
+    "load_items": "agentflow.agent.item_json",
     "Agent": "agentflow.agent.agent",
     "Agents": "agentflow.agent.agent",
     "run_sync": "agentflow.agent.agent",
@@ -180,6 +183,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
     from .agent.agent import Agent, Agents, run_sync
     from .agent.chat_client import ChatModelClient
+    from .agent.item_json import dump_items, load_items
     from .agent.memory import InMemoryMemory, Memory, WindowedMemory
     from .agent.options import AgentOptions, ModelSettings
     from .agent.prompt import AgentModelResult, AgentPrompt, ModelClient
@@ -188,6 +192,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
     from .agent.session import Session
     from .bus import BusClosedError, EventBus, Subscription
     from .events import (
+        AgentEvent,
         CodeExecuted,
         ModelRequest,
         OutputRejected,
@@ -250,6 +255,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
 __all__ = [
     "SSE_HEADERS",
     "Agent",
+    "AgentEvent",
     "AgentModelResult",
     "AgentOptions",
     "AgentPrompt",
@@ -377,7 +383,9 @@ __all__ = [
     "UserMessage",
     "ValidatorError",
     "WindowedMemory",
+    "dump_items",
     "encode_sse",
+    "load_items",
     "register_runtime",
     "run_sync",
     "sse_stream",

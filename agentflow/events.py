@@ -1,28 +1,49 @@
 """Run events: everything that happens in an agent run, as typed immutable values.
 
-Model events (``TextDelta``, ``ToolCallReady``…) come from ``agentflow.model.events`` and are stamped with
-the run's ``run_id``/``step``/``seq`` when published; this module adds the events of the agent layer.
-Every run ends with exactly one terminal event: ``RunFinished``, ``RunFailed`` or ``RunCancelled``.
+Model events (``TextDelta``, ``ToolCallReady``…) are defined in ``agentflow.model.events`` (re-exported here,
+so every event of a run imports from one place) and are stamped with the run's ``run_id``/``step``/``seq``
+when published; this module adds the events of the agent layer. Every run ends with exactly one terminal
+event: ``RunFinished``, ``RunFailed`` or ``RunCancelled``. ``AgentEvent`` is the union of every concrete
+event class, for an exhaustive ``match``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeAlias
 
 import attrs
 
-from .model.events import Event
+from .model.events import (
+    Event,
+    ModelCompleted,
+    ModelEvent,
+    ModelRetry,
+    ReasoningDelta,
+    RefusalDelta,
+    TextDelta,
+    ToolCallArgumentsDelta,
+    ToolCallReady,
+    ToolCallStarted,
+    UsageReported,
+)
 from .model.messages import ToolCall
 from .model.response import TokenUsage
 from .plan import Plan
 from .result import AgentResult, ToolResult
 
 __all__ = [
+    "AgentEvent",
     "CodeExecuted",
+    "Event",
+    "ModelCompleted",
+    "ModelEvent",
     "ModelRequest",
+    "ModelRetry",
     "OutputRejected",
     "PlanCreated",
     "PlanUpdated",
+    "ReasoningDelta",
+    "RefusalDelta",
     "RunCancelled",
     "RunEvent",
     "RunFailed",
@@ -31,11 +52,16 @@ __all__ = [
     "StepFinished",
     "StepStarted",
     "TerminalEvent",
+    "TextDelta",
+    "ToolCallArgumentsDelta",
+    "ToolCallReady",
     "ToolCallRequested",
+    "ToolCallStarted",
     "ToolFailed",
     "ToolProgress",
     "ToolStarted",
     "ToolSucceeded",
+    "UsageReported",
 ]
 
 
@@ -195,4 +221,39 @@ class RunCancelled(RunEvent):
     partial: AgentResult
 
 
-TerminalEvent = RunFinished | RunFailed | RunCancelled
+TerminalEvent: TypeAlias = RunFinished | RunFailed | RunCancelled
+"""The three events one of which ends every run (``types=TerminalEvent`` selects them)."""
+
+AgentEvent: TypeAlias = (
+    RunStarted
+    | StepStarted
+    | ModelRequest
+    | TextDelta
+    | ReasoningDelta
+    | RefusalDelta
+    | ToolCallStarted
+    | ToolCallArgumentsDelta
+    | ToolCallReady
+    | UsageReported
+    | ModelRetry
+    | ModelCompleted
+    | ToolCallRequested
+    | ToolStarted
+    | ToolProgress
+    | ToolSucceeded
+    | ToolFailed
+    | CodeExecuted
+    | PlanCreated
+    | PlanUpdated
+    | OutputRejected
+    | StepFinished
+    | RunFinished
+    | RunFailed
+    | RunCancelled
+)
+"""Every event agentflow publishes in a run, as one union: annotate with it and a ``match`` over the classes
+can end in ``assert_never`` (a type checker then reports an event class the ``match`` forgets).
+
+A run's iteration yields ``Event``, since your own code may publish events of its own on a run's bus; narrow
+with ``isinstance(event, AgentEvent)`` (a runtime check too) before such a ``match``.
+"""

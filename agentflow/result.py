@@ -13,8 +13,9 @@ from typing import Any, Generic
 
 import attrs
 
+from .model.events import to_jsonable
 from .model.messages import ToolCall
-from .model.response import TokenUsage
+from .model.response import NOT_IN_JSON, TokenUsage
 
 if sys.version_info >= (3, 13):
     from typing import TypeVar
@@ -79,6 +80,9 @@ class AgentResult(Generic[OutputT]):
 
     Type checkers see the output's type: ``await Agent(model, output_type=City).run(x)`` is an
     ``AgentResult[City]``, a plain agent's run an ``AgentResult[str]``.
+
+    Its JSON form (``to_dict()``, what the terminal run events carry to a browser) leaves out ``new_items``
+    and an ``output`` that is just ``output_text`` again.
     """
 
     run_id: str
@@ -88,8 +92,32 @@ class AgentResult(Generic[OutputT]):
     tool_calls: tuple[ToolCall, ...] = ()
     tool_results: tuple[ToolResult, ...] = ()
     usage: TokenUsage = attrs.field(factory=TokenUsage)
-    new_items: tuple[Any, ...] = attrs.field(default=(), repr=False)
+    new_items: tuple[Any, ...] = attrs.field(default=(), repr=False, metadata=NOT_IN_JSON)
+    """Memory items, in the protocol's own shape: persist them (a session does); not for a browser (an input
+    image is there whole, reasoning as ``encrypted_content``), so ``to_dict()`` leaves them out."""
     error: str | None = None
     reasoning_text: str | None = None
     refusal: str | None = None
     output: OutputT | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready mapping of the result: every field but ``new_items`` (see there), and ``output`` only
+        when it is not the answer's text itself (a plain agent's output is ``output_text``: read that).
+
+        >>> plain = AgentResult("run_1", "Hi.", StopReason.FINAL_ANSWER, output="Hi.", new_items=({},))
+        >>> data = plain.to_dict()
+        >>> data["output_text"], "output" in data, "new_items" in data
+        ('Hi.', False, False)
+        >>> AgentResult("run_1", '{"n": 1}', StopReason.FINAL_ANSWER, output={"n": 1}).to_dict()["output"]
+        {'n': 1}
+        """
+        out: dict[str, Any] = {}
+        for field in _JSON_FIELDS:
+            value = getattr(self, field)
+            if field == "output" and isinstance(value, str) and value == self.output_text:
+                continue
+            out[field] = to_jsonable(value)
+        return out
+
+
+_JSON_FIELDS = tuple(f.name for f in attrs.fields(AgentResult) if f.metadata.get("json", True))

@@ -36,7 +36,7 @@ from ..tools.registry import ToolLike, ToolRegistry
 from .chat_client import ChatModelClient
 from .client_base import ProtocolClient
 from .items import user_item
-from .memory import InMemoryMemory, Memory
+from .memory import InMemoryMemory, Memory, check_memory
 from .options import AgentOptions, ModelSettings
 from .prompt import ModelClient
 from .responses_client import ResponsesModelClient
@@ -52,7 +52,10 @@ if TYPE_CHECKING:
 __all__ = ["Agent", "AgentInput", "Agents", "ModelLike", "as_model_client", "run_sync"]
 
 AgentInput: TypeAlias = str | Message | Mapping[str, Any] | Sequence[Any]
-"""What a run starts from: text, a ``UserMessage`` (e.g. with images), an item dict, or a list of items."""
+"""What a run starts from: text, a ``UserMessage`` (e.g. with images), an item dict, or a list of items.
+
+All of it is the run's input, written to memory and listed in ``new_items``; a conversation that came before
+goes in ``history=`` (or a session's memory) instead."""
 
 ModelLike: TypeAlias = ChatModel | ModelClient
 """A ``ChatModel`` (``OpenAIChatModel``, ``OpenAIResponsesModel``…) or a ``ModelClient``."""
@@ -136,7 +139,10 @@ def _optional_text(name: str, value: object) -> str | None:
 
 
 def _check_factory(factory: Callable[..., Any]) -> None:
-    """A memory factory is called with no arguments for each run: one that needs some fails here, not then."""
+    """A memory factory is called with no arguments for each run: one that needs some fails here, not then;
+    a memory class with ``async`` methods is refused here too (``check_memory``)."""
+    if isinstance(factory, type):
+        check_memory(factory)
     try:
         signature = inspect.signature(factory)
     except (TypeError, ValueError):  # no signature to read (some builtins): calling it will tell
@@ -149,6 +155,23 @@ def _check_factory(factory: Callable[..., Any]) -> None:
             f"memory={name} is called with no arguments for each run, but it needs some ({exc}); "
             f"pass a factory that makes one, e.g. memory=lambda: {name}(...)"
         ) from None
+
+
+class _SyncMemoryFactory:
+    """A memory factory that is not a class: what it makes is checked (``check_memory``) by type, once."""
+
+    __slots__ = ("_checked", "_factory")
+
+    def __init__(self, factory: Callable[[], Memory]) -> None:
+        self._factory = factory
+        self._checked: type | None = None
+
+    def __call__(self) -> Memory:
+        memory = self._factory()
+        if type(memory) is not self._checked:
+            check_memory(memory)
+            self._checked = type(memory)
+        return memory
 
 
 class Agent(RunStarter[OutputT]):
@@ -165,7 +188,8 @@ class Agent(RunStarter[OutputT]):
       (``ModelSettings``).
     - ``memory``: ``None`` gives every ``run()`` a fresh ``InMemoryMemory`` (runs are independent; use
       ``session()`` for a conversation); a zero-argument factory is used instead of ``InMemoryMemory``; a
-      ``Memory`` instance makes ``run()``/``stream()`` continue that one conversation (runs serialised).
+      ``Memory`` instance makes ``run()``/``stream()`` continue that one conversation (runs serialised). A
+      memory (or memory class) with ``async`` methods is refused (``TypeError``): ``Memory`` is synchronous.
     - ``output_type``: the type the final answer is read into (``AgentResult.output``): an attrs class, a
       dataclass, a ``TypedDict``, ``list[...]``…, or an ``OutputType`` for more control (retries, mode,
       validators of your own). The model is asked for JSON of that schema; an answer that does not match, or
@@ -269,7 +293,7 @@ class Agent(RunStarter[OutputT]):
             if not callable(memory):
                 raise TypeError(f"memory must be a Memory or a factory of one, got {type(memory).__name__}")
             _check_factory(memory)
-            self._memory_factory = memory
+            self._memory_factory = memory if isinstance(memory, type) else _SyncMemoryFactory(memory)
         self._listeners: list[tuple[EventTypes, Callable[[Any], Any]]] = []
 
     def __repr__(self) -> str:
@@ -279,7 +303,11 @@ class Agent(RunStarter[OutputT]):
 
     def on(self, types: EventTypes, callback: Callable[[Any], Any]) -> Callable[[], None]:
         """Call ``callback(event)`` for the events of ``types`` of every run started afterwards (logging,
-        tracing, forwarding). Same rules as ``EventBus.on``; returns a function that removes it.
+        tracing, metrics). Same rules as ``EventBus.on``; returns a function that removes it.
+
+        Every run means every run: on an agent shared by concurrent requests, a callback registered by one
+        request also gets the other requests' events. For one run's events (forwarding a request's deltas to
+        its client), pass ``on=[(types, callback)]`` to ``run()`` / ``stream()`` instead.
 
         ``types`` is an event class, a union of them (``agentflow.events.TerminalEvent``), a tuple of those
         or ``None`` (every event). Both arguments are checked here (``TypeError``): a bad registration would
@@ -301,20 +329,30 @@ class Agent(RunStarter[OutputT]):
 
     # -- runs ------------------------------------------------------------------------------------------------
 
-    def _run_on(self) -> tuple[Agent[OutputT], Memory | None, Turns | None]:
+    def _run_on(self) -> tuple[Agent[OutputT], Memory | None, Turns | None, bool]:
         session = self._default_session
         if session is not None:
             return session._run_on()
-        return self, None, None
+        return self, None, None, False
 
-    def session(self, memory: Memory | None = None, *, session_id: str | None = None) -> Session[OutputT]:
-        """A new conversation: its memory (``memory``, or a fresh one) persists across its runs."""
+    def session(
+        self,
+        memory: Memory | None = None,
+        *,
+        session_id: str | None = None,
+        rollback_on_failure: bool = False,
+    ) -> Session[OutputT]:
+        """A new conversation: its memory (``memory``, or a fresh one) persists across its runs.
+
+        ``rollback_on_failure=True`` puts a failed run's memory back as the run found it, before the next run
+        on the memory starts (see ``Session``). A memory with ``async`` methods is refused (``TypeError``).
+        """
         if memory is None:
             memory = self._memory_factory()
         elif not _is_memory(memory):
             what = f"the class {memory.__name__}" if isinstance(memory, type) else type(memory).__name__
             raise TypeError(f"session() takes a Memory instance (e.g. InMemoryMemory()), got {what}")
-        return Session(self, memory, session_id)
+        return Session(self, memory, session_id, rollback_on_failure=rollback_on_failure)
 
     def _output_type(self, value: Any) -> OutputType[Any] | None:
         """``value`` as this agent's runs can use it (``TypeError`` for a runtime or settings that cannot)."""
@@ -337,25 +375,35 @@ class Agent(RunStarter[OutputT]):
         *,
         memory: Memory | None = None,
         turns: Turns | None = None,
+        rollback: bool = False,
         subscribe: bool,
         types: Sequence[type[Event]] | type[Event] | None = None,
         buffer: int = 256,
         policy: Policy = "backpressure",
         run_id: str | None = None,
         output_type: Any = AGENT_DEFAULT,
+        history: tuple[Any, ...] | None = None,
+        listeners: Sequence[tuple[EventTypes, Callable[[Any], Any]]] | None = None,
     ) -> AgentRun[Any]:
         spec = self.output_type if output_type is AGENT_DEFAULT else self._output_type(output_type)
         text, items = input_items(input)
+        if memory is None:
+            memory = self._memory_factory()
+            if history:
+                memory.extend(history)
         # 32 random hex digits, as uuid4().hex but a quarter of its cost (one per run)
         run_id = run_id or f"run_{os.urandom(16).hex()}"
         bus = EventBus(run_id)
         for types_, callback in self._listeners:
             bus.on(types_, callback)
+        if listeners:
+            for types_, callback in listeners:  # this run's own, after the agent's (``on=``)
+                bus.on(types_, callback)
         stream_model = self.options.stream if self.options.stream is not None else subscribe
         ctx = RunContext(
             run_id=run_id,
             bus=bus,
-            memory=memory if memory is not None else self._memory_factory(),
+            memory=memory,
             model=self.model_client,
             tools=self.tools,
             options=self.options,
@@ -370,7 +418,14 @@ class Agent(RunStarter[OutputT]):
             cancel_scope=anyio.CancelScope() if subscribe else None,
         )
         return AgentRun(
-            self.runtime, ctx, subscribe=subscribe, types=types, buffer=buffer, policy=policy, turns=turns
+            self.runtime,
+            ctx,
+            subscribe=subscribe,
+            types=types,
+            buffer=buffer,
+            policy=policy,
+            turns=turns,
+            rollback=rollback,
         )
 
     # -- resources -------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """The memory-item shape: the ``Item`` type, the constructors that build items (plain JSON-able dicts in the
-OpenAI Responses item shape), their classification for pair-aware memory trimming, ``with_call_ids``, and the
-few shape checks both protocol conversions share.
+OpenAI Responses item shape), ``message_to_item`` / ``to_items`` (``Message`` values as items), their
+classification for pair-aware memory trimming, ``with_call_ids``, and the few shape checks both protocol
+conversions share.
 
 Pure functions only: no I/O, no awaits, and no protocol conversion (that is ``chat_items`` and
 ``responses_items``, which build on this module; it imports neither). Import these names from
@@ -18,7 +19,9 @@ import orjson
 from ..model.messages import (
     REASONING_FIELDS,
     AiMessage,
+    ContentPart,
     DeveloperMessage,
+    ImagePart,
     Message,
     SystemMessage,
     ToolCall,
@@ -38,7 +41,9 @@ __all__ = [
     "is_tool_output_item",
     "is_user_item",
     "message_item",
+    "message_to_item",
     "system_item",
+    "to_items",
     "tool_call_ids",
     "tool_output_call_id",
     "user_item",
@@ -155,6 +160,83 @@ def function_call_output_item(call_id: str, output: str) -> dict[str, Any]:
     {'type': 'function_call_output', 'call_id': 'call_1', 'output': '18°C'}
     """
     return {"type": "function_call_output", "call_id": call_id, "output": output}
+
+
+def message_to_item(message: Message) -> dict[str, Any]:
+    """The item a ``Message`` value is kept as: what both protocols send for it, as a plain JSON-ready dict.
+
+    Runs store ``Message`` inputs this way (``chat.run(UserMessage(...))``), so memory holds only JSON-ready
+    items; the next request is the one the ``Message`` itself would have made, on Chat Completions and on
+    Responses. An ``AiMessage`` becomes ``assistant_item`` (text, refusal, Chat-style ``tool_calls``, and its
+    reasoning under its ``reasoning_field``, which the Chat path sends back); a ``ToolResultMessage`` a
+    ``function_call_output``; a ``UserMessage`` a user message (its ``name`` kept for Chat, which alone sends
+    it), its parts ``input_text`` / ``input_image`` (an image's ``detail`` only when set). Left out is only
+    what neither protocol sends: a ``ToolResultMessage``'s ``name``, and reasoning without a
+    ``reasoning_field``. Degenerate messages read back a little differently: on Chat, a ``UserMessage`` made
+    of text parts alone goes as their joined text (as any item with text parts), and an ``AiMessage`` whose
+    text is ``""`` beside tool calls with ``null`` content; on Responses, an ``AiMessage`` with no text,
+    refusal or call goes as an assistant message with empty text (the ``AiMessage`` sent nothing there).
+
+    >>> message_to_item(UserMessage("hi"))
+    {'type': 'message', 'role': 'user', 'content': [{'type': 'input_text', 'text': 'hi'}]}
+    >>> message_to_item(AiMessage(None, [ToolCall("c1", "f", "{}")], reasoning="why",
+    ...                           reasoning_field="reasoning_content"))["reasoning_content"]
+    'why'
+    """
+    if isinstance(message, UserMessage):
+        content = message.content
+        if isinstance(content, str):
+            item = message_item("user", content)
+        else:
+            item = {"type": "message", "role": "user", "content": [_part_item(part) for part in content]}
+        if message.name is not None:
+            item["name"] = message.name
+        return item
+    if isinstance(message, AiMessage):
+        item = assistant_item(
+            message.text,
+            message.tool_calls,
+            refusal=message.refusal,
+            reasoning=message.reasoning,
+            reasoning_field=message.reasoning_field,
+        )
+        if "content" not in item and "tool_calls" not in item:
+            # A message without content is refused by Responses; Chat reads this one back as ``content: ""``,
+            # which the message itself sends.
+            item["content"] = [{"type": "output_text", "text": ""}]
+        return item
+    if isinstance(message, ToolResultMessage):
+        return function_call_output_item(message.call_id, message.text)
+    if isinstance(message, SystemMessage):
+        return system_item(message.text)
+    if isinstance(message, DeveloperMessage):
+        return developer_item(message.text)
+    raise TypeError(f"message_to_item takes a Message, got {type(message).__name__}")
+
+
+def _part_item(part: ContentPart) -> dict[str, Any]:
+    if isinstance(part, ImagePart):
+        # No ``detail`` unless the part has one: Chat then sends none, as for the part itself, and Responses
+        # sends ``"auto"``, as it does for the part.
+        image: dict[str, Any] = {"type": "input_image", "image_url": part.url}
+        if part.detail is not None:
+            image["detail"] = part.detail
+        return image
+    return {"type": "input_text", "text": part.text}
+
+
+def to_items(items: Iterable[Item]) -> list[Any]:
+    """``items`` with every ``Message`` value as its item (``message_to_item``); item dicts as they are.
+
+    >>> to_items([UserMessage("hi"), {"type": "function_call_output", "call_id": "c1", "output": "3"}])
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [{'type': 'message', 'role': 'user', 'content': [{'type': 'input_text', 'text': 'hi'}]},
+     {'type': 'function_call_output', 'call_id': 'c1', 'output': '3'}]
+    """
+    return [
+        item if type(item) is dict or not isinstance(item, _MESSAGE_TYPES) else message_to_item(item)
+        for item in items
+    ]
 
 
 def with_call_ids(calls: Iterable[ToolCall]) -> tuple[ToolCall, ...]:

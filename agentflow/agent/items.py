@@ -2,16 +2,18 @@
 
 A conversation is a sequence of items. An item is either a dict in the Responses item shape (what the
 constructors below build, and what the Responses API returns as output items) or an agentflow ``Message``.
-This module is where the item API is imported from; it holds no code of its own, and re-exports three
-modules, one job each: ``item_shapes`` builds items and classifies them (for pair-aware memory trimming),
-``chat_items`` converts a conversation for Chat Completions (``to_chat_messages``), and ``responses_items``
-for Responses (``to_responses_input``).
+This module is where the item API is imported from; it holds no code of its own, and re-exports four
+modules, one job each: ``item_shapes`` builds items (``Message`` values too: ``message_to_item``) and
+classifies them (for pair-aware memory trimming), ``chat_items`` converts a conversation for Chat Completions
+(``to_chat_messages``), ``responses_items`` for Responses (``to_responses_input``), and ``item_json`` stores
+one as JSON (``dump_items`` / ``load_items``).
 
 Pure functions only: no I/O, no awaits. Nothing is silently dropped: an item that has no form on the target
 protocol raises ``TypeError`` (not an item at all) or ``ValueError`` (an item this protocol cannot carry),
-naming the item's position. Two documented exceptions, both about reasoning, which goes back only in the
-form the protocol that made it takes: ``reasoning`` items (Responses) are skipped on Chat Completions, and a
-Chat assistant item's ``reasoning_content`` / ``reasoning`` text is left out on Responses.
+naming the item's position. Documented exceptions: reasoning goes back only in the form the protocol that
+made it takes (``reasoning`` items, from Responses, are skipped on Chat Completions, and a Chat assistant
+item's ``reasoning_content`` / ``reasoning`` text is left out on Responses), and so does a Chat user
+message's ``name`` (left out on Responses).
 
 A Chat assistant item keeps its reasoning under the key the server sent it in (``reasoning_content`` from
 DeepSeek, ``reasoning`` from OpenRouter or Groq), so the next Chat request sends it back under that name —
@@ -28,6 +30,7 @@ here is also valid Responses input: assistant text is an ``output_text`` part (t
 from __future__ import annotations
 
 from .chat_items import ChatMessageCache, to_chat_messages
+from .item_json import dump_items, load_items
 from .item_shapes import MAPPINGS as MAPPINGS  # imported from here too, though not in ``__all__``
 from .item_shapes import (
     Item,
@@ -39,7 +42,9 @@ from .item_shapes import (
     is_system_item,
     is_tool_output_item,
     message_item,
+    message_to_item,
     system_item,
+    to_items,
     tool_call_ids,
     tool_output_call_id,
     user_item,
@@ -53,14 +58,18 @@ __all__ = [
     "Item",
     "assistant_item",
     "developer_item",
+    "dump_items",
     "function_call_item",
     "function_call_output_item",
     "is_model_output_item",
     "is_system_item",
     "is_tool_output_item",
+    "load_items",
     "message_item",
+    "message_to_item",
     "system_item",
     "to_chat_messages",
+    "to_items",
     "to_responses_input",
     "tool_call_ids",
     "tool_output_call_id",

@@ -3,11 +3,12 @@
 A memory holds conversation items (see ``agentflow.agent.items``) in order. Trimming is pair-aware: a tool
 call is never separated from its outputs, so the conversation a memory hands to a model is always one a
 provider accepts. Memories are plain in-process state and do no I/O; they are not locked (a session
-serialises the runs that share one).
+serialises the runs that share one). ``check_memory`` refuses a lookalike with ``async`` methods.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
@@ -21,7 +22,7 @@ from .items import (
     tool_output_call_id,
 )
 
-__all__ = ["InMemoryMemory", "Memory", "WindowedMemory"]
+__all__ = ["InMemoryMemory", "Memory", "WindowedMemory", "check_memory"]
 
 _ITEM_TYPES = (*MAPPINGS, SystemMessage, DeveloperMessage, UserMessage, AiMessage, ToolResultMessage)
 
@@ -39,8 +40,13 @@ def _checked(item: Any) -> Any:
 class Memory(Protocol):
     """Where a conversation is kept between model calls and runs.
 
+    Every member is synchronous: a run reads and writes its memory between model calls and never awaits it
+    (an agent or a session refuses a memory with ``async`` members). A store that does I/O loads the items
+    before a run and saves them after it (``agentflow.dump_items`` / ``load_items``).
+
     ``items`` is a snapshot (a tuple: later writes do not change it). ``snapshot()``/``restore()`` save and
-    put back the whole state, e.g. to roll back a failed run.
+    put back the whole state (``agent.session(memory, rollback_on_failure=True)`` uses them to roll a failed
+    run back).
     """
 
     @property
@@ -67,6 +73,40 @@ class Memory(Protocol):
     def restore(self, snapshot: Iterable[Any]) -> None:
         """Replace the state with one from ``snapshot``."""
         ...
+
+
+_MEMORY_METHODS = ("items", "add", "extend", "clear", "snapshot", "restore")
+
+
+def check_memory(memory: object) -> None:
+    """Refuse (``TypeError``) a memory, or a memory class, whose ``Memory`` members are ``async``.
+
+    ``Memory`` is synchronous: a run reads and writes it between model calls and never awaits it, so an
+    ``async def extend`` would hand back a coroutine nobody awaits: the run would look fine while the model
+    saw nothing and nothing was stored. ``isinstance(m, Memory)`` cannot tell (it checks names only), hence
+    this check where a memory is given to an agent or a session.
+    """
+    if type(memory) is InMemoryMemory or type(memory) is WindowedMemory:  # ours: sync, nothing to look at
+        return
+    cls = memory if isinstance(memory, type) else type(memory)
+    found: list[str] = []
+    for name in _MEMORY_METHODS:
+        member = inspect.getattr_static(memory, name, None)
+        if isinstance(member, property):
+            member = member.fget
+        elif isinstance(member, staticmethod | classmethod):
+            member = member.__func__
+        if inspect.iscoroutinefunction(member) or inspect.isasyncgenfunction(member):
+            found.append(name)
+    if found:
+        names = ", ".join(found)
+        raise TypeError(
+            f"{cls.__name__} has async Memory methods ({names}), but a run uses its memory synchronously "
+            "and never awaits it (nothing would be read or stored). Keep the conversation in an "
+            "InMemoryMemory and persist it around the runs with your async client: load the stored items "
+            "into agent.session(InMemoryMemory(load_items(data))), and save result.new_items (or "
+            "dump_items(session.items)) after each run; see 'Conversations' in docs/getting-started.md"
+        )
 
 
 class InMemoryMemory:

@@ -94,6 +94,11 @@ class AgentOptions:
       ``max_steps``. ``False`` keeps forcing every step.
     - ``stream``: whether model calls stream. ``None`` (default) streams when the run is consumed through
       ``agent.stream()`` (so text arrives mid-call) and makes plain calls for ``agent.run()``.
+    - ``keep_partial_answer`` (default ``False``): a run that ends while the model streams its answer
+      (cancelled, "stop generating"; timed out; failed) always keeps the text streamed so far as its partial
+      result's ``output_text``; ``True`` also writes it to memory as a text-only assistant turn, so a
+      session's next turn sees the answer it cut (as chat UIs show it). A tool call being streamed is never
+      kept.
     ``None`` means "no limit" for every limit.
 
     >>> AgentOptions(max_steps=5, on_max_steps="final_answer").max_steps
@@ -116,6 +121,7 @@ class AgentOptions:
     final_answer_prompt: str = attrs.field(
         default=DEFAULT_FINAL_ANSWER_PROMPT, validator=_is(str, "final_answer_prompt")
     )
+    keep_partial_answer: bool = attrs.field(default=False, validator=_is(bool, "keep_partial_answer"))
 
 
 def _to_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:

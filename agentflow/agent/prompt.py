@@ -131,12 +131,16 @@ class AgentModelResult:
     item on Chat, the raw output items on Responses). Every tool call has a non-blank id, and the memory
     items use the same ids. ``refusal`` holds a refusal text when the model refused (``output_text`` is
     then usually empty). ``raw`` is the provider's response (``ChatResponse`` or the Responses response).
+    ``to_dict()`` (a ``ModelCompleted``'s JSON) leaves out both: the memory items repeat the text and calls
+    in the protocol's shape, with what a browser has no use for (reasoning as opaque ``encrypted_content``).
     """
 
     output_text: str = ""
     reasoning_text: str | None = None
     tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=_to_tuple)
-    memory_items: tuple[Any, ...] = attrs.field(default=(), converter=_to_tuple, repr=False)
+    memory_items: tuple[Any, ...] = attrs.field(
+        default=(), converter=_to_tuple, repr=False, metadata=NOT_IN_JSON
+    )
     usage: TokenUsage | None = None
     finish_reason: FinishReason | None = None
     raw: Any = attrs.field(default=None, repr=False, eq=False, metadata=NOT_IN_JSON)

@@ -4,9 +4,9 @@ values and Chat-shaped items (Chat-style ``tool_calls``, ``{"role": "tool"}``, C
 Responses items.
 
 Pure functions only: no I/O, no awaits. Nothing is silently dropped: an item the API would certainly refuse
-raises ``TypeError`` / ``ValueError`` naming its position; a Chat assistant item's reasoning is the one
-documented omission. Runs over the whole memory on every Responses request: keep it lean. Import it from
-``agentflow.agent.items``, which re-exports it.
+raises ``TypeError`` / ``ValueError`` naming its position; a Chat assistant item's reasoning and a Chat
+message's ``name`` are the documented omissions. Runs over the whole memory on every Responses request:
+keep it lean. Import it from ``agentflow.agent.items``, which re-exports it.
 """
 
 from __future__ import annotations
@@ -238,8 +238,9 @@ def to_responses_input(items: Iterable[Any]) -> list[Any]:
     ``reasoning_content`` / ``reasoning`` is left out), a ``{"role": "tool"}`` dict becomes a
     ``function_call_output``, and Chat content parts (``{"type": "text"}``, ``{"type": "image_url"}``) become
     ``input_text`` (``output_text`` for an assistant) and ``input_image``. An ``input_image`` without a
-    ``detail`` is sent with ``"auto"``. A fixed item is a copy; memory keeps its own. ``Message`` values are
-    converted to items (an ``AiMessage``'s reasoning is not sent either).
+    ``detail`` is sent with ``"auto"``. A message's ``name`` (a Chat field: ``UserMessage.name``) is left
+    out. A fixed item is a copy; memory keeps its own. ``Message`` values are converted to items (an
+    ``AiMessage``'s reasoning is not sent either).
 
     The item types this module builds are checked before anything is sent, as on the Chat path: a ``message``
     (a dict with a ``role`` and no ``type`` is one) needs a known role (``user``, ``assistant``, ``system``,
@@ -284,6 +285,8 @@ def to_responses_input(items: Iterable[Any]) -> list[Any]:
                     item = _with_content(item, index, "output_text")
                 out.extend(_assistant_map_to_responses(item, index))
             elif isinstance(role, str) and role in _RESPONSES_ROLES:
+                if "name" in item:  # a Chat message's name (``UserMessage.name``): no Responses field
+                    item = {key: value for key, value in item.items() if key != "name"}
                 out.append(_with_content(item, index))
             elif role == "tool":
                 call_id = item.get("tool_call_id")

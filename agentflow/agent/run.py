@@ -15,16 +15,18 @@ model stream and tools stopped, memory completed, ``RunCancelled`` published. ``
 handle without a subscription, driven in the calling task (nothing runs beside it, so it needs no task).
 
 ``RunStarter`` is what ``Agent`` and ``Session`` share: ``stream``, ``run`` and ``run_sync``, one
-implementation for both, on the memory each of them names. All three are generic in the run's output type,
+implementation for both, on the memory each of them names (or a fresh one holding ``history=``), each with
+callbacks of its own (``on=``). A session's run that fails puts its memory back here, inside its turn, when
+the session asks for it (``rollback_on_failure``). All three are generic in the run's output type,
 for type checkers only (``Agent[City]``'s runs give ``AgentResult[City]``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, overload
 
 import anyio
 from anyio.abc import TaskGroup
@@ -38,19 +40,26 @@ from ..bus import (
     normalise_event_types,
 )
 from ..model.events import Event
+from ..model.messages import Message
 from ..result import AgentResult, OutputT
 from ..runtimes.base import AgentRuntime
 from ..runtimes.context import RunContext
 from ..runtimes.output import AGENT_DEFAULT, AgentDefault, OutputType, TypeForm
+from .item_shapes import to_items
 
 if TYPE_CHECKING:
     from .agent import Agent, AgentInput
     from .memory import Memory
     from .turns import Turns
 
-__all__ = ["AgentRun", "RunStarter", "run_sync"]
+__all__ = ["AgentRun", "RunListeners", "RunStarter", "run_sync"]
 
 _T = TypeVar("_T")
+
+
+RunListeners: TypeAlias = Iterable[tuple[EventTypes, Callable[[Any], Any]]]
+"""Callbacks for one run (``on=``): ``(event types, callback)`` pairs, what ``agent.on(types, callback)``
+takes."""
 
 
 class RunStarter(Generic[OutputT]):
@@ -58,13 +67,17 @@ class RunStarter(Generic[OutputT]):
 
     ``Agent`` and ``Session`` both are one. A session's runs (and those of an agent built with a ``memory``
     instance) continue its conversation and wait for the earlier runs on it to end; an agent's other runs
-    each get a fresh memory and run at once.
+    each get a fresh memory (holding ``history``, if given) and run at once.
+
+    Every way of starting a run takes ``on=[(types, callback), …]``: callbacks for that run alone, as
+    ``agent.on`` registers them for every run (see ``EventBus.on``), checked at the call (``TypeError``).
     """
 
     __slots__ = ()
 
-    def _run_on(self) -> tuple[Agent[OutputT], Memory | None, Turns | None]:
-        """The agent, the memory of the next run (``None``: a fresh one) and the turns its runs take."""
+    def _run_on(self) -> tuple[Agent[OutputT], Memory | None, Turns | None, bool]:
+        """The agent, the memory of the next run (``None``: a fresh one), the turns its runs take and whether
+        a failed run's memory is rolled back."""
         raise NotImplementedError
 
     @overload
@@ -77,6 +90,8 @@ class RunStarter(Generic[OutputT]):
         policy: Policy = ...,
         run_id: str | None = ...,
         output_type: AgentDefault = ...,
+        history: Iterable[Any] | None = ...,
+        on: RunListeners | None = ...,
     ) -> AgentRun[OutputT]: ...
 
     @overload
@@ -89,6 +104,8 @@ class RunStarter(Generic[OutputT]):
         policy: Policy = ...,
         run_id: str | None = ...,
         output_type: None,
+        history: Iterable[Any] | None = ...,
+        on: RunListeners | None = ...,
     ) -> AgentRun[str]: ...
 
     @overload
@@ -101,6 +118,8 @@ class RunStarter(Generic[OutputT]):
         policy: Policy = ...,
         run_id: str | None = ...,
         output_type: type[_T] | OutputType[_T],
+        history: Iterable[Any] | None = ...,
+        on: RunListeners | None = ...,
     ) -> AgentRun[_T]: ...
 
     @overload
@@ -113,6 +132,8 @@ class RunStarter(Generic[OutputT]):
         policy: Policy = ...,
         run_id: str | None = ...,
         output_type: TypeForm,
+        history: Iterable[Any] | None = ...,
+        on: RunListeners | None = ...,
     ) -> AgentRun[Any]: ...
 
     def stream(
@@ -124,6 +145,8 @@ class RunStarter(Generic[OutputT]):
         policy: Policy = "backpressure",
         run_id: str | None = None,
         output_type: Any = AGENT_DEFAULT,
+        history: Iterable[Any] | None = None,
+        on: RunListeners | None = None,
     ) -> AgentRun[Any]:
         """A run whose events you iterate: ``async with agent.stream(x) as run: async for event in run``.
 
@@ -131,77 +154,183 @@ class RunStarter(Generic[OutputT]):
         or a tuple of those), ``buffer``/``policy`` shape the subscription (see ``EventBus.subscribe``); all
         three are checked here, not when the block is entered. Model calls stream unless ``options.stream``
         is ``False``. ``output_type`` replaces the agent's for this run (``None``: the answer's text).
+        ``history`` and ``on`` are as for ``run``.
         """
         kinds = normalise_event_types(types)
         check_subscription_options(buffer, policy)
-        agent, memory, turns = self._run_on()
+        agent, memory, turns, rollback = self._run_on()
         return agent._new_run(
             input,
             memory=memory,
             turns=turns,
+            rollback=rollback,
             subscribe=True,
             types=kinds,
             buffer=buffer,
             policy=policy,
             run_id=run_id,
             output_type=output_type,
+            history=_history(history, memory),
+            listeners=_listeners(on),
         )
 
     @overload
     async def run(
-        self, input: AgentInput, *, run_id: str | None = ..., output_type: AgentDefault = ...
+        self,
+        input: AgentInput,
+        *,
+        run_id: str | None = ...,
+        output_type: AgentDefault = ...,
+        history: Iterable[Any] | None = ...,
+        on: RunListeners | None = ...,
     ) -> AgentResult[OutputT]: ...
 
     @overload
     async def run(
-        self, input: AgentInput, *, run_id: str | None = ..., output_type: None
+        self,
+        input: AgentInput,
+        *,
+        run_id: str | None = ...,
+        output_type: None,
+        history: Iterable[Any] | None = ...,
+        on: RunListeners | None = ...,
     ) -> AgentResult[str]: ...
 
     @overload
     async def run(
-        self, input: AgentInput, *, run_id: str | None = ..., output_type: type[_T] | OutputType[_T]
+        self,
+        input: AgentInput,
+        *,
+        run_id: str | None = ...,
+        output_type: type[_T] | OutputType[_T],
+        history: Iterable[Any] | None = ...,
+        on: RunListeners | None = ...,
     ) -> AgentResult[_T]: ...
 
     @overload
     async def run(
-        self, input: AgentInput, *, run_id: str | None = ..., output_type: TypeForm
+        self,
+        input: AgentInput,
+        *,
+        run_id: str | None = ...,
+        output_type: TypeForm,
+        history: Iterable[Any] | None = ...,
+        on: RunListeners | None = ...,
     ) -> AgentResult[Any]: ...
 
     async def run(
-        self, input: AgentInput, *, run_id: str | None = None, output_type: Any = AGENT_DEFAULT
+        self,
+        input: AgentInput,
+        *,
+        run_id: str | None = None,
+        output_type: Any = AGENT_DEFAULT,
+        history: Iterable[Any] | None = None,
+        on: RunListeners | None = None,
     ) -> AgentResult[Any]:
         """Run to the end and return the result.
 
         ``output_type`` replaces the agent's for this run (``None``: the answer's text; see ``OutputType``),
         e.g. one typed turn in a free-text session: ``await chat.run("Sum it up.", output_type=Summary)``.
 
+        ``history``: the conversation so far (items, e.g. the ``new_items`` of earlier runs you stored), which
+        this run continues in a fresh memory: the model sees it before ``input``, and ``result.new_items``
+        lists only this run's items (its input and what followed), ready to append to your store. Not for a
+        session's runs, which continue the session's memory (``TypeError``).
+
+        ``on``: callbacks for this run alone, ``[(TextDelta, send), (ToolSucceeded, log)]``, as
+        ``agent.on`` registers for every run (a web handler's callbacks on a shared agent go here).
+
         A failed run raises its exception (a ``ModelError``, ``MaxStepsExceeded``…); a run cut short by
         ``options.timeout`` returns its partial result (``StopReason.DEADLINE``); cancelling the calling task
         cancels the run cleanly and re-raises the cancellation.
         """
-        agent, memory, turns = self._run_on()
+        agent, memory, turns, rollback = self._run_on()
         run = agent._new_run(
-            input, memory=memory, turns=turns, subscribe=False, run_id=run_id, output_type=output_type
+            input,
+            memory=memory,
+            turns=turns,
+            rollback=rollback,
+            subscribe=False,
+            run_id=run_id,
+            output_type=output_type,
+            history=_history(history, memory),
+            listeners=_listeners(on),
         )
         return await run._run_here()
 
-    def run_sync(self, input: AgentInput) -> AgentResult[OutputT]:
+    def run_sync(
+        self, input: AgentInput, *, history: Iterable[Any] | None = None, on: RunListeners | None = None
+    ) -> AgentResult[OutputT]:
         """``run`` for scripts and notebooks without a running event loop (see ``agentflow.run_sync``)."""
-        return run_sync(self, input)
+        return run_sync(self, input, history=history, on=on)
 
 
-def run_sync(target: RunStarter[_T], input: AgentInput) -> AgentResult[_T]:
+def _history(history: Iterable[Any] | None, memory: Memory | None) -> tuple[Any, ...] | None:
+    """``history=`` checked: ``None``, or the items (``Message`` values as items, as a run stores them)."""
+    if history is None:
+        return None
+    if memory is not None:
+        raise TypeError(
+            "history= is for runs that start from a fresh memory; this run continues a session's memory "
+            "(agent.session() or Agent(memory=...)), which holds its history already. Load stored items "
+            "into the session's memory instead: agent.session(InMemoryMemory(items))"
+        )
+    if isinstance(history, str | bytes | Mapping) or not isinstance(history, Iterable):
+        raise TypeError(
+            "history= takes a list of conversation items (dicts or Message values), "
+            f"got {type(history).__name__}"
+        )
+    items = tuple(history)
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping | Message):
+            raise TypeError(
+                f"history item {index} is a {type(item).__name__}; items are dicts or Message values"
+            )
+    return tuple(to_items(items))
+
+
+def _listeners(on: RunListeners | None) -> tuple[tuple[EventTypes, Callable[[Any], Any]], ...] | None:
+    """``on=`` checked now (``TypeError``): a bad registration must not fail the run later."""
+    if on is None:
+        return None
+    if isinstance(on, str | bytes | Mapping) or not isinstance(on, Iterable):
+        raise TypeError(
+            f"on= takes (event types, callback) pairs, e.g. on=[(TextDelta, send)], got {type(on).__name__}"
+        )
+    checked: list[tuple[EventTypes, Callable[[Any], Any]]] = []
+    for entry in on:
+        if not isinstance(entry, tuple) or len(entry) != 2:
+            raise TypeError(
+                f"on= takes (event types, callback) pairs, e.g. on=[(TextDelta, send)], got {entry!r}"
+            )
+        types, callback = entry
+        kinds = normalise_event_types(types)
+        if not callable(callback):
+            raise TypeError(
+                f"on=: callback must be callable (it is called with each event), got {callback!r}"
+            )
+        checked.append((kinds, callback))
+    return tuple(checked)
+
+
+def run_sync(
+    target: RunStarter[_T],
+    input: AgentInput,
+    *,
+    history: Iterable[Any] | None = None,
+    on: RunListeners | None = None,
+) -> AgentResult[_T]:
     """Run an agent (or a session's next turn) from synchronous code, in a fresh event loop.
 
     For scripts and notebooks without a running loop. The agent's model connections are closed before it
     returns, since they belong to that loop (the next call opens new ones). Inside async code, ``await
-    agent.run(...)`` instead.
+    agent.run(...)`` instead. ``history`` and ``on`` are as for ``agent.run``.
     """
     agent = target._run_on()[0]
 
     async def main() -> AgentResult[_T]:
         try:
-            return await target.run(input)
+            return await target.run(input, history=history, on=on)
         finally:
             with anyio.CancelScope(shield=True):
                 await agent.aclose()
@@ -238,7 +367,9 @@ class AgentRun(Generic[OutputT]):
         "_entered",
         "_held",
         "_policy",
+        "_rollback",
         "_runtime",
+        "_snapshot",
         "_subscribe",
         "_subscription",
         "_task_group",
@@ -257,6 +388,7 @@ class AgentRun(Generic[OutputT]):
         buffer: int = 256,
         policy: Policy = "backpressure",
         turns: Turns | None = None,
+        rollback: bool = False,
     ) -> None:
         self._runtime = runtime
         self.ctx = ctx
@@ -268,6 +400,9 @@ class AgentRun(Generic[OutputT]):
         self._policy: Policy = policy
         self._turns = turns
         self._held: anyio.Lock | None = None
+        # ``rollback_on_failure``: the memory as the run found it, taken once it holds its turn.
+        self._rollback = rollback and turns is not None
+        self._snapshot: tuple[Any, ...] | None = None
         if turns is not None:
             # Taken by the run itself, inside its scopes (``RunContext.wait_turn``); ``_release`` drops the
             # reference again, so the context and this handle do not keep each other alive.
@@ -369,6 +504,8 @@ class AgentRun(Generic[OutputT]):
         lock = self._turns.lock()
         await lock.acquire()
         self._held = lock
+        if self._rollback:
+            self._snapshot = self.ctx.memory.snapshot()
 
     def _release(self) -> None:
         self.ctx.wait_turn = None
@@ -385,10 +522,25 @@ class AgentRun(Generic[OutputT]):
                 self.ctx.error = exc
         finally:
             if self._turns is not None:
+                if self._snapshot is not None:
+                    self._roll_back()
                 self._release()  # in the task that took the session's lock, the one that must release it
             self._ended = True
             if self._done is not None:
                 self._done.set()
+
+    def _roll_back(self) -> None:
+        """A failed run of a ``rollback_on_failure`` session: memory as the run found it, before the turn
+        passes on (a run queued behind this one must not start on the failed turn, nor lose its own input
+        to a rollback done later)."""
+        snapshot, self._snapshot = self._snapshot, None
+        error = self.ctx.error
+        if snapshot is None or error is None:  # finished or cancelled: the run's work stays
+            return
+        try:
+            self.ctx.memory.restore(snapshot)
+        except Exception as exc:  # the run has failed already: say so on its error, raise nothing new
+            error.add_note(f"Rolling the session's memory back failed as well: {type(exc).__name__}: {exc}")
 
     # -- events ----------------------------------------------------------------------------------------------
 

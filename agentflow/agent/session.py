@@ -3,17 +3,21 @@
 Runs of a session share its memory, so they take turns (``agentflow.agent.turns``): a second ``run()`` (or
 ``stream()``) waits until the first has ended, then sees its whole turn in memory. The turns belong to the
 memory, not to the session: two sessions over one memory (a web app calling ``agent.session(store[id])`` per
-request) take turns too, within one event loop. Nothing here talks to a model; the session hands its memory
-and its turns to the agent's runs.
+request) take turns too, within one event loop. ``exclusive()`` takes a turn for your own code (editing or
+saving the memory between runs), and ``rollback_on_failure`` puts a failed run's memory back inside its turn.
+Nothing here talks to a model; the session hands its memory and its turns to the agent's runs.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import uuid
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from ..result import OutputT
-from .memory import Memory
+from .memory import Memory, check_memory
 from .run import RunStarter
 from .turns import Turns, turns_of
 
@@ -21,6 +25,10 @@ if TYPE_CHECKING:
     from .agent import Agent
 
 __all__ = ["Session"]
+
+_EXCLUSIVE: set[tuple[Turns, asyncio.Task[Any]]] = set()
+"""The turns held by ``Session.exclusive()`` blocks, each with the task that holds it (entries leave with
+their block, so nothing here outlives it)."""
 
 
 class Session(RunStarter[OutputT]):
@@ -31,15 +39,30 @@ class Session(RunStarter[OutputT]):
         chat = agent.session()
         await chat.run("My name is Ada.")
         result = await chat.run("What is my name?")   # the model sees the first turn
+
+    ``rollback_on_failure=True``: a run that fails (raises, ``RunFailed``) leaves memory as it found it, put
+    back before the next run on the memory starts, so the same input can be sent again. Cancelled runs and
+    runs that stop at a limit keep what they finished, as always. A memory whose methods are ``async`` is
+    refused (``TypeError``): see ``Memory``.
     """
 
-    __slots__ = ("_turns", "agent", "id", "memory")
+    __slots__ = ("_turns", "agent", "id", "memory", "rollback_on_failure")
 
-    def __init__(self, agent: Agent[OutputT], memory: Memory, session_id: str | None = None) -> None:
+    def __init__(
+        self,
+        agent: Agent[OutputT],
+        memory: Memory,
+        session_id: str | None = None,
+        *,
+        rollback_on_failure: bool = False,
+    ) -> None:
+        check_memory(memory)
         self.agent = agent
         self.memory = memory
         """The conversation (shared by every run of the session)."""
         self.id = session_id or f"session_{uuid.uuid4().hex}"
+        self.rollback_on_failure = bool(rollback_on_failure)
+        """Whether a failed run's memory is put back as the run found it (before the next run starts)."""
         self._turns = turns_of(memory)
 
     def __repr__(self) -> str:
@@ -60,5 +83,44 @@ class Session(RunStarter[OutputT]):
         """How many runs wait for the one in progress to end."""
         return self._turns.waiting
 
-    def _run_on(self) -> tuple[Agent[OutputT], Memory | None, Turns | None]:
-        return self.agent, self.memory, self._turns
+    @contextlib.asynccontextmanager
+    async def exclusive(self) -> AsyncIterator[Memory]:
+        """Hold the session's turn: the block waits for the run in progress on its memory, and no other run
+        on it starts until the block ends (in this event loop). Yields the memory.
+
+        For code that reads or edits the memory between runs, such as saving it whole or undoing a turn::
+
+            async with chat.exclusive() as memory:
+                await db.save(conversation_id, dump_items(memory.items))
+
+        A run of this session started by the task inside the block would wait for the block to end, which
+        waits for it: that is a ``RuntimeError`` at once instead.
+        """
+        lock = self._turns.lock()
+        await lock.acquire()
+        task = asyncio.current_task()
+        assert task is not None  # a lock was acquired: we are in a task
+        entry = (self._turns, task)
+        _EXCLUSIVE.add(entry)
+        try:
+            yield self.memory
+        finally:
+            _EXCLUSIVE.discard(entry)
+            lock.release()
+
+    def _run_on(self) -> tuple[Agent[OutputT], Memory | None, Turns | None, bool]:
+        if _EXCLUSIVE and _held_here(self._turns):
+            raise RuntimeError(
+                "this task holds the session's turn (session.exclusive()): a run started here would wait for "
+                "the block, which waits for the run; start it after the block"
+            )
+        return self.agent, self.memory, self._turns, self.rollback_on_failure
+
+
+def _held_here(turns: Turns) -> bool:
+    """Whether the current task holds ``turns`` in a ``Session.exclusive()`` block."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no running loop (``run_sync`` asks before it starts one)
+        return False
+    return (turns, task) in _EXCLUSIVE

@@ -16,7 +16,7 @@ import re
 import sys
 import uuid
 from collections.abc import Mapping
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic
 
 import attrs
 
@@ -24,6 +24,11 @@ from ..exact_json import decimal_value
 from ..json_forms import NO_FORM, foreign_form, safe_repr
 from .messages import ToolCall
 from .response import NOT_IN_JSON, ChatResponse, TokenUsage
+
+if sys.version_info >= (3, 13):
+    from typing import TypeVar
+else:  # a default for a type parameter (PEP 696), as ``agentflow.result`` has
+    from typing_extensions import TypeVar
 
 __all__ = [
     "NOT_IN_JSON",
@@ -200,12 +205,15 @@ class ModelRetry(ModelEvent):
     reason: str
 
 
-R = TypeVar("R")
+R = TypeVar("R", default=Any)
+"""What a ``ModelCompleted`` carries; a bare ``ModelCompleted`` annotation (an ``isinstance`` check, a union
+of event classes such as ``agentflow.events.AgentEvent``) means ``ModelCompleted[Any]``."""
 
 
 @attrs.frozen
 class ModelCompleted(ModelEvent, Generic[R]):
-    """The last event of a model stream, carrying the aggregated response."""
+    """The last event of a model stream, carrying the aggregated response (an ``AgentModelResult`` in a run,
+    a ``ChatResponse`` from ``ChatModel.stream``)."""
 
     response: R
 

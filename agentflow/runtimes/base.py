@@ -25,12 +25,15 @@ Where this does better than the reference: exhausting ``max_steps`` is never sil
 on tool calls, tokens and wall clock end the run with their own stop reason, the wall clock as a cancel scope
 that interrupts a hanging model call; state lives in a per-run ``RunContext`` (not on the runtime), so one
 runtime serves concurrent runs; and however a run is cut short, memory stays valid: every tool call in it
-gets a result (a synthetic ``TOOL_ERROR`` ``cancelled`` one when needed), written under a shield.
+gets a result (a synthetic ``TOOL_ERROR`` ``cancelled`` one when needed), written under a shield. A run
+that fails raises its own exception (a ``BadRequestError`` stays one) with the partial result attached
+(``exc.run_result``); one cut mid-answer keeps the text streamed so far (``output_text``).
 
 Subclasses override the hooks, not the loop: ``name``/``instructions``, ``start`` (what enters memory before
 the first step), ``build_prompt``, ``call_model``, ``handle_model_result`` (how a model turn is read: CodeAct
 parses a code message here and runs the code instead of tool calls), ``act`` / ``run_tool_calls`` (how tool
-calls run), ``settle_pending`` (how interrupted work is closed in memory) and ``run_step`` / ``run_loop``.
+calls run), ``keep_turn`` / ``keep_cut_answer`` / ``settle_pending`` (how interrupted work is closed in
+memory) and ``run_step`` / ``run_loop``.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from typing import Any, ClassVar
 import anyio
 import anyio.lowlevel
 
-from ..agent.items import user_item
+from ..agent.items import assistant_item, user_item
 from ..agent.prompt import AgentModelResult, AgentPrompt
 from ..bus import BusClosedError
 from ..events import (
@@ -58,23 +61,16 @@ from ..events import (
     ToolCallRequested,
     ToolFailed,
 )
-from ..model.errors import ModelError, StreamCutOffError
-from ..model.events import (
-    ModelCompleted,
-    ReasoningDelta,
-    RefusalDelta,
-    TextDelta,
-    UsageReported,
-)
+from ..model.errors import ModelError
 from ..model.messages import ToolCall
-from ..model.response import FinishReason, TokenUsage
+from ..model.response import FinishReason
 from ..model.tools import ToolChoice
 from ..result import AgentResult, StopReason, ToolResult
 from ..tools.outcome import cancelled_result, exception_message
 from .calls import complete_tool_calls, patch_memory_items
 from .context import NO_USAGE, RunContext
-from .errors import AgentRunError, MaxStepsExceeded
-from .model_calls import billed_usage, blocking_call, publish_turn
+from .errors import AgentRunError, MaxStepsExceeded, attach_run_result
+from .model_calls import CutAnswer, blocking_call, publish_turn, streamed_call
 from .output import OutputType, OutputValidationError
 from .output_validators import RejectOutput, validate
 
@@ -222,6 +218,8 @@ class AgentRuntime:
         if partial is None:
             partial = ctx.result_for(StopReason.ERROR, error=exception_message(exc))
         ctx.result = partial
+        # Whatever the run raises carries its partial result (``agent.run()`` has no other handle on it).
+        attach_run_result(exc, partial)
         model_error = exc if isinstance(exc, ModelError) else None
         failed = RunFailed(
             error_type=type(exc).__name__,
@@ -261,7 +259,10 @@ class AgentRuntime:
         try:
             if ctx.unhandled is not None:
                 result, ctx.unhandled = ctx.unhandled, None
-                self.keep_turn(ctx, result)
+                if isinstance(result, CutAnswer):
+                    self.keep_cut_answer(ctx, result.output_text)
+                else:
+                    self.keep_turn(ctx, result)
             with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
                 await self.settle_pending(ctx, reason)
         except Exception as exc:
@@ -402,46 +403,7 @@ class AgentRuntime:
             if ctx.bus.has_listeners():
                 await publish_turn(ctx, result, text=True, reasoning=True, refusal=True, calls=True)
             return result
-        completed: AgentModelResult | None = None
-        reported: TokenUsage | None = None
-        saw_text = saw_reasoning = saw_refusal = False
-        publish = ctx.bus.publish  # once per delta: no wrapper in between
-        try:
-            async with ctx.model.create_stream(prompt) as stream:
-                async for event in stream:
-                    if isinstance(event, ModelCompleted):
-                        completed = ctx.unhandled = event.response
-                        reported = None
-                        ctx.add_usage(completed.usage)
-                        await publish_turn(
-                            ctx,
-                            completed,
-                            text=not saw_text,
-                            reasoning=not saw_reasoning,
-                            refusal=not saw_refusal,
-                        )
-                        continue
-                    if isinstance(event, TextDelta):
-                        saw_text = True
-                    elif isinstance(event, ReasoningDelta):
-                        saw_reasoning = True
-                    elif isinstance(event, RefusalDelta):
-                        saw_refusal = True
-                    elif isinstance(event, UsageReported):
-                        reported = event.usage  # cumulative: the latest report is the call's usage so far
-                    await publish(event)
-        except ModelError as exc:
-            # A stream that failed on its answer (an incomplete response) may carry what it was billed.
-            if reported is None:
-                reported = billed_usage(exc)
-            raise
-        finally:
-            if reported is not None:
-                # Cut short (cancelled, failed) after the server reported usage: those tokens were spent.
-                ctx.add_usage(reported)
-        if completed is None:
-            raise StreamCutOffError("the model stream ended without a completion event")
-        return completed
+        return await streamed_call(ctx, prompt)
 
     async def handle_model_result(
         self, ctx: RunContext, result: AgentModelResult, *, final: bool = False
@@ -535,6 +497,24 @@ class AgentRuntime:
             ctx.tool_calls.extend(calls)
             ctx.pending = list(calls)  # not announced: ``settle_pending`` announces them before their results
             ctx.finished = {}
+
+    def keep_cut_answer(self, ctx: RunContext, text: str) -> None:
+        """A streamed answer cut short (the run was cancelled, timed out or failed while the model wrote it):
+        the partial result's ``output_text`` is the text streamed so far.
+
+        Called (by the run's ending) before ``settle_pending``. Memory gets it only with
+        ``options.keep_partial_answer``: one text-only assistant item (after a pending output retry prompt,
+        which it answers); a tool call the model had begun is never kept.
+        """
+        ctx.output_text = text
+        ctx.reasoning_text = ctx.refusal = None  # the last whole turn's, not this answer's
+        if not ctx.options.keep_partial_answer:
+            return
+        items: list[Any] = [assistant_item(text)]
+        if ctx.output_retry is not None:
+            items.insert(0, ctx.output_retry)
+            ctx.output_retry = None
+        ctx.remember(items)
 
     async def act(self, ctx: RunContext, calls: tuple[ToolCall, ...]) -> StopReason | None:
         """Run a step's tool calls (within the run's tool-call limit) and write every result to memory.

@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 import attrs
 
-from ..agent.items import function_call_output_item
+from ..agent.items import function_call_output_item, to_items
 from ..agent.memory import Memory
 from ..agent.options import AgentOptions, ModelSettings
 from ..agent.prompt import AgentModelResult, ModelClient
@@ -102,7 +102,8 @@ class RunContext:
     """The exception a failed run raised."""
     unhandled: AgentModelResult | None = attrs.field(default=None, repr=False)
     """A model turn that completed but is not handled yet: if the run ends before it is, the ending stores
-    it (``AgentRuntime.keep_turn``), so a cancel that lands while its events are published loses nothing."""
+    it (``AgentRuntime.keep_turn``), so a cancel that lands while its events are published loses nothing; or
+    the text of a streamed answer cut short (``CutAnswer``), which the ending hands to ``keep_cut_answer``."""
     prompt_cache: dict[str, Any] = attrs.field(factory=dict, repr=False)
     """The ``AgentPrompt.cache`` of every model call of this run: what its model client reuses later."""
     runtime_state: object = attrs.field(default=None, repr=False)
@@ -171,9 +172,17 @@ class RunContext:
         input needs them, or they go after everything memory holds (the usual case: the call was the stored
         conversation's last item), they are appended like the input; otherwise memory is rewritten with
         ``Memory.restore``. Either way ``new_items`` lists them with the input.
+
+        ``Message`` values in the input (``chat.run(UserMessage(...))``) are written as their items
+        (``message_to_item``: the same requests, on either protocol), so memory holds JSON-ready items only;
+        ``input_items`` is updated to match.
         """
         existing = self.memory.items
         inputs = self.input_items
+        for item in inputs:
+            if type(item) is not dict:  # a Message value (rare): the usual input costs a type check per item
+                inputs = self.input_items = tuple(to_items(inputs))
+                break
         fixed = answer_unanswered_calls((*existing, *inputs) if existing else inputs)
         if fixed is None:
             self.remember(inputs)

@@ -1,7 +1,8 @@
-"""A run's model calls, besides the stream loop: a blocking call's retries and billed usage, and a turn's
-events published whole.
+"""A run's model calls: a streamed call's events relayed to the run's bus, a blocking call's retries and
+billed usage, and a turn's events published whole.
 
-The base runtime (``AgentRuntime.call_model``) and the DeepResearch planner make their blocking calls through
+The base runtime (``AgentRuntime.call_model``) streams through ``streamed_call`` (the agent hot path: one pass
+of its loop per text delta) and makes its blocking calls, as the DeepResearch planner does, through
 ``blocking_call``; ``publish_turn`` publishes what no stream delivered of a model turn. Run state comes in a
 ``RunContext``; nothing here decides what a run does next.
 """
@@ -11,9 +12,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from ..agent.prompt import AgentModelResult
+import attrs
+
+from ..agent.prompt import AgentModelResult, AgentPrompt
 from ..bus import EventBus
-from ..model.errors import ModelError
+from ..model.errors import ModelError, StreamCutOffError
 from ..model.events import (
     ModelCompleted,
     ModelRetry,
@@ -29,9 +32,18 @@ from ..model.response import TokenUsage
 from ..model.retries import retry_listener
 from .context import RunContext
 
-__all__ = ["billed_usage", "blocking_call", "publish_turn"]
+__all__ = ["CutAnswer", "billed_usage", "blocking_call", "publish_turn", "streamed_call"]
 
 T = TypeVar("T")
+
+
+@attrs.frozen
+class CutAnswer(AgentModelResult):
+    """The text a streamed model call had published when it was cut short (cancelled, failed): not a turn.
+
+    ``streamed_call`` leaves it in ``RunContext.unhandled``; the run's ending hands it to
+    ``AgentRuntime.keep_cut_answer`` instead of ``keep_turn``.
+    """
 
 
 def billed_usage(error: ModelError) -> TokenUsage | None:
@@ -110,3 +122,62 @@ async def publish_turn(
         if result.usage is not None:
             await ctx.emit(UsageReported(result.usage))
     await ctx.emit(ModelCompleted(result))
+
+
+async def streamed_call(ctx: RunContext, prompt: AgentPrompt) -> AgentModelResult:
+    """One streamed model call of a step: every model event published on the run's bus as it arrives.
+
+    What no delta delivered of the turn is published whole with its ``ModelCompleted`` (``publish_turn``).
+    The call's usage counts the moment it completes (a cancel after that keeps it), or, for a stream cut
+    short, as far as the server reported it; the text it published by then is left for the run's ending
+    (``CutAnswer``). Leaving early (cancel, deadline) closes the stream and with it the HTTP response.
+    """
+    completed: AgentModelResult | None = None
+    reported: TokenUsage | None = None
+    saw_reasoning = saw_refusal = False
+    # The answer's text as published, kept for a call cut short ("stop generating"). Text deltas are
+    # tested first, so keeping each costs what testing for the completion first used to.
+    texts: list[str] = []
+    keep_text = texts.append
+    publish = ctx.bus.publish  # once per delta: no wrapper in between
+    try:
+        async with ctx.model.create_stream(prompt) as stream:
+            async for event in stream:
+                if isinstance(event, TextDelta):
+                    keep_text(event.text)
+                elif isinstance(event, ModelCompleted):
+                    completed = ctx.unhandled = event.response
+                    reported = None
+                    ctx.add_usage(completed.usage)
+                    await publish_turn(
+                        ctx,
+                        completed,
+                        text=not texts,
+                        reasoning=not saw_reasoning,
+                        refusal=not saw_refusal,
+                    )
+                    continue
+                elif isinstance(event, ReasoningDelta):
+                    saw_reasoning = True
+                elif isinstance(event, RefusalDelta):
+                    saw_refusal = True
+                elif isinstance(event, UsageReported):
+                    reported = event.usage  # cumulative: the latest report is the call's usage so far
+                await publish(event)
+    except ModelError as exc:
+        # A stream that failed on its answer (an incomplete response) may carry what it was billed.
+        if reported is None:
+            reported = billed_usage(exc)
+        raise
+    finally:
+        if reported is not None:
+            # Cut short (cancelled, failed) after the server reported usage: those tokens were spent.
+            ctx.add_usage(reported)
+        if completed is None and texts:
+            # Cut short mid-answer: the run's ending keeps the text its readers saw (``keep_cut_answer``).
+            cut = "".join(texts)
+            if cut:
+                ctx.unhandled = CutAnswer(output_text=cut)
+    if completed is None:
+        raise StreamCutOffError("the model stream ended without a completion event")
+    return completed

@@ -150,7 +150,9 @@ class Scenario:
         else:
             assert self.stream_closed == ["closed"]
             assert partial.steps == 1  # the interrupted second step is not counted
-            assert partial.output_text == ""
+            # The text streamed before the cut is kept ("stop generating"), but not in memory by default.
+            assert partial.output_text == "partial "
+            assert not [i for i in self.memory.items if i.get("role") == "assistant" and "content" in i]
         assert self.model.streams_open == 0
         assert_memory_valid(self.memory.items)
         assert_memory_valid(partial.new_items)

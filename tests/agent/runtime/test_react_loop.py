@@ -449,7 +449,8 @@ async def test_run_input_may_be_items_or_a_message() -> None:
 
     assert [e.input for e in recorder.of(RunStarted)] == ["two", "three"]
     assert len(model.prompts[0].items) == 2
-    assert model.prompts[1].items == (UserMessage("three"),)
+    # A Message input is kept as its item (plain JSON), which sends the same request.
+    assert model.prompts[1].items == (user_item("three"),)
 
 
 async def test_bad_input_is_a_clear_type_error() -> None:
