@@ -1,8 +1,9 @@
 """The JSON form of values JSON has no type for, one rule wherever agentflow writes them.
 
-A tool's return value is written for the model (``tools.outcome``), and the same value travels in the
-run's events (``to_dict()``, ``sse_stream``): both write bytes, pydantic models and NumPy values alike, so
-what a browser receives is what the model read. Known without importing pydantic or NumPy.
+A tool's return value is written for the model (``tools.outcome``), handed to CodeAct code
+(``sandbox.frames``) and travels in the run's events (``to_dict()``, ``sse_stream``): all write bytes,
+pydantic models and NumPy values alike, so what a browser receives and what code gets is what the model
+read. Known without importing pydantic or NumPy.
 
 Pure functions, no I/O.
 
@@ -12,9 +13,25 @@ Pure functions, no I/O.
 
 from __future__ import annotations
 
+import enum
+import os
+import sys
 from typing import Any, Final
 
-__all__ = ["NO_FORM", "bytes_text", "foreign_form", "safe_repr"]
+import attrs
+
+from .exact_json import decimal_value
+
+__all__ = [
+    "NO_FORM",
+    "bytes_text",
+    "encodable_text",
+    "foreign_form",
+    "json_form",
+    "lenient_form",
+    "plain_text",
+    "safe_repr",
+]
 
 NO_FORM: Final[Any] = object()
 """What ``foreign_form`` returns for a value it has no JSON form for."""
@@ -41,6 +58,75 @@ def foreign_form(value: Any) -> Any:
     if callable(as_list) and not isinstance(value, type):
         return as_list()
     return NO_FORM
+
+
+def json_form(value: Any) -> Any:
+    """A form orjson can write for one value it cannot write itself (orjson's ``default``); ``TypeError``
+    when there is none.
+
+    attrs instances become dicts keyed by the names the class is built with, sets lists, paths text, enums
+    their value, a ``Decimal`` a number when a float says it exactly (else its digits), and bytes, pydantic
+    models and NumPy values their ``foreign_form``. The form may itself hold such values (orjson asks again).
+
+    >>> json_form({1, 2}), json_form(b"ok")
+    ([1, 2], 'ok')
+    """
+    if attrs.has(type(value)):
+        # By the names the class is built with (``_price`` is ``price``), as the tool's parameters are.
+        return {
+            f.alias if f.init and f.alias else f.name: getattr(value, f.name)
+            for f in attrs.fields(type(value))
+        }
+    if isinstance(value, set | frozenset):
+        return list(value)
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, enum.Enum):
+        return value.value
+    decimal = sys.modules.get("decimal")  # whoever holds a Decimal has imported it (~1 ms otherwise)
+    if decimal is not None and isinstance(value, decimal.Decimal):
+        return decimal_value(value)
+    form = foreign_form(value)
+    if form is not NO_FORM:
+        return form
+    raise TypeError(f"values of type {type(value).__qualname__} cannot be turned into JSON")
+
+
+def lenient_form(value: Any) -> Any:
+    """``json_form``, but a value with no JSON form (or whose own method fails) becomes its ``str()``.
+
+    >>> class Opaque:
+    ...     def __str__(self) -> str:
+    ...         return "opaque"
+    >>> lenient_form(Opaque()), lenient_form(frozenset())
+    ('opaque', [])
+    """
+    try:
+        return json_form(value)
+    except Exception:
+        return plain_text(value)
+
+
+def plain_text(value: Any) -> str:
+    """``str(value)``, or ``object.__repr__`` when ``__str__`` raises."""
+    try:
+        return str(value)
+    except Exception:
+        return object.__repr__(value)
+
+
+def encodable_text(text: str) -> str:
+    """``text``, with lone surrogates (``os.fsdecode`` of a non-UTF-8 file name) escaped as ``\\udcff``:
+    they cannot be written as UTF-8, and would fail whatever carries the text on instead of the tool.
+
+    >>> encodable_text("caf\\udce9")
+    'caf\\\\udce9'
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 def safe_repr(value: object) -> str:

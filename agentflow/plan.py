@@ -92,12 +92,22 @@ class Plan:
     ``revision`` counts re-plans (0 for the first plan of a run); ``usage`` is what making this plan cost
     when a model made it (``None`` otherwise). Steps may be given as strings (pending) or ``PlanStep`` values.
     A plan may have no steps (the goal was blank): nothing is then written to memory.
+
+    ``fallback_reason`` is set when the planner could not make the plan it was asked for and this is a
+    stand-in (``ModelPlanner`` with ``on_invalid="fallback"``: the goal as the only step, or the current
+    plan unchanged when re-planning): why, e.g. the model's answer was not a plan. ``None`` for a real plan.
     """
 
     goal: str
     steps: tuple[PlanStep, ...] = attrs.field(default=(), converter=_to_steps)
     revision: int = 0
     usage: TokenUsage | None = attrs.field(default=None, eq=False)
+    fallback_reason: str | None = None
+
+    @property
+    def is_fallback(self) -> bool:
+        """Whether this plan stands in for one the planner failed to make (see ``fallback_reason``)."""
+        return self.fallback_reason is not None
 
     @classmethod
     def of(cls, goal: str, steps: Iterable[PlanStep | str]) -> Plan:
@@ -144,10 +154,11 @@ class Plan:
         return "\n".join(lines) + "\n"
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready mapping: goal, steps (text and status), revision and usage."""
+        """A JSON-ready mapping: goal, steps (text and status), revision, usage and fallback reason."""
         return {
             "goal": self.goal,
             "steps": [s.to_dict() for s in self.steps],
             "revision": self.revision,
             "usage": None if self.usage is None else self.usage.to_dict(),
+            "fallback_reason": self.fallback_reason,
         }

@@ -46,7 +46,7 @@ from .turns import Turns
 
 if TYPE_CHECKING:
     from ..runtimes.codeact import CodeActOptions
-    from ..runtimes.deep_research import PlanHook
+    from ..runtimes.deep_research import PlanHook, PlanRole
     from ..runtimes.planner import Planner
 
 __all__ = ["Agent", "AgentInput", "Agents", "ModelLike", "as_model_client", "run_sync"]
@@ -482,14 +482,15 @@ class Agents:
         planner: Planner | Literal["simple", "model"] | None = None,
         replan_every: int | None = None,
         on_plan: PlanHook | None = None,
+        plan_role: PlanRole = "system",
         **kwargs: Any,
     ) -> Agent:
         """An agent with the DeepResearch runtime: a plan first, then the ReAct loop.
 
         ``planner``: a ``Planner``, ``"simple"`` (default: the goal is the only step) or ``"model"`` (a
         ``ModelPlanner`` asking ``model`` itself, which must then be a ``ChatModel``, for the model name
-        ``settings`` sets, if any). ``replan_every`` and ``on_plan`` are ``DeepResearchRuntime``'s options;
-        ``kwargs`` go to ``Agent``.
+        ``settings`` sets, if any). ``replan_every``, ``on_plan`` and ``plan_role`` are
+        ``DeepResearchRuntime``'s options; ``kwargs`` go to ``Agent``.
         """
         from ..runtimes.deep_research import DeepResearchRuntime
         from ..runtimes.planner import ModelPlanner, SimplePlanner
@@ -512,5 +513,5 @@ class Agents:
             raise ValueError(f"planner must be 'simple', 'model' or a Planner, got {planner!r}")
         else:
             chosen = planner
-        runtime = DeepResearchRuntime(chosen, replan_every=replan_every, on_plan=on_plan)
+        runtime = DeepResearchRuntime(chosen, replan_every=replan_every, on_plan=on_plan, plan_role=plan_role)
         return Agent(model, runtime=runtime, **kwargs)

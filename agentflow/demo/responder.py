@@ -383,15 +383,17 @@ def _planner_turn(exchange: Exchange) -> Reply:
         return Reply(text=orjson.dumps({"steps": steps}).decode())
     plan_block = request.partition("Current plan:")[2].partition("\n\n")[0]
     progress = request.partition("Progress so far")[2]
-    texts = [m["text"] for m in map(_PLAN_LINE.match, plan_block.splitlines()) if m]
+    lines = [m for m in map(_PLAN_LINE.match, plan_block.splitlines()) if m]
+    texts = [m["text"] for m in lines]
     statuses = []
-    for text in texts:
+    for line, text in zip(lines, texts, strict=True):
         evidence = next((n for n in needs if n.step == text), None)
         got = evidence is not None and (
             (evidence.tool == "utc_now" and "utc_now(" in progress)
             or str(evidence.arguments.get("expression", "\0")) in progress
         )
-        statuses.append("done" if got else "pending")
+        # The progress shows the calls since the current plan only: what that plan marks done stays done.
+        statuses.append("done" if got or line["status"] == "done" else "pending")
     if "pending" in statuses:
         statuses[statuses.index("pending")] = "in_progress"
     steps_json = [{"step": t, "status": s} for t, s in zip(texts, statuses, strict=True)]

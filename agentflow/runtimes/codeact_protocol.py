@@ -8,14 +8,17 @@ The model answers each turn with one JSON object::
 ``parse_answer`` turns the answer text into a ``CodeMessage``, a ``FinalMessage`` or ``NotProtocol`` (with
 the reason), tolerating what models actually send: Markdown fences and prose around the object, a non-protocol
 ``{…}`` before the real one, raw newlines inside the JSON strings (invalid JSON, but the most common slip
-when a model writes code into a string), ``"py"``/``"python3"`` as the language, the code as a list of lines.
-It reads at most the answer's first ``MAX_ANSWER_CHARS`` characters, in time linear in them, so a runaway
-answer (a megabyte of ``{``) cannot stall the event loop.
+when a model writes code into a string), escapes JSON does not know and stray quotes inside the strings
+(``codeact_repair``), ``"py"``/``"python3"`` as the language, the code as a list of lines, several code
+objects in one answer (joined), and code in Markdown Python fences or ``<code>`` blocks instead of JSON (the
+format of smolagents and of models trained on it). It reads at most the answer's first ``MAX_ANSWER_CHARS``
+characters, in time linear in them, so a runaway answer (a megabyte of ``{``) cannot stall the event loop.
 
 ``code_result_text`` / ``code_error_text`` write the outcome of a step as the reference's memory texts,
 ``CODE_RESULT: {"result":…,"stdout":…}`` and ``CODE_ERROR: {"error":…,"stdout":…}`` (compact JSON, keys in
 that order; ``stdout`` and ``stderr`` only when non-empty); ``step_text`` shows the model at most a given
-number of characters of a step's value (``result_preview``), with a marker saying what was cut.
+number of characters of a step's value (``result_preview``) and of what it printed (``output_preview``),
+with a marker saying what was cut.
 
 Pure functions and values: no I/O, no awaits. JSON goes through orjson.
 """
@@ -23,19 +26,22 @@ Pure functions and values: no I/O, no awaits. JSON goes through orjson.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any, Final, TypeAlias
+import textwrap
+from collections.abc import Iterable, Mapping
+from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 import orjson
 
 from ..sandbox.code_result import CodeResult
+from .codeact_repair import REPAIRABLE, repair_object
 from .json_text import MAX_SCANNED_CHARS, json_spans
 
 __all__ = [
     "CODE_ERROR_PREFIX",
     "CODE_RESULT_PREFIX",
     "MAX_ANSWER_CHARS",
+    "OUTPUT_CUT",
     "PYTHON_NAMES",
     "RESULT_TRUNCATED",
     "Answer",
@@ -45,6 +51,8 @@ __all__ = [
     "answer_text",
     "code_error_text",
     "code_result_text",
+    "fenced_code",
+    "output_preview",
     "parse_answer",
     "result_preview",
     "step_text",
@@ -59,6 +67,8 @@ RESULT_TRUNCATED: Final = (
     "return only the part you need to see ...]"
 )
 """The marker ending a step's value cut by ``result_preview`` (``{missing}``: characters left out)."""
+OUTPUT_CUT: Final = "\n[... {missing} characters of output cut here; print less, or only what you need ...]\n"
+"""The marker ``output_preview`` puts where it cut the middle of a step's printed output."""
 
 MAX_ANSWER_CHARS: Final = MAX_SCANNED_CHARS
 """The most characters of an answer ``parse_answer`` reads (as many as the model-backed planner reads).
@@ -75,6 +85,22 @@ _CODE_TYPE = re.compile(
 )
 """An object that starts as a code message: ``"type": "code"``, maybe after a few short string members
 (``"language": "python"``)."""
+_PROTOCOL_START = re.compile(
+    r"""\{\s*(?:(["'])[^"'\\]{0,20}\1\s*:\s*(["'])[^"'\\]{0,20}\2\s*,\s*){0,4}"""
+    r"""(["'])type\3\s*:\s*(["'])\s*(code|final)\s*\4""",
+    re.IGNORECASE,
+)
+"""Anywhere in an answer: the start of a code or final object (the model tried to write the protocol), also
+in single quotes (a Python dict)."""
+_LEADING_OBJECT = re.compile(r"""\s*(?:```[\w-]*\s*)?\{\s*(["'])(?:type|code|output|language)\1\s*:""")
+"""An answer that opens with an object whose first key is one of the protocol's."""
+_MAX_REPAIRS = 4
+"""How many objects of one search ``codeact_repair`` may try to read (each read is linear in the text)."""
+_MAX_JOINED = 32
+"""The most code objects (or fenced blocks) of one answer joined into one step."""
+_FENCE = "```"
+_CODE_OPEN = "<code>"
+_CODE_CLOSE = "</code>"
 
 
 @attrs.frozen
@@ -107,11 +133,22 @@ class NotProtocol:
 
     ``cut_code``: the answer is longer than ``MAX_ANSWER_CHARS`` and its protocol object, a code object, runs
     past that point, so it was not read whole. That is code too long to read, not an answer for the user.
+
+    ``attempt``: what the answer seems to have tried to write, though it could not be read: ``"code"`` (it
+    holds the start of a code object, or a Python fence or ``<code>`` block that never closes), ``"final"``
+    (the start of a final object), ``"other"`` (it opens with an object keyed like the protocol's, such as
+    ``{"type": "search"}``), or ``None``: plain prose. Only plain prose can be an answer for the user.
+
+    >>> parse_answer('{"type": "final", "output": {"broken": }').attempt
+    'final'
+    >>> parse_answer("Paris is the capital.").attempt is None
+    True
     """
 
     text: str
     reason: str
     cut_code: bool = False
+    attempt: Literal["code", "final", "other"] | None = None
 
 
 Answer: TypeAlias = CodeMessage | FinalMessage | NotProtocol
@@ -119,62 +156,199 @@ Answer: TypeAlias = CodeMessage | FinalMessage | NotProtocol
 
 
 def parse_answer(text: str) -> Answer:
-    """Read one model answer: the first ``{…}`` in it that is a protocol object decides.
+    """Read one model answer: its protocol objects decide, else its fenced Python code.
 
     Objects are found by ``json_text.json_spans``, whose scanner understands JSON strings, so fences, prose
     and braces inside the code do not confuse it; an object that is not valid JSON, or valid JSON but not a
-    protocol message, is skipped in favour of a later (or nested) one. A code object without a string
-    ``code``, or a final object without ``output``, is not the protocol (nothing is guessed or dropped);
-    ``"output": null`` is ``""``. Only the first ``MAX_ANSWER_CHARS`` characters are read.
+    protocol message, is skipped in favour of a later (or nested) one. An object that starts as a protocol
+    message but is not valid JSON is read by ``codeact_repair`` (unknown escapes such as ``\\d`` kept, a stray
+    quote inside the code or output). A code object without a string ``code``, or a final object without
+    ``output``, is not the protocol (nothing is guessed or dropped); ``"output": null`` is ``""``.
+
+    The first protocol object decides. A final one is the answer; a code one is joined by the code objects
+    that follow it (up to a final object, or one in another language), as the model wrote them to run in
+    that order. An answer with no protocol object but Markdown-fenced Python (```` ```python ````, ```` ```py
+    ````) or ``<code>…</code>`` blocks is a code message too, its blocks joined. Only the first
+    ``MAX_ANSWER_CHARS`` characters are read.
 
     >>> parse_answer('Sure!\\n```json\\n{"type": "code", "language": "python", "code": "2 ** 10"}\\n```')
     CodeMessage(code='2 ** 10', language='python')
     >>> parse_answer('{"type": "final", "output": {"total": 3}}')
     FinalMessage(output='{"total":3}')
+    >>> parse_answer("Thought: compute it.\\n```py\\n2 ** 10\\n```")
+    CodeMessage(code='2 ** 10', language='python')
     >>> parse_answer("The answer is 42.").reason
     'the answer holds no JSON object'
     """
+    read = text[:MAX_ANSWER_CHARS]
+    found = _next_message(read, 0)
+    if isinstance(found, _Miss):
+        return _not_protocol(text, read, found)
+    message, end = found
+    if isinstance(message, FinalMessage):
+        return message
+    codes = [message]
+    while len(codes) < _MAX_JOINED:
+        following = _next_message(read, end)
+        if isinstance(following, _Miss):
+            break
+        other, end = following
+        if not isinstance(other, CodeMessage) or other.language.lower() != message.language.lower():
+            break  # what a final object after code claims, the code's outcome will tell
+        codes.append(other)
+    if len(codes) == 1:
+        return message
+    return CodeMessage(_joined(c.code for c in codes), message.language)
+
+
+@attrs.frozen
+class _Miss:
+    """No protocol message in the text searched: the best reason why, and whether a code object was cut at
+    the read limit."""
+
+    reason: str | None
+    rank: int
+    cut_code: bool
+
+
+def _next_message(read: str, offset: int) -> tuple[CodeMessage | FinalMessage, int] | _Miss:
+    """The first protocol message in ``read`` from ``offset`` and where it ends, or why there is none."""
     best_reason: str | None = None
     best_rank = -1
     cut_code = False
-    read = text[:MAX_ANSWER_CHARS]
+    repairs = 0
     for span in json_spans(
-        read,
+        read[offset:] if offset else read,
         opening="{",
         nested=True,
         max_spans=_MAX_CANDIDATES,
         max_unclosed=_MAX_UNCLOSED,
     ):
+        start = offset + span.start
         if span.error is None:
             message = _message(span.value)
             if not isinstance(message, str):
-                return message
+                return message, offset + span.end
             if best_rank < 2:
                 best_reason, best_rank = message, 2
-        else:
-            if not span.complete and not cut_code:
-                # Any unclosed code object, not only the first bad span: a stray "{…}" in the prose before
-                # a code object cut at the read limit must not hide it.
-                cut_code = len(text) > MAX_ANSWER_CHARS and _CODE_TYPE.match(read, span.start + 1) is not None
-            if best_rank < 1:
-                # A later "{" may still close (prose can open a brace it never closes): the search goes on.
-                best_rank = 1
-                if span.complete:
-                    best_reason = f"the JSON object is not valid JSON ({span.error})"
-                else:
-                    best_reason = "the JSON object is not complete (no closing brace)"
-    if best_rank == 1 and cut_code:
+            continue
+        if repairs < _MAX_REPAIRS and REPAIRABLE.match(read, start) is not None:
+            repairs += 1
+            repaired = repair_object(read, start)
+            if repaired is not None:
+                message = _message(repaired.value)
+                if not isinstance(message, str):
+                    return message, repaired.end
+        if not span.complete and not cut_code:
+            # Any unclosed code object, not only the first bad span: a stray "{…}" in the prose before
+            # a code object cut at the read limit must not hide it.
+            cut_code = _CODE_TYPE.match(read, start + 1) is not None
+        if best_rank < 1:
+            # A later "{" may still close (prose can open a brace it never closes): the search goes on.
+            best_rank = 1
+            if span.complete:
+                best_reason = f"the JSON object is not valid JSON ({span.error})"
+            else:
+                best_reason = "the JSON object is not complete (no closing brace)"
+    return _Miss(best_reason, best_rank, cut_code)
+
+
+def _not_protocol(text: str, read: str, miss: _Miss) -> Answer:
+    """An answer without protocol objects: its fenced code, or ``NotProtocol`` saying why."""
+    fenced = fenced_code(read)
+    if fenced is not None:
+        return CodeMessage(fenced)
+    if miss.rank == 1 and miss.cut_code and len(text) > MAX_ANSWER_CHARS:
         return NotProtocol(
             text,
             f"the answer is {len(text)} characters long and only its first {MAX_ANSWER_CHARS} are read, so "
             "its code object was cut off; write shorter code (compute or load large data instead of writing "
             "it out in the code)",
             cut_code=True,
+            attempt="code",
         )
-    reason = best_reason or "the answer holds no JSON object"
+    reason = miss.reason or "the answer holds no JSON object"
     if len(text) > MAX_ANSWER_CHARS:
         reason += f" (only the first {MAX_ANSWER_CHARS} of its {len(text)} characters were read)"
-    return NotProtocol(text, reason)
+    return NotProtocol(text, reason, attempt=_attempt(read))
+
+
+def fenced_code(text: str) -> str | None:
+    """The code of the Python blocks in ``text``, joined: Markdown fences tagged ``python``/``py`` (what
+    models trained on other agent formats write), else ``<code>…</code>`` blocks; ``None`` when it has none.
+
+    Blank blocks are skipped; a block that never closes (an answer cut short) is not code.
+
+    >>> fenced_code("First:\\n```python\\nx = 1\\n```\\nthen\\n```py\\nx + 1\\n```")
+    'x = 1\\n\\nx + 1'
+    >>> fenced_code("<code>\\nfinal_answer(2)\\n</code>"), fenced_code("```json\\n{}\\n```")
+    ('final_answer(2)', None)
+    """
+    blocks = _fenced_blocks(text) or _tagged_blocks(text)
+    return _joined(blocks) if blocks else None
+
+
+def _fenced_blocks(text: str) -> list[str]:
+    # Found with ``str.find`` from left to right: linear in the text however many fences it opens.
+    blocks: list[str] = []
+    index = 0
+    while len(blocks) < _MAX_JOINED:
+        opening = text.find(_FENCE, index)
+        if opening == -1:
+            break
+        line_end = text.find("\n", opening)
+        if line_end == -1:
+            break
+        closing = text.find(_FENCE, line_end)
+        if closing == -1:
+            break
+        words = text[opening + len(_FENCE) : line_end].split()
+        if words and words[0].lower() in PYTHON_NAMES:
+            blocks.append(text[line_end + 1 : closing])
+        index = closing + len(_FENCE)
+    return [b for b in blocks if b.strip()]
+
+
+def _tagged_blocks(text: str) -> list[str]:
+    blocks: list[str] = []
+    index = 0
+    while len(blocks) < _MAX_JOINED:
+        opening = text.find(_CODE_OPEN, index)
+        if opening == -1:
+            break
+        closing = text.find(_CODE_CLOSE, opening)
+        if closing == -1:
+            break
+        blocks.append(text[opening + len(_CODE_OPEN) : closing])
+        index = closing + len(_CODE_CLOSE)
+    return [b for b in blocks if b.strip()]
+
+
+def _joined(codes: Iterable[str]) -> str:
+    """Code blocks as one program, each dedented and stripped, a blank line apart (as smolagents joins)."""
+    return "\n\n".join(textwrap.dedent(code).strip("\n").rstrip() for code in codes)
+
+
+def _attempt(read: str) -> Literal["code", "final", "other"] | None:
+    """Which protocol message an answer that holds none seems to have tried to write (see ``NotProtocol``)."""
+    start = _PROTOCOL_START.search(read)
+    if start is not None:
+        return "code" if start[5].lower() == "code" else "final"
+    if _unclosed_code_block(read):
+        return "code"
+    if _LEADING_OBJECT.match(read) is not None:
+        return "other"
+    return None
+
+
+def _unclosed_code_block(read: str) -> bool:
+    """Whether the answer ends inside a Python fence or a ``<code>`` block (it was cut while writing code)."""
+    last_fence = read.rfind(_FENCE)
+    if last_fence != -1 and read.count(_FENCE) % 2 == 1:
+        words = read[last_fence + len(_FENCE) :].split(None, 1)
+        if words and words[0].lower() in PYTHON_NAMES:
+            return True
+    return read.rfind(_CODE_OPEN) > read.rfind(_CODE_CLOSE)
 
 
 def _message(value: Mapping[str, Any]) -> CodeMessage | FinalMessage | str:
@@ -259,21 +433,50 @@ def result_preview(value: Any, max_chars: int | None) -> Any:
     return text[:max_chars] + RESULT_TRUNCATED.format(missing=len(text) - max_chars)
 
 
-def step_text(result: CodeResult, max_result_chars: int | None = None) -> str:
+def output_preview(text: str, max_chars: int | None) -> str:
+    """Printed output as the model is shown it: whole when it fits in ``max_chars``, else its start and its
+    end (half each) around a marker saying how many characters were cut. ``None`` means no limit.
+
+    The end is kept because that is where a traceback, a summary or the last progress line is.
+
+    >>> output_preview("0123456789", None), output_preview("0123456789", 10)
+    ('0123456789', '0123456789')
+    >>> print(output_preview("".join(f"{n}\\n" for n in range(10)), 8))
+    0
+    1
+    <BLANKLINE>
+    [... 12 characters of output cut here; print less, or only what you need ...]
+    8
+    9
+    <BLANKLINE>
+    """
+    if max_chars is None or len(text) <= max_chars:
+        return text
+    head = max_chars - max_chars // 2
+    tail = max_chars // 2
+    missing = len(text) - head - tail
+    return text[:head] + OUTPUT_CUT.format(missing=missing) + (text[-tail:] if tail else "")
+
+
+def step_text(
+    result: CodeResult, max_result_chars: int | None = None, max_output_chars: int | None = None
+) -> str:
     """``CODE_RESULT`` or ``CODE_ERROR`` text for an executor's ``CodeResult``.
 
-    ``max_result_chars`` bounds how much of the step's value the text shows (see ``result_preview``);
-    stdout and stderr are written as the executor bounded them.
+    ``max_result_chars`` bounds how much of the step's value the text shows (see ``result_preview``),
+    ``max_output_chars`` how much of its stdout and of its stderr, each (see ``output_preview``).
 
     >>> step_text(CodeResult(ok=True, value="x" * 50), max_result_chars=5)[:44]
     'CODE_RESULT: {"result":"xxxxx [... result tr'
     """
+    stdout = output_preview(result.stdout, max_output_chars)
+    stderr = output_preview(result.stderr, max_output_chars)
     if result.ok:
-        return code_result_text(result_preview(result.value, max_result_chars), result.stdout, result.stderr)
+        return code_result_text(result_preview(result.value, max_result_chars), stdout, stderr)
     error = result.error or (
         f"the code step failed ({result.error_type})" if result.error_type else "the code step failed"
     )
-    return code_error_text(error, result.stdout, result.stderr)
+    return code_error_text(error, stdout, stderr)
 
 
 def answer_text(value: Any) -> str:

@@ -4,7 +4,7 @@ One run::
 
     RunStarted
     [user input → memory]
-    planner.plan(goal)  → on_plan hook (may edit) → "Plan:\\n1. …\\n2. …\\n" system item → memory
+    planner.plan(goal)  → on_plan hook (may edit) → "Plan:\\n1. …\\n2. …\\n" item (plan_role) → memory
         (in plan(), a model planner's call: ModelRequest [ModelRetry…] [UsageReported] ModelCompleted)
     PlanCreated(plan)
     the base loop (ReAct: text + native tool calls), and with ``replan_every=N``, after every N-th step:
@@ -30,12 +30,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias
 
 import attrs
 
 from ..agent.chat_client import chat_result
-from ..agent.items import system_item, to_chat_messages
+from ..agent.items import message_item, to_chat_messages
 from ..events import ModelRequest, PlanCreated, PlanUpdated
 from ..model.events import ModelCompleted, UsageReported
 from ..model.messages import AiMessage, UserMessage
@@ -49,7 +49,7 @@ from .model_calls import blocking_call
 from .planner import PlanContext, Planner, PlanningError, SimplePlanner
 from .react import ReActRuntime
 
-__all__ = ["DEEP_RESEARCH_INSTRUCTIONS", "DeepResearchRuntime", "PlanHook"]
+__all__ = ["DEEP_RESEARCH_INSTRUCTIONS", "DeepResearchRuntime", "PlanHook", "PlanRole"]
 
 DEEP_RESEARCH_INSTRUCTIONS = (
     "Break down tasks into steps and call tools for evidence. Provide a structured final summary."
@@ -57,10 +57,24 @@ DEEP_RESEARCH_INSTRUCTIONS = (
 """The reference's DeepResearch instructions, verbatim."""
 
 UPDATED_PLAN_HEADER = "Updated plan:"
-"""The first line of the system item a re-plan writes (the first plan's is the reference's ``Plan:``)."""
+"""The first line of the item a re-plan writes (the first plan's is the reference's ``Plan:``)."""
+_PLAN_HEADERS = ("Plan:\n", UPDATED_PLAN_HEADER + "\n")
 
 PlanHook: TypeAlias = Callable[[Plan], Plan | Awaitable[Plan | None] | None]
 """``on_plan(plan)``: return ``None`` to keep the plan, or the plan to use instead; may be async."""
+
+PlanRole: TypeAlias = Literal["system", "user", "developer"]
+"""The role of the message that carries the plan in memory (``DeepResearchRuntime(plan_role=…)``)."""
+_PLAN_ROLES = ("system", "user", "developer")
+
+
+@attrs.define(eq=False)
+class _Research:
+    """What DeepResearch keeps per run (on ``RunContext.runtime_state``): the current plan, and how many of
+    the run's tool calls had been made when it was planned (the planner saw those)."""
+
+    plan: Plan
+    tool_calls_seen: int = 0
 
 
 _CONVERSATION_TURNS = 6
@@ -76,6 +90,8 @@ def _conversation(ctx: RunContext) -> tuple[tuple[str, str], ...]:
     turns: list[tuple[str, str]] = []
     for message in to_chat_messages(earlier):
         if isinstance(message, UserMessage | AiMessage) and message.text:
+            if isinstance(message, UserMessage) and message.text.startswith(_PLAN_HEADERS):
+                continue  # an earlier run's plan, written with plan_role="user": not something the user said
             turns.append(("user" if isinstance(message, UserMessage) else "assistant", message.text))
     return tuple(turns[-_CONVERSATION_TURNS:])
 
@@ -131,6 +147,9 @@ class DeepResearchRuntime(ReActRuntime):
       with the current plan and the progress so far, and the result is published as ``PlanUpdated``.
     - ``on_plan``: called with every plan (the first, and each re-plan) before it is written to memory or
       published; it may return an edited ``Plan`` (sync or async) or ``None`` to keep it.
+    - ``plan_role``: the role of the message that carries the plan in memory: ``"system"`` (default, as the
+      reference), or ``"user"`` / ``"developer"`` for models whose chat template refuses a system message
+      after the conversation has begun.
 
     One runtime instance serves concurrent runs: each run's plan is kept on its ``RunContext``.
 
@@ -149,6 +168,7 @@ class DeepResearchRuntime(ReActRuntime):
         *,
         replan_every: int | None = None,
         on_plan: PlanHook | None = None,
+        plan_role: PlanRole = "system",
     ) -> None:
         if planner is None:
             planner = SimplePlanner()
@@ -163,29 +183,39 @@ class DeepResearchRuntime(ReActRuntime):
             raise ValueError(f"replan_every must be a positive integer or None, got {replan_every!r}")
         if on_plan is not None and not callable(on_plan):
             raise TypeError(f"on_plan must be callable, got {type(on_plan).__name__}")
+        if plan_role not in _PLAN_ROLES:
+            raise ValueError(
+                f"plan_role must be one of {', '.join(map(repr, _PLAN_ROLES))}, got {plan_role!r}"
+            )
         self.planner = planner
         self.replan_every = replan_every
         self.on_plan = on_plan
+        self.plan_role: PlanRole = plan_role
 
     def __repr__(self) -> str:
-        return f"DeepResearchRuntime(planner={self.planner!r}, replan_every={self.replan_every!r})"
+        role = "" if self.plan_role == "system" else f", plan_role={self.plan_role!r}"
+        return f"DeepResearchRuntime(planner={self.planner!r}, replan_every={self.replan_every!r}{role})"
 
     @staticmethod
     def plan_of(ctx: RunContext) -> Plan | None:
         """The current plan of the run ``ctx`` (``None`` before it is made); kept on ``ctx.runtime_state``."""
         state = ctx.runtime_state
-        return state if isinstance(state, Plan) else None
+        return state.plan if isinstance(state, _Research) else None
+
+    def plan_item(self, plan: Plan, header: str = "Plan:") -> dict[str, Any]:
+        """The memory item that carries ``plan``: its text form, as a ``plan_role`` message."""
+        return message_item(self.plan_role, plan.to_text(header))
 
     # -- hooks -----------------------------------------------------------------------------------------------
 
     async def start(self, ctx: RunContext) -> None:
-        """The user input, then the plan (as a system item) → memory, then ``PlanCreated``."""
+        """The user input, then the plan (a ``plan_role`` message) → memory, then ``PlanCreated``."""
         await super().start(ctx)
         made = await self._ask_planner(ctx, None)
         plan = await self.review(attrs.evolve(made, revision=0), usage=made.usage)
-        ctx.runtime_state = plan
+        ctx.runtime_state = _Research(plan, len(ctx.tool_calls))
         if plan.steps:
-            ctx.remember((system_item(plan.to_text()),))
+            ctx.remember((self.plan_item(plan),))
         await ctx.emit(PlanCreated(plan=plan))
 
     async def run_step(self, ctx: RunContext, *, final: bool = False) -> StopReason | None:
@@ -210,9 +240,9 @@ class DeepResearchRuntime(ReActRuntime):
             raise RuntimeError("replan() was called before the run's first plan was made")
         made = await self._ask_planner(ctx, current)
         plan = await self.review(attrs.evolve(made, revision=current.revision + 1), usage=made.usage)
-        ctx.runtime_state = plan
+        ctx.runtime_state = _Research(plan, len(ctx.tool_calls))
         if plan.steps and (plan.steps != current.steps or plan.goal != current.goal):
-            ctx.remember((system_item(plan.to_text(UPDATED_PLAN_HEADER)),))
+            ctx.remember((self.plan_item(plan, UPDATED_PLAN_HEADER),))
         await ctx.emit(PlanUpdated(plan=plan))
         return plan
 
@@ -235,7 +265,9 @@ class DeepResearchRuntime(ReActRuntime):
         return made
 
     def planning_context(self, ctx: RunContext, current: Plan | None) -> PlanContext:
-        """What the planner is told: the agent's tools and, when re-planning, the plan and the progress."""
+        """What the planner is told: the agent's tools, system prompt and instructions and, when re-planning,
+        the plan and the progress (with how many tool calls the plan had seen)."""
+        state = ctx.runtime_state
         return PlanContext(
             current=current,
             steps_run=ctx.step,
@@ -244,6 +276,9 @@ class DeepResearchRuntime(ReActRuntime):
             latest_text=ctx.output_text,
             tools=ctx.tools.specs,
             conversation=_conversation(ctx) if current is None else (),
+            system_prompt=ctx.system_prompt,
+            instructions=ctx.instructions,
+            tool_calls_seen=state.tool_calls_seen if isinstance(state, _Research) else 0,
         )
 
     async def review(self, plan: Plan, *, usage: TokenUsage | None = None) -> Plan:

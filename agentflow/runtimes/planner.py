@@ -33,6 +33,7 @@ from ..result import ToolResult
 from .json_text import MAX_SCANNED_CHARS, json_spans
 
 __all__ = [
+    "MAX_PLANNED_CALLS",
     "PLANNER_PROMPT",
     "REPLANNER_PROMPT",
     "ModelCall",
@@ -54,15 +55,17 @@ OnInvalidPlan = Literal["fallback", "raise"]
 
 PLANNER_PROMPT = (
     "You are the planner of a research agent. Break the goal into at most {max_steps} short, concrete steps; "
-    "each step gathers evidence with the agent's tools or works out part of the answer. "
+    "each step gathers evidence with the agent's tools or works out part of the answer, and keeps to the "
+    "agent's instructions when you are given them. "
     'Reply with JSON only, no other text: {{"steps": ["first step", "second step"]}}'
 )
 """The planner's system prompt for a run's first plan (``{max_steps}`` is filled in)."""
 
 REPLANNER_PROMPT = (
-    "You are the planner of a research agent. You get the goal, the current plan and the progress so far. "
-    "Revise the plan: mark finished steps done, the step being worked on in_progress and steps no longer "
-    "needed skipped; reword or add the steps still to do (at most {max_steps} steps in all). "
+    "You are the planner of a research agent. You get the goal, the current plan and the progress so far "
+    "(and the agent's instructions, which every step must keep to). Revise the plan: mark finished steps "
+    "done, the step being worked on in_progress and steps no longer needed skipped; reword or add the steps "
+    "still to do (at most {max_steps} steps in all). "
     'Reply with JSON only, no other text: {{"steps": [{{"step": "...", "status": '
     '"done|in_progress|pending|skipped"}}]}}'
 )
@@ -71,6 +74,10 @@ REPLANNER_PROMPT = (
 _MAX_JSON_SPANS = 256  # bracketed spans tried in it (prose may hold many: "[1]", "[draft]"…)
 _EXCERPT = 200
 _RESULT_CHARS = 500
+_INSTRUCTION_CHARS = 8000
+_NOTES_CHARS = 4000
+MAX_PLANNED_CALLS = 20
+"""The most tool calls a re-planning request shows (the latest since the current plan; others are counted)."""
 
 
 class PlanningError(Exception):
@@ -116,10 +123,13 @@ class ModelCall(Protocol):
 class PlanContext:
     """What a planner knows besides the goal.
 
-    ``tools`` are the agent's tools, and ``conversation`` the ``(role, text)`` of the user and assistant
-    messages before this run's input (a session's earlier turns, the latest last), so a follow-up ("and how
-    does it compare to B?") can be planned. When the runtime re-plans, ``current`` is the plan so far and
-    the rest is the progress: the steps run, every tool call and its result, and the agent's latest text.
+    ``tools`` are the agent's tools, ``system_prompt`` and ``instructions`` what the agent is told (so the
+    plan keeps to its rules: "use the internal wiki only"), and ``conversation`` the ``(role, text)`` of the
+    user and assistant messages before this run's input (a session's earlier turns, the latest last), so a
+    follow-up ("and how does it compare to B?") can be planned. When the runtime re-plans, ``current`` is the
+    plan so far and the rest is the progress: the steps run, every tool call and its result, and the agent's
+    latest text; ``tool_calls_seen`` of those calls had been made when ``current`` was planned (the planner
+    saw them then), so a planner may show only the calls since (``planning_input`` does).
 
     ``model_call`` (set by the runtime for a run, ``None`` elsewhere) is how a planner that asks a model
     should make the call (``ModelCall``), so the run publishes it and counts its tokens. When a planning
@@ -134,6 +144,9 @@ class PlanContext:
     latest_text: str = ""
     tools: tuple[ToolSpec, ...] = ()
     conversation: tuple[tuple[str, str], ...] = ()
+    system_prompt: str | None = None
+    instructions: str | None = None
+    tool_calls_seen: int = 0
     model_call: ModelCall | None = attrs.field(default=None, eq=False, repr=False)
 
     @property
@@ -256,7 +269,7 @@ class ModelPlanner(Planner):
                 raise
             _log.warning("ModelPlanner: %s; using the simple plan instead", exc)
             fallback = await SimplePlanner().plan(goal, context)
-            return attrs.evolve(fallback, usage=response.usage)
+            return attrs.evolve(fallback, usage=response.usage, fallback_reason=str(exc))
         return Plan(goal, steps, usage=response.usage)
 
 
@@ -268,10 +281,26 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _clip_block(text: str, limit: int) -> str:
+    """``text`` without its outer blank space, its lines kept, cut at ``limit`` characters (and saying so)."""
+    text = text.strip()
+    return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit} more characters]"
+
+
 def planning_input(goal: str, context: PlanContext | None = None) -> str:
-    """The planner's user message: the goal, the tools, and (when re-planning) the plan and the progress.
+    """The planner's user message: the agent's instructions, the goal, the tools, and (when re-planning) the
+    plan and the progress since it was made.
+
+    The progress lists the tool calls made since the current plan (``PlanContext.tool_calls_seen`` on), at
+    most the latest ``MAX_PLANNED_CALLS`` of them, and counts the others, so the message stays the same size
+    however long the run.
 
     >>> print(planning_input("Compare A and B"))
+    Goal: Compare A and B
+    >>> print(planning_input("Compare A and B", PlanContext(system_prompt="Use the internal wiki only.")))
+    The agent's instructions (every step must keep to them):
+    Use the internal wiki only.
+    <BLANKLINE>
     Goal: Compare A and B
     """
     parts = [f"Goal: {goal.strip()}"]
@@ -280,22 +309,42 @@ def planning_input(goal: str, context: PlanContext | None = None) -> str:
     if context.conversation:
         turns = [f"- {role}: {_clip(text, _RESULT_CHARS)}" for role, text in context.conversation]
         parts.insert(0, "Conversation so far:\n" + "\n".join(turns))
+    rules = [text for text in (context.system_prompt, context.instructions) if text and text.strip()]
+    if rules:
+        told = _clip_block("\n\n".join(t.strip() for t in rules), _INSTRUCTION_CHARS)
+        parts.insert(0, "The agent's instructions (every step must keep to them):\n" + told)
     if context.tools:
         lines = [f"- {t.name}: {t.description}" if t.description else f"- {t.name}" for t in context.tools]
         parts.append("Tools the agent can use:\n" + "\n".join(lines))
     if context.current is not None:
         parts.append(context.current.to_text("Current plan:").rstrip("\n"))
-        results = {r.call_id: r for r in context.tool_results}
-        lines = []
-        for call in context.tool_calls:
-            result = results.get(call.id)
-            outcome = _clip(result.output, _RESULT_CHARS) if result is not None else "(no result)"
-            lines.append(f"- {call.name}({_clip(call.arguments or '{}', _RESULT_CHARS)}) -> {outcome}")
-        progress = f"Progress so far ({context.steps_run} steps run):"
-        parts.append(progress + ("\n" + "\n".join(lines) if lines else "\n- no tool calls yet"))
+        parts.append(_progress(context))
         if context.latest_text.strip():
-            parts.append("The agent's latest notes:\n" + context.latest_text.strip())
+            parts.append("The agent's latest notes:\n" + _clip_block(context.latest_text, _NOTES_CHARS))
     return "\n\n".join(parts)
+
+
+def _progress(context: PlanContext) -> str:
+    """The tool calls since the current plan was made, each with its result; the earlier ones counted."""
+    seen = min(max(context.tool_calls_seen, 0), len(context.tool_calls))
+    recent = context.tool_calls[seen:]
+    earlier = seen
+    if len(recent) > MAX_PLANNED_CALLS:
+        earlier += len(recent) - MAX_PLANNED_CALLS
+        recent = recent[-MAX_PLANNED_CALLS:]
+    results = {r.call_id: r for r in context.tool_results}
+    lines = []
+    for call in recent:
+        result = results.get(call.id)
+        outcome = _clip(result.output, _RESULT_CHARS) if result is not None else "(no result)"
+        lines.append(f"- {call.name}({_clip(call.arguments or '{}', _RESULT_CHARS)}) -> {outcome}")
+    if earlier:
+        lines.insert(0, f"- ({earlier} earlier tool calls not shown)")
+    if not recent:
+        lines.append(
+            "- no tool calls since the current plan" if context.tool_calls else "- no tool calls yet"
+        )
+    return f"Progress so far ({context.steps_run} steps run):\n" + "\n".join(lines)
 
 
 # --- reading an answer --------------------------------------------------------------------------------------

@@ -11,9 +11,12 @@ bounded capture objects that stream ``out`` frames to the host (so output printe
 
 Frames, child → host: ``ready``; ``call`` (a tool call: ``id``, ``name``, ``args``); ``out`` (``s``: stream
 name, ``d``: text); ``done`` (the step's outcome, with the ``step`` number of its ``exec``). Host → child:
-``exec`` (one code step) and ``result`` (the answer to a ``call``: ``ok`` plus ``value`` or ``error``).
-Several calls may be in flight at once (``parallel``, ``map_tool``, ``acall_tool`` with ``asyncio.gather``);
-results are matched by id.
+``exec`` (one code step: the code, the tool names, each tool's parameter names in order under ``params``,
+so a stub takes positional arguments, and the step's limits) and ``result`` (the answer to a ``call``:
+``ok`` plus ``value`` or ``error``). Several calls may be in flight at once (``parallel``, ``map_tool``,
+``acall_tool`` with ``asyncio.gather``); results are matched by id. A host frame may hold the literals
+``NaN``, ``Infinity`` and ``-Infinity`` (a tool's float that is not finite), which ``json.loads`` reads as
+floats; the child's own frames are strict JSON.
 
 A watch thread, started before any limit applies, does two things the main thread cannot while user code
 holds it: it flushes output left in the capture buffers (a ``print(..., end="")`` before a hang still
@@ -299,11 +302,15 @@ class _Calls:
         self._channel = channel
         self._next_id = 0
         self.max_call_bytes = 0
+        self.max_calls = 0
+        """Tool calls a step may send (0: any number); the host kills a process that sends more."""
+        self.sent = 0
         self._results: dict[int, dict[str, Any]] = {}
         self._futures: dict[int, asyncio.Future[Any]] = {}
         self._names: dict[int, str] = {}
 
     def reset(self) -> None:
+        self.sent = 0
         self._results.clear()
         self._futures.clear()
         self._names.clear()
@@ -313,6 +320,13 @@ class _Calls:
             raise TypeError("a tool name must be a string, not " + type(name).__name__)
         if not isinstance(args, dict):
             raise TypeError(f"the arguments of tool {name!r} must be a dict, not {type(args).__name__}")
+        if self.max_calls and self.sent >= self.max_calls:
+            raise ToolError(
+                name,
+                f"TOOL_ERROR: not run: this code step reached its limit of {self.max_calls} tool calls "
+                "(ExecutionLimits.max_step_tool_calls); return what you have and make further calls in "
+                "the next step, or batch the work into fewer calls",
+            )
         self._next_id += 1
         call_id = self._next_id
         message = {"t": "call", "id": call_id, "name": name, "args": args}
@@ -326,6 +340,7 @@ class _Calls:
         except (TypeError, ValueError) as exc:
             raise TypeError(f"the arguments of tool {name!r} must be JSON values: {exc}") from None
         self._names[call_id] = name
+        self.sent += 1
         return call_id
 
     def wait(self, call_ids: list[int]) -> list[tuple[bool, Any]]:
@@ -371,6 +386,39 @@ def _merge_args(name: str, args: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     merged = dict(args)
     merged.update(kwargs)
     return merged
+
+
+def _bind_args(
+    name: str, params: list[str] | None, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> dict[str, Any]:
+    """The arguments of a call through a tool's stub: ``args`` by position in the order ``params`` (the
+    tool's parameters, ``None`` when the host did not say), ``kwargs`` by name, or one dict of them.
+
+    One dict whose keys are all parameter names (any keys when ``params`` is ``None``) is the arguments'
+    dict, as ``call_tool`` takes it; otherwise a dict is the value of the first parameter.
+    """
+    if not args:
+        return dict(kwargs)
+    if len(args) == 1 and isinstance(args[0], dict) and (params is None or all(k in params for k in args[0])):
+        return _merge_args(name, args[0], kwargs)
+    if params is None:
+        raise TypeError(
+            f"tool {name!r} takes keyword arguments or one dict of arguments, not {type(args[0]).__name__}"
+        )
+    if len(args) > len(params):
+        given = f"{len(args)} {'was' if len(args) == 1 else 'were'} given"
+        if not params:
+            raise TypeError(f"tool {name!r} takes no positional arguments but {given}")
+        listed = ", ".join(params)
+        raise TypeError(
+            f"tool {name!r} takes at most {len(params)} positional arguments ({listed}) but {given}"
+        )
+    bound = {params[index]: value for index, value in enumerate(args)}
+    for key, value in kwargs.items():
+        if key in bound:
+            raise TypeError(f"{name}() got multiple values for argument {key!r}")
+        bound[key] = value
+    return bound
 
 
 class _ReturnRewriter(ast.NodeTransformer):
@@ -512,7 +560,9 @@ class Runner:
         self.namespace["ToolError"] = ToolError
         self.namespace[_RETURN] = _Return
 
-    def _refresh_tool_stubs(self, tool_names: list[str]) -> None:
+    def _refresh_tool_stubs(self, tool_names: list[str], params: dict[str, Any]) -> None:
+        """Define a function per tool for this step (its parameters may have changed), never replacing a
+        name the code has given a value of its own."""
         wanted = set(tool_names)
         for name, value in list(self.namespace.items()):
             if getattr(value, _STUB_MARK, None) == name and name not in wanted:
@@ -522,16 +572,27 @@ class Runner:
                 continue
             current = self.namespace.get(name)
             if current is None or getattr(current, _STUB_MARK, None) == name:
-                self.namespace[name] = self._make_stub(name)
+                names = params.get(name)
+                known = [str(p) for p in names] if isinstance(names, list) else None
+                self.namespace[name] = self._make_stub(name, known)
 
-    def _make_stub(self, name: str) -> Callable[..., Any]:
-        call_tool = self.namespace["call_tool"]
+    def _make_stub(self, name: str, params: list[str] | None) -> Callable[..., Any]:
+        calls = self.calls
 
-        def stub(args: dict[str, Any] | None = None, /, **kwargs: Any) -> Any:
-            return call_tool(name, args, **kwargs)
+        def stub(*args: Any, **kwargs: Any) -> Any:
+            ((ok, value),) = calls.wait([calls.request(name, _bind_args(name, params, args, kwargs))])
+            if not ok:
+                raise value
+            return value
 
         stub.__name__ = stub.__qualname__ = name
-        stub.__doc__ = f"Call the tool {name!r} (keyword arguments or one dict) and return its value."
+        order = "(" + ", ".join(params) + ")" if params else ""
+        how = (
+            f"positional arguments in the order {order}, keywords or one dict"
+            if order
+            else "keywords or one dict"
+        )
+        stub.__doc__ = f"Call the tool {name!r} ({how}) and return its value."
         setattr(stub, _STUB_MARK, name)
         return stub
 
@@ -547,7 +608,11 @@ class Runner:
         self.stderr.reset(budget)
         self.calls.reset()
         self.calls.max_call_bytes = int(limits.get("max_call_bytes", 0))
-        self._refresh_tool_stubs([str(name) for name in message.get("tools") or ()])
+        self.calls.max_calls = int(limits.get("max_tool_calls") or 0)
+        params = message.get("params")
+        self._refresh_tool_stubs(
+            [str(name) for name in message.get("tools") or ()], params if isinstance(params, dict) else {}
+        )
         filename = "<cell " + str(message.get("step", 0)) + ">"
         code = str(message.get("code", ""))
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)

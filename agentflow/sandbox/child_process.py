@@ -3,8 +3,9 @@
 It knows nothing of steps or tools (``ProcessSandbox`` drives it). Kill is the only way to stop it: the
 runner is killed through a pidfd (race-free; it is PID 1 of its namespace, so everything it started dies
 with it), the ``unshare`` launcher then reaps it and exits, and the host reaps the launcher — no zombie is
-left. All I/O is on the process pipes through anyio; no threads except for deleting the working directory
-and sweeping those that host processes which died left behind (``workdirs``).
+left. All I/O is on the process pipes, on the event loop; threads only start the process (``spawn``: a fork
+is too slow for the loop's thread), delete the working directory and sweep those that host processes which
+died left behind (``workdirs``).
 """
 
 from __future__ import annotations
@@ -12,18 +13,17 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
 import sys
 from collections.abc import Callable, Sequence
 
 import anyio
-from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from .errors import SandboxStartError
 from .frames import HEADER, ChildMessage, FrameError, Ready, decode_child_message, frame_size, max_frame_bytes
 from .launch import LaunchPlan, dynamic_id, sandbox_environment
 from .limits import ExecutionLimits
+from .spawn import SpawnedProcess, spawn
 from .workdirs import Workdir, needs_sweep, sweep_orphans
 
 __all__ = ["ChildExited", "SandboxProcess"]
@@ -43,15 +43,12 @@ class SandboxProcess:
 
     def __init__(
         self,
-        process: Process,
+        process: SpawnedProcess,
         *,
         plan: LaunchPlan,
         limits: ExecutionLimits,
         workdir: Workdir,
     ) -> None:
-        assert process.stdin is not None
-        assert process.stdout is not None
-        assert process.stderr is not None
         self._process = process
         self._stdin = process.stdin
         self._stdout = BufferedByteReceiveStream(process.stdout)
@@ -98,11 +95,9 @@ class SandboxProcess:
         try:
             if ident is not None:
                 os.chown(workdir.path, ident, ident)
-            process = await anyio.open_process(
+            # Started in the spawner thread: a fork and exec take milliseconds the loop has better uses for.
+            process = await spawn(
                 plan.argv(site_packages=site_packages, site_dirs=site_dirs),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
                 cwd=workdir.path,
                 env=sandbox_environment(workdir.path),
                 start_new_session=True,

@@ -29,20 +29,27 @@ def code_api_text(
     network: bool = False,
     site_packages: bool = False,
     per_request: bool = False,
+    threads: bool = False,
 ) -> str:
     """The paragraph that tells the model how its code reaches tools and ends a step.
 
     ``per_request``: the interpreter's state lasts for one request only (CodeAct gives each run its own
     sandbox), so code the model sees from earlier requests in the conversation has to be run again.
+    ``threads``: the code may start threads and processes (``ExecutionLimits.max_processes`` above 0);
+    without them, the text says so and points at the helpers that run calls at the same time, since code
+    reaching for a ``ThreadPoolExecutor`` only fails with ``RuntimeError: can't start new thread``.
 
     >>> "final_answer(x)" in code_api_text()
     True
-    >>> code_api_text(per_request=True).splitlines()[-1][:88]
+    >>> code_api_text(per_request=True).splitlines()[-2][:88]
     'Variables, functions and imports persist between your code steps for the current request'
+    >>> "cannot start threads" in code_api_text(threads=True)
+    False
     """
     lines = [
         "Tools are Python functions in your code: call one by name with keyword arguments, e.g. "
-        '`search(query="x")`, or with `call_tool("tool_name", {...})` (works for every tool name). '
+        '`search(query="x")` (or positional ones, in the order listed), or with `call_tool("tool_name", '
+        "{...})` (works for every tool name). "
         "A call returns the tool's result as a Python value; a failed call raises `ToolError`, whose "
         "message says why.",
         'To run several tool calls at the same time use `parallel(("tool_a", {...}), ("tool_b", {...}))` '
@@ -69,4 +76,10 @@ def code_api_text(
         else "Only the Python standard library is available."
     )
     lines.append(f"{state} {reach} {packages} Tool calls are how you reach the outside world.")
+    if not threads:
+        lines.append(
+            "The code cannot start threads or processes (no `threading`, `concurrent.futures` pools, "
+            "`subprocess` or `multiprocessing`): use `parallel`, `map_tool` or `asyncio` to run tool calls "
+            "at the same time."
+        )
     return "\n".join(lines)

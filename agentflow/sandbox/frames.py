@@ -9,17 +9,19 @@ process.
 
 from __future__ import annotations
 
-import decimal
+import dataclasses
+import enum
+import math
 import struct
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import attrs
 import orjson
 
-from ..exact_json import decimal_value
 from ..exact_json import dumps as exact_dumps
 from ..exact_json import loads as exact_loads
+from ..json_forms import encodable_text, json_form, plain_text
 from ..result import ToolResult
 from .code_result import CodeErrorType
 from .errors import SandboxError
@@ -102,12 +104,12 @@ ChildMessage = Ready | ToolCallRequest | OutputChunk | StepDone
 
 
 def encode_frame(message: Mapping[str, Any]) -> bytes:
-    """One frame: the length header then the JSON body.
+    """One frame: the length header then the JSON body (keys that are numbers written as text).
 
     >>> encode_frame({"t": "x"})
     b'\\x00\\x00\\x00\\t{"t":"x"}'
     """
-    body = exact_dumps(message)
+    body = exact_dumps(message, option=orjson.OPT_NON_STR_KEYS)
     return HEADER.pack(len(body)) + body
 
 
@@ -137,19 +139,24 @@ def exec_frame(
     tool_names: Sequence[str],
     limits: ExecutionLimits,
     rlimits: Mapping[str, int | None],
+    parameters: Mapping[str, Sequence[str]] | None = None,
 ) -> bytes:
-    """The frame that runs one step; ``rlimits`` are applied by the child before its first step."""
+    """The frame that runs one step; ``rlimits`` are applied by the child before its first step, and
+    ``parameters`` (tool name → its parameter names in order) let code pass a tool's arguments by position.
+    """
     return encode_frame(
         {
             "t": "exec",
             "code": code,
             "step": step,
             "tools": list(tool_names),
+            "params": {name: list(names) for name, names in (parameters or {}).items()},
             "limits": {
                 "cpu_seconds": limits.cpu_seconds,
                 "max_output_bytes": limits.max_output_bytes,
                 "max_result_bytes": limits.max_result_bytes,
                 "max_call_bytes": max_frame_bytes(limits),
+                "max_tool_calls": limits.max_step_tool_calls,
             },
             "rlimits": dict(rlimits),
         }
@@ -157,15 +164,22 @@ def exec_frame(
 
 
 def tool_result_frame(call_id: int, result: ToolResult, limit: int = MAX_CHILD_READS) -> bytes:
-    """The answer to a tool call: the value when ``ok`` (its text output if it is not JSON), else the error.
+    """The answer to a tool call: the value when ``ok``, else the error.
 
-    An answer over ``limit`` bytes is replaced by a failure saying so: the child could not read it.
+    The value reaches the code as it is, part by part: a part JSON has no type for takes the form the
+    model's text gives it (``json_forms.lenient_form``: a set is a list, bytes their text, an object without
+    a JSON form its ``str()``), so one odd part never turns the whole value into a string; a value with no
+    JSON form at all is the tool's output text, which the model reads. A float that is not finite stays one
+    (see ``NON_FINITE``). An answer over ``limit`` bytes is replaced by a failure
+    saying so: the child could not read it.
 
     >>> tool_result_frame(1, ToolResult("c", "t", "12", value={1, 2}))[4:]
     b'{"t":"result","id":1,"ok":true,"value":[1,2]}'
     >>> tool_result_frame(2, ToolResult("c", "t", "", value=[2**64]))[4:]
     b'{"t":"result","id":2,"ok":true,"value":[18446744073709551616]}'
-    >>> too_big = tool_result_frame(3, ToolResult("c", "t", "", value="x" * 100), limit=50)
+    >>> tool_result_frame(3, ToolResult("c", "t", "", value={"k": b"\\xff", "x": float("inf")}))[4:]
+    b'{"t":"result","id":3,"ok":true,"value":{"k":"<1 bytes of binary data>","x":Infinity}}'
+    >>> too_big = tool_result_frame(4, ToolResult("c", "t", "", value="x" * 100), limit=50)
     >>> orjson.loads(too_big[4:])["error"][:48]
     "TOOL_ERROR: the result of tool 't' is 142 bytes "
     """
@@ -173,12 +187,15 @@ def tool_result_frame(call_id: int, result: ToolResult, limit: int = MAX_CHILD_R
         return tool_failure_frame(call_id, result.output)
     answer = {"t": "result", "id": call_id, "ok": True, "value": result.value}
     try:
-        frame = encode_frame(answer)
+        frame: bytes | None = encode_frame(answer)
     except orjson.JSONEncodeError:
+        frame = None
+    # orjson writes NaN and the infinities as null: only then (or when it failed) is the value walked.
+    if frame is None or b"null" in frame:
         try:
-            frame = encode_frame({**answer, "value": _json_safe(result.value)})
-        except orjson.JSONEncodeError:
-            frame = encode_frame({**answer, "value": result.output})
+            frame = encode_frame({**answer, "value": code_value(result.value, opaque=result.output)})
+        except (orjson.JSONEncodeError, RecursionError):  # not expected: ``code_value`` leaves nothing out
+            frame = encode_frame({**answer, "value": encodable_text(result.output)})
     size = len(frame) - HEADER.size
     if size > limit:
         return tool_failure_frame(
@@ -194,22 +211,63 @@ def tool_failure_frame(call_id: int, message: str) -> bytes:
     return encode_frame({"t": "result", "id": call_id, "ok": False, "error": message})
 
 
-def _json_safe(value: Any) -> Any:
-    """A copy ``encode_frame`` can write: sets become lists, attrs instances dicts, a ``Decimal`` a number
-    when a float holds it exactly (else its digits as text, as a tool's output text writes it); anything
-    else raises."""
-    if isinstance(value, set | frozenset):
-        return [_json_safe(item) for item in value]
-    if isinstance(value, list | tuple):
-        return [_json_safe(item) for item in value]
+NON_FINITE: Final = {"nan": b"NaN", "inf": b"Infinity", "-inf": b"-Infinity"}
+"""How a host frame writes the floats JSON has no number for. Not JSON, but the child's ``json.loads``
+reads these literals back as the same floats (the child's own frames never hold them)."""
+
+_MAX_DEPTH: Final = 200
+"""Below this many levels (a reference cycle, most likely) a part is sent as its ``str()``: orjson writes
+no deeper than 254 levels."""
+_MAX_INT_BITS: Final = 14_000
+"""The largest integer the child reads (``json.loads`` stops at 4,300 digits); a bigger one is sent as a
+note of its size."""
+
+
+def code_value(value: Any, depth: int = 0, *, opaque: str | None = None) -> Any:
+    """A copy of ``value`` that ``encode_frame`` writes, converted part by part (see ``tool_result_frame``);
+    ``opaque`` stands for the value when it has no JSON form at all (its parts never use it).
+
+    >>> import decimal
+    >>> encode_frame(code_value({"n": decimal.Decimal("1.10"), 2: {3}, "x": float("nan")}))[4:]
+    b'{"n":1.1,"2":[3],"x":NaN}'
+    """
+    kind = type(value)
+    if value is None or kind is bool or kind is str:
+        return value if kind is not str or value.isascii() else encodable_text(value)
+    if kind is int:
+        return value if value.bit_length() <= _MAX_INT_BITS else f"<an integer of {value.bit_length()} bits>"
+    if isinstance(value, float):
+        return value if math.isfinite(value) else orjson.Fragment(NON_FINITE[repr(float(value))])
+    if depth >= _MAX_DEPTH:
+        return encodable_text(plain_text(value))
+    depth += 1
     if isinstance(value, dict):
-        return {key if isinstance(key, str) else str(key): _json_safe(item) for key, item in value.items()}
-    if attrs.has(type(value)):
-        return _json_safe(attrs.asdict(value))
-    if isinstance(value, decimal.Decimal):
-        return decimal_value(value)  # as a ReAct model sees it: no rounding, ever
-    exact_dumps(value)  # raises JSONEncodeError for what cannot be written (an int of any size can)
-    return value
+        return {_code_key(key): code_value(item, depth) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [code_value(item, depth) for item in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        # As orjson writes one, but each field converted on its own.
+        return {f.name: code_value(getattr(value, f.name), depth) for f in dataclasses.fields(value)}
+    if not attrs.has(kind) and not isinstance(value, enum.Enum):
+        try:
+            orjson.dumps(value)  # dates, times, UUIDs, str and int subclasses: orjson's own form
+        except orjson.JSONEncodeError:
+            pass
+        else:
+            return value
+    try:
+        form = json_form(value)
+    except Exception:  # no form (or its own method failed): its text, as the model's text shows a part
+        return encodable_text(plain_text(value) if opaque is None else opaque)
+    return encodable_text(form) if isinstance(form, str) else code_value(form, depth)
+
+
+def _code_key(key: Any) -> Any:
+    if isinstance(key, str):
+        return encodable_text(key)
+    if key is None or isinstance(key, bool | int | float):
+        return key  # written by ``OPT_NON_STR_KEYS`` as JSON writes the number
+    return encodable_text(plain_text(key))
 
 
 def decode_child_message(body: bytes) -> ChildMessage:

@@ -25,13 +25,16 @@ This module must not run user code or hold processes: it only decides and descri
 
 from __future__ import annotations
 
+import asyncio
 import os
 import random
 import shutil
 import subprocess
 import sys
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import anyio
 import attrs
@@ -200,11 +203,41 @@ async def plan_launch(*, python: str | None, network: bool, switch_user: bool) -
     """
     key = (python, network, switch_user)
     plan = _PLANS.get(key)
-    if plan is None:
-        plan = await _probe(python=python, network=network, switch_user=switch_user)
-        if not any("TimeoutError" in note for note in plan.isolation.notes):  # a slow machine: probe again
-            _PLANS[key] = plan
+    if plan is not None:
+        return plan
+    # Sandboxes that start together (concurrent runs) wait for one probe instead of each running their own.
+    async with _probe_lock():
+        plan = _PLANS.get(key)
+        if plan is None:
+            plan = await _probe(python=python, network=network, switch_user=switch_user)
+            if not any("TimeoutError" in note for note in plan.isolation.notes):  # a slow machine: again
+                _PLANS[key] = plan
     return plan
+
+
+_PROBE_LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.Lock] = weakref.WeakKeyDictionary()
+
+
+def _probe_lock() -> anyio.Lock:
+    """The running loop's probing lock (one per loop: a lock belongs to the loop it waits on)."""
+    loop = asyncio.get_running_loop()
+    lock = _PROBE_LOCKS.get(loop)
+    if lock is None:
+        lock = _PROBE_LOCKS[loop] = anyio.Lock()
+    return lock
+
+
+async def _run(argv: Sequence[str], **options: Any) -> subprocess.CompletedProcess[bytes]:
+    """Run a probe to its end in a worker thread (a start takes milliseconds the loop has better uses for);
+    ``TimeoutError`` past ``_PROBE_TIMEOUT`` (the probe is killed), ``OSError`` when it cannot start."""
+
+    def run() -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(list(argv), capture_output=True, timeout=_PROBE_TIMEOUT, check=False, **options)
+
+    try:
+        return await anyio.to_thread.run_sync(run)
+    except subprocess.TimeoutExpired:
+        raise TimeoutError(f"the probe did not end within {_PROBE_TIMEOUT:g} s") from None
 
 
 async def _probe(*, python: str | None, network: bool, switch_user: bool) -> LaunchPlan:
@@ -293,8 +326,8 @@ async def _parent_death_guard(notes: list[str]) -> tuple[str, ...]:
     """``setpriv --pdeathsig KILL --`` where it works (Linux, util-linux 2.33+), else ``()`` with a note.
 
     The signal is set in the launcher and kept across its ``exec`` (``unshare`` is not set-uid); the kernel
-    sends it when the host thread that started the launcher ends, which for an event loop's thread is the
-    host process's end in practice. It reaches the runner through ``unshare --kill-child``.
+    sends it when the host thread that started the launcher ends: ``spawn``'s thread, which lives as long as
+    the host process. It reaches the runner through ``unshare --kill-child``.
     """
     if not sys.platform.startswith("linux"):
         return ()
@@ -303,8 +336,7 @@ async def _parent_death_guard(notes: list[str]) -> tuple[str, ...]:
     if setpriv is not None and true is not None:
         guard = (setpriv, "--pdeathsig", "KILL", "--")
         try:
-            with anyio.fail_after(_PROBE_TIMEOUT):
-                done = await anyio.run_process([*guard, true], check=False, stdin=subprocess.DEVNULL)
+            done = await _run([*guard, true], stdin=subprocess.DEVNULL)
             works = done.returncode == 0
         except (OSError, TimeoutError):
             pass
@@ -354,17 +386,15 @@ async def _try(prefix: Sequence[str], python: str, *, switch_user: bool) -> str 
     """Run the probe; ``None`` when it worked, else the first line of what went wrong."""
     ident = dynamic_id() if switch_user else None
     try:
-        with anyio.fail_after(_PROBE_TIMEOUT):
-            done = await anyio.run_process(
-                [*prefix, python, "-I", "-S", "-c", _PROBE_CODE],
-                check=False,
-                cwd="/",
-                env=sandbox_environment("/"),
-                stdin=subprocess.DEVNULL,
-                user=ident,
-                group=ident,
-                extra_groups=[] if switch_user else None,
-            )
+        done = await _run(
+            [*prefix, python, "-I", "-S", "-c", _PROBE_CODE],
+            cwd="/",
+            env=sandbox_environment("/"),
+            stdin=subprocess.DEVNULL,
+            user=ident,
+            group=ident,
+            extra_groups=[] if switch_user else None,
+        )
     except (OSError, TimeoutError) as exc:
         return f"{type(exc).__name__}: {exc}"
     if done.returncode == 0:

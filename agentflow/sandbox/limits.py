@@ -1,7 +1,8 @@
 """``ExecutionLimits``: what one code step may use, as a single value object.
 
 Only data and validation live here; ``launch.py`` turns the process-wide limits into ``setrlimit`` calls in
-the child and ``ProcessSandbox`` turns ``wall_time`` into a cancel scope that kills the process.
+the child and ``ProcessSandbox`` turns ``wall_time`` and ``max_step_time`` into cancel scopes that kill the
+process, and refuses tool calls beyond ``max_step_tool_calls``.
 """
 
 from __future__ import annotations
@@ -16,10 +17,15 @@ KiB = 1024
 MiB = 1024 * KiB
 
 
-def _at_least(minimum: float) -> Any:
-    def check(_instance: object, attribute: attrs.Attribute[Any], value: float) -> None:
-        if not value >= minimum:
-            raise ValueError(f"ExecutionLimits.{attribute.name} must be at least {minimum}, not {value!r}")
+def _at_least(minimum: float, *, optional: bool = False) -> Any:
+    def check(_instance: object, attribute: attrs.Attribute[Any], value: float | None) -> None:
+        if value is None and optional:
+            return
+        if value is None or not value >= minimum:
+            also = " or None" if optional else ""
+            raise ValueError(
+                f"ExecutionLimits.{attribute.name} must be at least {minimum}{also}, not {value!r}"
+            )
 
     return check
 
@@ -29,8 +35,13 @@ class ExecutionLimits:
     """Limits of one code step (``wall_time``, ``cpu_seconds``, outputs) and of the process running it.
 
     - ``wall_time``: seconds of the code's own time before the host kills the process; time while a tool
-      call of the step runs on the host is not counted (the tool's timeout bounds that, and in CodeAct the
-      run's ``timeout``), so a slow tool does not cost the sandbox its state;
+      call of the step runs on the host is not counted (the tool's timeout bounds each call), so a slow tool
+      does not cost the sandbox its state;
+    - ``max_step_time``: seconds of the whole step, its tool calls included (``None``: no bound); past it
+      the host kills the process (and the tool calls still running) and the step is a ``timeout`` error.
+      It bounds code that calls tools in a loop, which ``wall_time`` does not see;
+    - ``max_step_tool_calls``: tool calls one step may make (``None``: any number); a call beyond it is
+      not run and raises ``ToolError`` in the code, saying so;
     - ``cpu_seconds``: CPU seconds per step; the code gets a ``cpu_limit`` error and the process lives on,
       unless it does not stop there (it is stuck in one long call into C such as ``sum(range(10**12))``
       that the error cannot interrupt, or it caught the error or lifted its limit): then, on Linux, the
@@ -64,6 +75,8 @@ class ExecutionLimits:
     max_file_bytes: int = attrs.field(default=64 * MiB, validator=_at_least(0))
     max_result_bytes: int = attrs.field(default=1 * MiB, validator=_at_least(64))
     max_parallel_tool_calls: int = attrs.field(default=16, validator=_at_least(1))
+    max_step_time: float | None = attrs.field(default=300.0, validator=_at_least(0.001, optional=True))
+    max_step_tool_calls: int | None = attrs.field(default=1000, validator=_at_least(1, optional=True))
 
     @property
     def process_limits(self) -> tuple[int, int, int, int]:

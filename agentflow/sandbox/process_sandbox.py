@@ -6,12 +6,15 @@ and working directory. Each step:
 
 - sends the code to the child and serves the tool calls it makes (concurrently, at most
   ``max_parallel_tool_calls`` tools running) through the host's ``ToolInvoker`` — the child never runs a
-  tool itself;
+  tool itself; with a ``ParameterizedInvoker`` the code may also pass a tool's arguments by position;
 - collects the output the child streams (bounded), then its outcome;
 - is bounded by ``wall_time`` of the code's own time: the time while a tool call runs on the host is not
-  counted (the invoker's tool timeout bounds that). Past it the process is killed and the step returns a
-  ``timeout`` result. A killed persistent process is replaced at the next step (its variables are gone; the
-  result says so with ``state_lost``);
+  counted (the invoker's tool timeout bounds each call). Past it the process is killed and the step returns
+  a ``timeout`` result. A killed persistent process is replaced at the next step (its variables are gone;
+  the result says so with ``state_lost``);
+- is bounded by ``max_step_time`` in all, tool calls included (code calling a tool in a loop), the same
+  way, and by ``max_step_tool_calls``: the runner refuses a call beyond it (``ToolError`` in the code), and
+  a process that sends one anyway (code writing to the channel itself) is killed;
 - is bounded by ``cpu_seconds`` in the child (a ``cpu_limit`` error, the process lives on) and, for code
   that does not stop there (a long call into C, or code that lifted or caught the limit), by the host: past
   ``cpu_seconds + CPU_GRACE`` CPU seconds the process is killed and the step is a ``cpu_limit`` error with
@@ -35,6 +38,7 @@ import contextlib
 import sys
 from collections.abc import Sequence
 from types import TracebackType
+from typing import Literal
 
 import anyio
 import attrs
@@ -59,6 +63,7 @@ from .frames import (
 )
 from .launch import SandboxIsolation, can_switch_user, host_site_dirs, plan_launch
 from .limits import ExecutionLimits
+from .tool_parameters import tool_parameters
 
 __all__ = ["ProcessSandbox", "SubprocessExecutor"]
 
@@ -105,6 +110,22 @@ class _CodeClock:
             if left <= 0:
                 return
             await anyio.sleep(left)
+
+
+class _Stop:
+    """Why the host ended a step before its outcome came: the first watch to end it says."""
+
+    __slots__ = ("lifted", "reason")
+
+    def __init__(self) -> None:
+        self.reason: Literal["wall_time", "step_time", "cpu"] | None = None
+        self.lifted = False
+        """(``cpu``) whether the code had raised its own CPU limit."""
+
+    def end(self, step: anyio.CancelScope, reason: Literal["wall_time", "step_time", "cpu"]) -> None:
+        if self.reason is None:
+            self.reason = reason
+        step.cancel()
 
 
 class _Output:
@@ -258,7 +279,6 @@ class ProcessSandbox:
             self._step += 1
             output = _StepOutput(limits)
             started = anyio.current_time()
-            result: CodeResult | None = None
             keep = False
             try:
                 result, keep = await self._run_step(child, code, tools, tool_names, limits, output)
@@ -268,19 +288,6 @@ class ProcessSandbox:
                 else:
                     self._idle_cpu = child.cpu_time()
             self._check_open()
-            if result is None:
-                result = CodeResult(
-                    ok=False,
-                    stdout=output.stdout.text(),
-                    stderr=output.stderr.text(),
-                    error=(
-                        f"TimeoutError: the code ran longer than {limits.wall_time:g} s (time spent waiting "
-                        "for tool calls not counted) and was stopped"
-                        + (f"; {_LOST}" if self._persistent else "")
-                    ),
-                    error_type=CodeErrorType.TIMEOUT,
-                    state_lost=self._persistent,
-                )
             result = _with_duration(result, anyio.current_time() - started)
             if self._note is not None:
                 result = _with_note(result, self._note)
@@ -370,23 +377,34 @@ class ProcessSandbox:
         tool_names: Sequence[str],
         limits: ExecutionLimits,
         output: _StepOutput,
-    ) -> tuple[CodeResult | None, bool]:
-        """Drive one step to its end; returns the result (``None``: past ``wall_time``) and whether the
-        process may be kept."""
+    ) -> tuple[CodeResult, bool]:
+        """Drive one step to its end; returns the result and whether the process may be kept."""
         slots = anyio.Semaphore(limits.max_parallel_tool_calls)
         clock = _CodeClock(limits.wall_time)
         child.max_frame = max_frame_bytes(limits)  # per step: max_result_bytes may differ between steps
         outcome: tuple[CodeResult, bool] | None = None
-        over_cpu: list[bool] = []  # set by the CPU watch when it ends the step: whether the code lifted it
+        stop = _Stop()
+        calls = 0
+        frame = exec_frame(code, self._step, tool_names, limits, child.rlimits, tool_parameters(tools))
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(child.drain_stderr, output.stderr.add_raw)
-            tasks.start_soon(self._watch_cpu, child, limits, over_cpu, tasks.cancel_scope)
-            tasks.start_soon(self._watch_clock, clock, tasks.cancel_scope)
+            tasks.start_soon(self._watch_cpu, child, limits, stop, tasks.cancel_scope)
+            tasks.start_soon(self._watch_clock, clock, stop, tasks.cancel_scope)
+            if limits.max_step_time is not None:
+                tasks.start_soon(self._watch_step_time, limits.max_step_time, stop, tasks.cancel_scope)
             try:
-                await child.send(exec_frame(code, self._step, tool_names, limits, child.rlimits))
+                await child.send(frame)
                 while True:
                     message = await child.receive()
                     if isinstance(message, ToolCallRequest):
+                        calls += 1
+                        if limits.max_step_tool_calls is not None and calls > limits.max_step_tool_calls:
+                            # The runner refuses such a call itself: only code that writes to the
+                            # channel on its own gets here.
+                            raise FrameError(
+                                f"{calls} tool calls in one step, over its limit of "
+                                f"{limits.max_step_tool_calls} (ExecutionLimits.max_step_tool_calls)"
+                            )
                         # Only a running tool holds a slot (its answer is written without one), so this
                         # wait ends when a tool finishes, whatever the code does meanwhile.
                         await slots.acquire()
@@ -410,31 +428,35 @@ class ProcessSandbox:
             tasks.cancel_scope.cancel()
         if outcome is not None:
             return outcome
-        if over_cpu:
-            return self._over_cpu(limits, output, lifted=over_cpu[0]), False
-        return None, False  # the clock ran out
+        if stop.reason == "cpu":
+            return self._over_cpu(limits, output, lifted=stop.lifted), False
+        return self._timed_out(limits, output, stop.reason), False
 
-    async def _watch_clock(self, clock: _CodeClock, step: anyio.CancelScope) -> None:
+    async def _watch_clock(self, clock: _CodeClock, stop: _Stop, step: anyio.CancelScope) -> None:
         """End the step (``step`` is its scope) once its code has used up ``wall_time``."""
         await clock.run_out()
-        step.cancel()
+        stop.end(step, "wall_time")
+
+    async def _watch_step_time(self, seconds: float, stop: _Stop, step: anyio.CancelScope) -> None:
+        """End the step (``step`` is its scope) ``seconds`` after it started, tool calls included."""
+        await anyio.sleep(seconds)
+        stop.end(step, "step_time")
 
     async def _watch_cpu(
         self,
         child: SandboxProcess,
         limits: ExecutionLimits,
-        over_cpu: list[bool],
+        stop: _Stop,
         step: anyio.CancelScope,
     ) -> None:
         """End the step (``step`` is its scope) once it is past its CPU time in code the runner did not stop
-        (see ``cpu_watch``); ``over_cpu`` gets whether the code had lifted its limit."""
+        (see ``cpu_watch``), noting whether the code had lifted its limit."""
         if await cpu_exceeded(child.cpu_time, limits.cpu_seconds + CPU_GRACE):
             soft, used = child.cpu_soft_limit(), child.cpu_time()
             # Past its soft limit the kernel raises it a second at a time (sending SIGXCPU each time), so
             # it stays just above the time used, unless the code set it higher itself.
-            lifted = soft is not None and used is not None and soft > used + CPU_GRACE + 1
-            over_cpu.append(lifted)
-            step.cancel()
+            stop.lifted = soft is not None and used is not None and soft > used + CPU_GRACE + 1
+            stop.end(step, "cpu")
 
     async def _serve_call(
         self,
@@ -488,6 +510,19 @@ class ProcessSandbox:
         return self._process_lost(
             output, f"the sandbox process ended during the step ({detail})", CodeErrorType.KILLED
         )
+
+    def _timed_out(self, limits: ExecutionLimits, output: _StepOutput, reason: str | None) -> CodeResult:
+        if reason == "step_time":
+            error = (
+                f"TimeoutError: the step ran longer than {limits.max_step_time:g} s in all, its tool calls "
+                "included (ExecutionLimits.max_step_time), and was stopped"
+            )
+        else:
+            error = (
+                f"TimeoutError: the code ran longer than {limits.wall_time:g} s (time spent waiting for "
+                "tool calls not counted) and was stopped"
+            )
+        return self._process_lost(output, error, CodeErrorType.TIMEOUT)
 
     def _over_cpu(self, limits: ExecutionLimits, output: _StepOutput, *, lifted: bool) -> CodeResult:
         why = (

@@ -1,4 +1,5 @@
-"""Tool and parameter descriptions from docstrings (Google, NumPy, reST and Epydoc styles, auto-detected).
+"""Tool, parameter and return descriptions from docstrings (Google, NumPy, reST and Epydoc styles,
+auto-detected).
 
 A thin wrapper over ``docstring-parser``, imported on first use so ``import agentflow`` stays light (it
 costs ~4 ms). Pure: text in, descriptions out.
@@ -15,22 +16,27 @@ __all__ = ["DocInfo", "parse_docstring"]
 
 @attrs.frozen
 class DocInfo:
-    """A parsed docstring: the description (summary and body, without the sections) and per-parameter text."""
+    """A parsed docstring: the description (summary and body, without the sections), per-parameter text, and
+    what its ``Returns`` section says (``""`` when it has none)."""
 
     description: str = ""
     params: dict[str, str] = attrs.field(factory=dict)
+    returns: str = ""
 
 
 def parse_docstring(doc: str | None) -> DocInfo:
-    """Split a docstring into a description and parameter descriptions.
+    """Split a docstring into a description, parameter descriptions and the description of what it returns.
 
     >>> info = parse_docstring('''Weather for a city.
     ...
     ...     Args:
     ...         city: The city name.
+    ...
+    ...     Returns:
+    ...         The temperature in degrees Celsius.
     ...     ''')
-    >>> info.description, info.params
-    ('Weather for a city.', {'city': 'The city name.'})
+    >>> info.description, info.params, info.returns
+    ('Weather for a city.', {'city': 'The city name.'}, 'The temperature in degrees Celsius.')
     """
     if not doc or not doc.strip():
         return DocInfo()
@@ -49,4 +55,6 @@ def parse_docstring(doc: str | None) -> DocInfo:
             # "*args"/"**kwargs" style names and "name (type)" leftovers are reduced to the bare name.
             name = param.arg_name.lstrip("*").split(" ")[0]
             params[name] = " ".join(param.description.split())
-    return DocInfo("\n\n".join(parts), params)
+    returned = parsed.returns.description if parsed.returns is not None else None
+    returns = " ".join(returned.split()) if returned else ""
+    return DocInfo("\n\n".join(parts), params, returns)

@@ -9,19 +9,15 @@ id). ``errorType`` is one of ``unknown_tool``, ``invalid_arguments``, ``timeout`
 from __future__ import annotations
 
 import dataclasses
-import decimal
-import enum
 import logging
 import math
-import os
 from typing import Any, Final, Literal
 
 import attrs
 import orjson
 
-from ..exact_json import decimal_value
 from ..exact_json import dumps as exact_dumps
-from ..json_forms import NO_FORM, foreign_form
+from ..json_forms import encodable_text, json_form, lenient_form, plain_text
 from ..model.messages import ToolCall
 from ..result import ToolResult
 
@@ -98,52 +94,6 @@ def exception_message(exc: BaseException, limit: int | None = None) -> str:
     return text
 
 
-def _default(value: Any) -> Any:
-    if attrs.has(type(value)):
-        # By the names the class is built with (``_price`` is ``price``), as the tool's parameters are.
-        return {
-            f.alias if f.init and f.alias else f.name: getattr(value, f.name)
-            for f in attrs.fields(type(value))
-        }
-    if isinstance(value, set | frozenset):
-        return list(value)
-    if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, decimal.Decimal):
-        return decimal_value(value)
-    form = foreign_form(value)
-    if form is not NO_FORM:
-        return form
-    raise TypeError(f"values of type {type(value).__qualname__} cannot be turned into JSON")
-
-
-def _lenient(value: Any) -> Any:
-    """``_default``, but a value with no JSON form becomes its ``str()`` instead of failing the whole."""
-    try:
-        return _default(value)
-    except Exception:
-        return _plain_text(value)
-
-
-def _plain_text(value: Any) -> str:
-    try:
-        return str(value)
-    except Exception:
-        return object.__repr__(value)
-
-
-def _encodable(text: str) -> str:
-    """``text``, with lone surrogates (``os.fsdecode`` of a non-UTF-8 file name) escaped as ``\\udcff``:
-    they cannot be sent to the model as UTF-8, and would fail the run's next request instead of the tool."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return text
-
-
 def output_text(value: Any) -> str:
     """A tool's return value as the text the model sees: str as is, None → "", anything else as JSON.
 
@@ -162,18 +112,18 @@ def output_text(value: Any) -> str:
     '{"total":18446744073709551616}'
     """
     if isinstance(value, str):
-        return value if value.isascii() else _encodable(value)
+        return value if value.isascii() else encodable_text(value)
     if value is None:
         return ""
     try:
-        text = orjson.dumps(value, default=_default, option=orjson.OPT_NON_STR_KEYS).decode()
+        text = orjson.dumps(value, default=json_form, option=orjson.OPT_NON_STR_KEYS).decode()
     except orjson.JSONEncodeError:
         pass  # perhaps an integer beyond 64 bits, which ``exact_dumps`` writes (orjson first is the hot path)
     else:
         # orjson writes NaN and infinities as null: alone, that would say the tool returned nothing.
         return text if text != "null" else _non_finite(value)
     try:
-        return exact_dumps(value, default=_default, option=orjson.OPT_NON_STR_KEYS).decode()
+        return exact_dumps(value, default=json_form, option=orjson.OPT_NON_STR_KEYS).decode()
     except orjson.JSONEncodeError:
         pass
     return _fallback_text(value)
@@ -195,10 +145,10 @@ def _fallback_text(value: Any) -> str:
     )
     if isinstance(value, list | tuple | dict | set | frozenset) or _is_record(value):
         try:
-            return exact_dumps(value, default=_lenient, option=orjson.OPT_NON_STR_KEYS).decode()
+            return exact_dumps(value, default=lenient_form, option=orjson.OPT_NON_STR_KEYS).decode()
         except (orjson.JSONEncodeError, RecursionError):
             pass  # keys JSON cannot have, a reference cycle: the whole as text
-    return _encodable(_plain_text(value))
+    return encodable_text(plain_text(value))
 
 
 def _is_record(value: Any) -> bool:

@@ -26,7 +26,7 @@ from .docstrings import DocInfo, parse_docstring
 from .schema import Prop, object_shape, shape_of, unresolved_note
 from .strict import strict_schema_problems
 
-__all__ = ["Tool", "tool"]
+__all__ = ["Tool", "ToolReturns", "tool"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -49,12 +49,31 @@ def _check_timeout(timeout: float | None) -> float | None:
 
 
 @attrs.frozen
+class ToolReturns:
+    """What a tool returns, for a reader of its results who needs to know their shape (CodeAct's code gets
+    them as Python values): the JSON schema of the return annotation (``None`` when the annotation has none
+    JSON can describe) and the docstring's ``Returns`` text (``""`` when it has none).
+
+    Never part of the ``ToolSpec``: a model making native tool calls is sent exactly what it was before.
+    """
+
+    schema: dict[str, Any] | None = None
+    description: str = ""
+
+
+@attrs.frozen
 class Tool(Generic[P, R]):
     """A function the model can call: its ``spec`` (name, description, JSON schema) and the callable.
 
     ``timeout`` is this tool's limit in seconds (``None``: the executor's default; ``math.inf``: none).
     ``context_parameter`` names the parameter that receives the ``ToolContext``, if any. ``inline`` sync
     tools run on the event loop instead of a worker thread (for quick, non-blocking functions).
+
+    ``returns`` describes the return value (``None``: nothing is known of it). ``plain_parameters``, for a
+    strict tool made by ``@tool``, is its parameters' schema as a plain (non-strict) one: optional parameters
+    not required and with their defaults, where the strict ``spec`` lists every property as required (the
+    optional ones nullable). A caller that may leave optional arguments out (code calling the tool) is told,
+    and has its calls completed, from it. Neither is sent to a model as the tool's spec.
 
     >>> @tool
     ... def add(a: int, b: int = 1) -> int:
@@ -72,6 +91,8 @@ class Tool(Generic[P, R]):
     context_parameter: str | None = attrs.field(default=None, repr=False)
     timeout: float | None = attrs.field(default=None, converter=_check_timeout)
     inline: bool = attrs.field(default=False, repr=False)
+    returns: ToolReturns | None = attrs.field(default=None, repr=False, eq=False)
+    plain_parameters: dict[str, Any] | None = attrs.field(default=None, repr=False, eq=False)
     _parser: ArgumentParser | None = attrs.field(default=None, alias="parser", eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
@@ -121,7 +142,8 @@ class Tool(Generic[P, R]):
         """
         hints = _hints(fn, strict_resolution=False)
         context = next((n for n, h in hints.items() if n != "return" and _is_context(h)), None)
-        return cls(spec, fn, context_parameter=context, timeout=timeout, inline=inline)
+        returns = _returns(hints, _docs(_unwrap_partial(fn)[0]).returns)
+        return cls(spec, fn, context_parameter=context, timeout=timeout, inline=inline, returns=returns)
 
 
 @overload
@@ -205,6 +227,7 @@ def _build(
     doc = _docs(wrapped)
     context_parameter: str | None = None
     props: list[Prop] = []
+    prop_hints: dict[str, Any] = {}
     for parameter in signature.parameters.values():
         if parameter.name in bound:
             # The signature keeps a keyword the partial bound (as its default); the model must not set it.
@@ -225,6 +248,7 @@ def _build(
             context_parameter = parameter.name
             continue
         shape = shape_of(hint, strict=bool(strict), where=where)
+        prop_hints[parameter.name] = hint
         has_default = parameter.default is not parameter.empty
         props.append(
             Prop(
@@ -248,8 +272,34 @@ def _build(
         context_parameter=context_parameter,
         timeout=timeout,
         inline=inline,
+        returns=_returns(hints, doc.returns),
+        plain_parameters=_plain_parameters(props, prop_hints) if strict else None,
         parser=ArgumentParser(tool_name, shape.schema, shape.convert),
     )
+
+
+def _returns(hints: Mapping[str, Any], description: str) -> ToolReturns | None:
+    """What the return annotation and the docstring's ``Returns`` text say, or ``None`` when neither says
+    anything. An annotation JSON cannot describe leaves the schema out: it is never an error here."""
+    schema: dict[str, Any] | None = None
+    if "return" in hints:
+        try:
+            schema = shape_of(hints["return"]).schema
+        except Exception:  # any failure at all: a tool must never fail to decorate over its return type
+            schema = None
+    if schema is None and not description:
+        return None
+    return ToolReturns(schema, description)
+
+
+def _plain_parameters(props: list[Prop], hints: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A strict tool's parameters as a plain schema (see ``Tool.plain_parameters``); ``None`` if a type has no
+    plain schema (every type with a strict one has)."""
+    try:
+        plain = [attrs.evolve(p, shape=shape_of(hints[p.name])) for p in props]
+        return object_shape(plain).schema
+    except TypeError:
+        return None
 
 
 def _docs(fn: Callable[..., Any]) -> DocInfo:
@@ -333,8 +383,30 @@ def _hints(fn: Callable[..., Any], *, strict_resolution: bool, where: str = "") 
     try:
         return typing.get_type_hints(target, include_extras=True)
     except Exception as exc:
+        # The return annotation only describes the result (``Tool.returns``): one that cannot be resolved
+        # leaves it undescribed rather than failing the tool.
+        hints = _hints_without_return(target)
+        if hints is not None:
+            return hints
         if not strict_resolution:
             return {}
         raise TypeError(
             f"{where}: cannot resolve the type hints of {fn!r}: {exc}{unresolved_note(exc)}"
         ) from exc
+
+
+def _hints_without_return(target: Any) -> dict[str, Any] | None:
+    """The parameters' type hints of ``target`` when they resolve without its return annotation, else
+    ``None`` (there is none, or a parameter's does not resolve either)."""
+    annotations = getattr(target, "__annotations__", None)
+    if not isinstance(annotations, dict) or "return" not in annotations:
+        return None
+    # ``get_type_hints`` reads any object with ``__annotations__`` and ``__globals__``.
+    shim = types.SimpleNamespace(
+        __annotations__={k: v for k, v in annotations.items() if k != "return"},
+        __globals__=getattr(inspect.unwrap(target), "__globals__", {}),
+    )
+    try:
+        return typing.get_type_hints(shim, include_extras=True)
+    except Exception:
+        return None

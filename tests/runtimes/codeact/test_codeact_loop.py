@@ -171,15 +171,35 @@ async def test_an_answer_that_is_not_the_protocol_is_the_final_text() -> None:
     assert (result.stop_reason, result.output_text) == (StopReason.FINAL_ANSWER, "Pears cost 0.75 euros.")
 
 
-async def test_an_answer_cut_at_the_token_limit_is_truncated_not_final() -> None:
+async def test_code_cut_at_the_token_limit_is_not_run_and_the_model_writes_shorter_code() -> None:
     cut = Reply(text='{"type": "code", "language": "python", "code": "total = sum(', finish_reason="length")
+
+    def shorter(body: Any) -> Reply:
+        kind, payload = outcome(seen_results(body)[-1])
+        assert kind == "CODE_ERROR"
+        assert payload["error"].startswith("not run: your code was cut at the output-token limit")
+        return says(code("sum(range(4))"))
+
+    async with codeact_agent([cut, shorter], codeact=CodeActOptions(react=False)) as (agent, server):
+        recorder = Recorder(agent)
+        result = await agent.run("Sum it.")
+    assert not server.errors
+    assert (result.stop_reason, result.output_text, result.steps) == (StopReason.FINAL_ANSWER, "6", 2)
+    assert [(e.ok, e.error_type) for e in recorder.of(CodeExecuted)] == [(False, "not_run"), (True, None)]
+    assert [t.split(":")[0] for t in system_texts(result.new_items)] == ["CODE_ERROR", "CODE_RESULT"]
+
+
+async def test_prose_cut_at_the_token_limit_is_truncated_not_final() -> None:
+    cut = Reply(text="The total of the first four numbers is", finish_reason="length")
     async with codeact_agent([cut], codeact=CodeActOptions(react=True)) as (agent, _):
         result = await agent.run("Sum it.")
-    assert result.stop_reason is StopReason.TRUNCATED
-    assert result.output_text.startswith('{"type": "code"')
+    assert (result.stop_reason, result.output_text) == (
+        StopReason.TRUNCATED,
+        "The total of the first four numbers is",
+    )
 
 
-async def test_correct_format_sends_a_non_protocol_answer_back_once_in_a_row() -> None:
+async def test_correct_format_sends_prose_back_up_to_twice_in_a_row() -> None:
     def corrected(body: Any) -> Reply:
         [text] = seen_results(body)
         assert text.startswith("PROTOCOL_ERROR: your last answer was not a CodeAct JSON object (")
@@ -190,22 +210,27 @@ async def test_correct_format_sends_a_non_protocol_answer_back_once_in_a_row() -
         return says("It is 42, I think.")
 
     def still_prose(body: Any) -> Reply:
-        assert seen_results(body)[-1].startswith("PROTOCOL_ERROR: ")  # corrected again: not twice in a row
+        assert seen_results(body)[-1].startswith("PROTOCOL_ERROR: ")  # the count starts again after code
         return says("Really, 42.")
 
+    def prose_once_more(body: Any) -> Reply:
+        assert seen_results(body)[-1].startswith("PROTOCOL_ERROR: ")  # the second in a row
+        return says("42, as I said.")
+
     options = CodeActOptions(react=True, correct_format=True)
-    turns = [says("Hmm, let me think."), corrected, prose_again, still_prose]
+    turns = [says("Hmm, let me think."), corrected, prose_again, still_prose, prose_once_more]
     async with codeact_agent(turns, codeact=options) as (agent, server):
         result = await agent.run("Compute.")
     assert not server.errors
     assert (result.stop_reason, result.output_text, result.steps) == (
         StopReason.FINAL_ANSWER,
-        "Really, 42.",
-        4,
+        "42, as I said.",
+        5,
     )
     assert [t.split(":")[0] for t in system_texts(result.new_items)] == [
         "PROTOCOL_ERROR",
         "CODE_RESULT",
+        "PROTOCOL_ERROR",
         "PROTOCOL_ERROR",
     ]
 

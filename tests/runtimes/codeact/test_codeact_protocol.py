@@ -95,7 +95,7 @@ def test_the_type_is_read_case_insensitively() -> None:
     [
         ("The answer is 42.", "the answer holds no JSON object"),
         ("", "the answer holds no JSON object"),
-        ('{"type": "code", "code": "print("hi")"}', "the JSON object is not valid JSON"),
+        ('{"type": "code", "code": print("hi")}', "the JSON object is not valid JSON"),
         ("{'type': 'final', 'output': 'x'}", "the JSON object is not valid JSON"),
         ('{"type": "code", "code": "1 + ', "the JSON object is not complete (no closing brace)"),
         ('{"type": "shell", "command": "ls"}', '"type" must be "code" or "final", not "shell"'),
@@ -216,7 +216,7 @@ def test_the_tools_guide_renders_optional_enum_list_and_nested_parameters() -> N
     assert '  unit: "C" or "F", default "C". Unit.' in guide
     assert "  days: list of int or None, optional" in guide
     assert "  exact: bool, default False" in guide
-    assert '  where: dict {"type":"object","properties":{"lat":{"type":"number"}}}, optional' in guide
+    assert "  where: dict {lat: float (optional)}, optional" in guide
     assert "decide: run more code" in guide
 
 
@@ -235,7 +235,7 @@ def test_the_tools_guide_defines_what_recursive_parameters_refer_to() -> None:
     )
     guide = tools_guide([spec], "", react=True)
     assert "  tree: Node, optional" in guide
-    assert '  where Node is dict {"type":"object","properties":{"name":' in guide
+    assert "  where Node is dict {name: str (optional), children: list of Node (optional)}" in guide
 
 
 def test_without_tools_the_guide_says_so() -> None:
