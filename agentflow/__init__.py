@@ -86,6 +86,8 @@ _LAZY: dict[str, str] = {
     "ToolSucceeded": "agentflow.events",
     "ToolFailed": "agentflow.events",
     "CodeExecuted": "agentflow.events",
+    "CodeStarted": "agentflow.events",
+    "CodeOutput": "agentflow.events",
     "StepFinished": "agentflow.events",
     "RunFinished": "agentflow.events",
     "RunFailed": "agentflow.events",
@@ -121,12 +123,14 @@ _LAZY: dict[str, str] = {
     "ModelSettings": "agentflow.agent.options",
     "AgentRun": "agentflow.agent.run",
     "Session": "agentflow.agent.session",
+    "AgentToolError": "agentflow.agent.as_tool",
     # runtimes
     "AgentRuntime": "agentflow.runtimes",
     "ReActRuntime": "agentflow.runtimes",
     "RunContext": "agentflow.runtimes",
     "MaxStepsExceeded": "agentflow.runtimes",
     "AgentRunError": "agentflow.runtimes",
+    "run_result": "agentflow.runtimes.errors",
     "register_runtime": "agentflow.runtimes",
     "OutputType": "agentflow.runtimes.output",
     "OutputValidationError": "agentflow.runtimes.output",
@@ -134,6 +138,7 @@ _LAZY: dict[str, str] = {
     "RejectOutput": "agentflow.runtimes.output_validators",
     "ValidatorError": "agentflow.runtimes.output_validators",
     "CodeActRuntime": "agentflow.runtimes.codeact",
+    "CodeActProtocolError": "agentflow.runtimes.codeact",
     "PlanCreated": "agentflow.events",
     "PlanUpdated": "agentflow.events",
     "Plan": "agentflow.plan",
@@ -182,6 +187,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
     from .agent.agent import Agent, Agents, run_sync
+    from .agent.as_tool import AgentToolError
     from .agent.chat_client import ChatModelClient
     from .agent.item_json import dump_items, load_items
     from .agent.memory import InMemoryMemory, Memory, WindowedMemory
@@ -194,6 +200,8 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
     from .events import (
         AgentEvent,
         CodeExecuted,
+        CodeOutput,
+        CodeStarted,
         ModelRequest,
         OutputRejected,
         PlanCreated,
@@ -223,8 +231,9 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
         RunContext,
         register_runtime,
     )
-    from .runtimes.codeact import CodeActOptions, CodeActRuntime
+    from .runtimes.codeact import CodeActOptions, CodeActProtocolError, CodeActRuntime
     from .runtimes.deep_research import DeepResearchRuntime
+    from .runtimes.errors import run_result
     from .runtimes.output import OutputType, OutputValidationError
     from .runtimes.output_validators import OutputContext, RejectOutput, ValidatorError
     from .runtimes.planner import (
@@ -263,6 +272,7 @@ __all__ = [
     "AgentRun",
     "AgentRunError",
     "AgentRuntime",
+    "AgentToolError",
     "Agents",
     "AiMessage",
     "AiohttpTransport",
@@ -275,11 +285,14 @@ __all__ = [
     "ChatRequest",
     "ChatResponse",
     "CodeActOptions",
+    "CodeActProtocolError",
     "CodeActRuntime",
     "CodeErrorType",
     "CodeExecuted",
     "CodeExecutor",
+    "CodeOutput",
     "CodeResult",
+    "CodeStarted",
     "ContentFilterError",
     "DeepResearchRuntime",
     "DeveloperMessage",
@@ -387,6 +400,7 @@ __all__ = [
     "encode_sse",
     "load_items",
     "register_runtime",
+    "run_result",
     "run_sync",
     "sse_stream",
     "tool",

@@ -358,6 +358,17 @@ class EventBus:
         """
         return bool(self._sinks)
 
+    def listens_to(self, *classes: type[Event]) -> bool:
+        """Whether an event of any of ``classes`` would reach a subscriber or callback right now.
+
+        >>> from agentflow.model.events import TextDelta, UsageReported
+        >>> bus = EventBus("run-1")
+        >>> unsubscribe = bus.on(UsageReported, print)
+        >>> bus.listens_to(TextDelta), bus.listens_to(TextDelta, UsageReported)
+        (False, True)
+        """
+        return any(self._route(cls) for cls in classes)
+
     @property
     def ending_may_wait(self) -> bool:
         """Whether publishing the run's last events could suspend: only for a callback (which may be async)

@@ -9,7 +9,7 @@ event class, for an exhaustive ``match``.
 
 from __future__ import annotations
 
-from typing import Any, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import attrs
 
@@ -34,6 +34,8 @@ from .result import AgentResult, ToolResult
 __all__ = [
     "AgentEvent",
     "CodeExecuted",
+    "CodeOutput",
+    "CodeStarted",
     "Event",
     "ModelCompleted",
     "ModelEvent",
@@ -136,6 +138,34 @@ class ToolFailed(RunEvent):
 
     call: ToolCall
     result: ToolResult
+
+
+@attrs.frozen
+class CodeStarted(RunEvent):
+    """CodeAct is about to run a code step: ``code`` as it will run, in ``language``.
+
+    Published only while the run has a listener, right before the executor starts; its ``CodeExecuted``
+    follows (with ``CodeOutput`` and the code's tool calls in between), also when the run is cut short.
+    """
+
+    code: str
+    language: str = "python"
+
+
+@attrs.frozen
+class CodeOutput(RunEvent):
+    """A piece of what a running code step printed, as it comes: ``stream`` is ``"stdout"`` or ``"stderr"``.
+
+    Published only while the run has a listener, between the step's ``CodeStarted`` and ``CodeExecuted``;
+    small writes arrive together. A stream's pieces, joined, are what the code printed to it as
+    ``CodeExecuted`` has it, up to where the sandbox's capture stops (``ExecutionLimits.max_output_bytes``);
+    only ``CodeExecuted`` has bytes written straight to the file descriptors (C code, ``os.write``), the
+    truncation marker, and the sandbox's note after a restart. An executor that does not stream (one without
+    an ``on_output`` parameter) gives none.
+    """
+
+    stream: Literal["stdout", "stderr"]
+    text: str
 
 
 @attrs.frozen
@@ -242,6 +272,8 @@ AgentEvent: TypeAlias = (
     | ToolProgress
     | ToolSucceeded
     | ToolFailed
+    | CodeStarted
+    | CodeOutput
     | CodeExecuted
     | PlanCreated
     | PlanUpdated

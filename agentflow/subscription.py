@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from .events import ToolProgress
+from .events import CodeOutput, ToolProgress
 from .model.events import Event, ReasoningDelta, RefusalDelta, TextDelta, ToolCallArgumentsDelta
 
 if TYPE_CHECKING:
@@ -36,8 +36,10 @@ DELTA_TYPES: tuple[type[Event], ...] = (
     RefusalDelta,
     ToolCallArgumentsDelta,
     ToolProgress,
+    CodeOutput,
 )
-"""The events a ``drop_deltas`` subscriber may lose when it falls behind."""
+"""The events a ``drop_deltas`` subscriber may lose when it falls behind (``CodeExecuted`` still carries
+the whole output of a code step, as ``ModelCompleted`` the whole text)."""
 
 Policy = Literal["backpressure", "drop_deltas"]
 """What a subscriber's full buffer does to ``publish``: wait (``backpressure``) or drop deltas."""

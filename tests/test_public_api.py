@@ -25,6 +25,16 @@ def test_importing_agentflow_leaves_the_agent_layer_unloaded() -> None:
     assert out.stdout.strip() == "[]"
 
 
+def test_the_agent_layer_and_the_tools_leave_decimal_unloaded() -> None:
+    # ``tools.formats`` reads ``Decimal`` annotations and values without importing ``decimal`` itself.
+    code = (
+        "import sys; from agentflow import Agent; import agentflow.agent, agentflow.tools; "
+        "print('decimal' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
 def test_unknown_attribute_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="NoSuchThing"):
         _ = agentflow.NoSuchThing  # type: ignore[attr-defined]

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeGuard, TypeVar, o
 import anyio
 
 from ..bus import EventBus, EventTypes, Policy, normalise_event_types
-from ..model.events import Event
+from ..model.events import Event, ReasoningDelta, RefusalDelta, TextDelta, ToolCallArgumentsDelta
 from ..model.messages import Message, UserMessage
 from ..model.protocol import ChatModel
 from ..result import OutputT
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from ..runtimes.codeact import CodeActOptions
     from ..runtimes.deep_research import PlanHook, PlanRole
     from ..runtimes.planner import Planner
+    from ..tools.tool import Tool
 
 __all__ = ["Agent", "AgentInput", "Agents", "ModelLike", "as_model_client", "run_sync"]
 
@@ -61,6 +62,9 @@ ModelLike: TypeAlias = ChatModel | ModelClient
 """A ``ChatModel`` (``OpenAIChatModel``, ``OpenAIResponsesModel``…) or a ``ModelClient``."""
 
 _T = TypeVar("_T")
+
+_STREAMED_EVENTS: tuple[type[Event], ...] = (TextDelta, ReasoningDelta, RefusalDelta, ToolCallArgumentsDelta)
+"""What only a streamed model call publishes as it arrives: a callback for one makes ``run()`` stream."""
 
 
 def as_model_client(model: object) -> ModelClient:
@@ -354,14 +358,56 @@ class Agent(RunStarter[OutputT]):
             raise TypeError(f"session() takes a Memory instance (e.g. InMemoryMemory()), got {what}")
         return Session(self, memory, session_id, rollback_on_failure=rollback_on_failure)
 
+    def as_tool(
+        self,
+        name: str | None = None,
+        description: str | None = None,
+        *,
+        timeout: float | None = float("inf"),
+        forward_events: bool = True,
+        session: Session[OutputT] | None = None,
+    ) -> Tool[..., Any]:
+        """This agent as a tool of another agent: the other agent's model delegates a task to it.
+
+        The tool takes one argument, ``input`` (the task, which must say everything: the agent sees nothing
+        else of the caller's conversation); each call is a nested run of this agent (a fresh memory, or
+        ``session``'s conversation) and returns its output: the value of its ``output_type`` (the caller's
+        model reads it as JSON), else its answer's text. A run that ends without one (a limit, a refusal) or
+        fails is the call's ``TOOL_ERROR`` (an ``AgentToolError`` saying why, with its last message).
+
+        - ``name``: the tool's name, checked as any tool name; default: this agent's ``name`` in a function's
+          style (``"Trip planner"`` → ``trip_planner``); an agent without a name of its own needs one.
+        - ``description``: required; what the agent does and when to call it, for the calling model.
+        - ``timeout``: the call's limit in seconds; ``math.inf`` (default): none, since a run takes longer
+          than most tools; ``None``: the caller's ``AgentOptions.tool_timeout``. The caller's own ``timeout``
+          and cancellation still apply, and cancel the nested run cleanly.
+        - ``forward_events``: while the calling run has listeners, the nested run's events reach them as
+          ``ToolProgress`` of the call (``data`` is the event itself); an unobserved caller builds none.
+        - ``session``: a session of this agent whose conversation every call continues (calls take turns).
+
+        The nested run's usage counts toward the caller's (``result.usage``, ``StepFinished.usage``, its
+        ``max_tokens``), and what the caller's budget has left caps the nested run's.
+
+        >>> from agentflow.testing.fake import FakeModelClient
+        >>> researcher = Agent(FakeModelClient([]), name="Researcher")
+        >>> tool = researcher.as_tool(description="Finds facts on the web and cites them.")
+        >>> tool.name, list(tool.spec.parameters["properties"])
+        ('researcher', ['input'])
+        """
+        from .as_tool import agent_tool  # loaded only for agents that are used as tools
+
+        return agent_tool(
+            self, name, description, timeout=timeout, forward_events=forward_events, session=session
+        )
+
     def _output_type(self, value: Any) -> OutputType[Any] | None:
         """``value`` as this agent's runs can use it (``TypeError`` for a runtime or settings that cannot)."""
         spec = output_type_of(value)
         if spec is not None:
             if not self.runtime.structured_output:
                 raise TypeError(
-                    f"the {self.runtime.name} runtime does not read its final answer into an output_type "
-                    f"(its answer is not a plain model message); use runtime='react' or 'deep_research'"
+                    f"the {self.runtime.name} runtime does not read its final answer into an output_type; "
+                    "use one that does (runtime='react', 'codeact' or 'deep_research')"
                 )
             if self.settings.response_format is not None:
                 raise TypeError(
@@ -399,7 +445,13 @@ class Agent(RunStarter[OutputT]):
         if listeners:
             for types_, callback in listeners:  # this run's own, after the agent's (``on=``)
                 bus.on(types_, callback)
-        stream_model = self.options.stream if self.options.stream is not None else subscribe
+        stream_model = self.options.stream
+        if stream_model is None:
+            # Streamed when someone sees the answer arrive: a consumer of ``agent.stream()``, or a callback
+            # (``on=``, ``agent.on``) that takes deltas; a plain call otherwise (cheaper, same result).
+            stream_model = subscribe or (
+                (bool(self._listeners) or bool(listeners)) and bus.listens_to(*_STREAMED_EVENTS)
+            )
         ctx = RunContext(
             run_id=run_id,
             bus=bus,

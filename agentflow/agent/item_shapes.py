@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 import orjson
 
@@ -31,12 +31,14 @@ from ..model.messages import (
 
 __all__ = [
     "MAPPINGS",
+    "RUNTIME_NOTE_PREFIXES",
     "Item",
     "assistant_item",
     "developer_item",
     "function_call_item",
     "function_call_output_item",
     "is_model_output_item",
+    "is_runtime_note",
     "is_system_item",
     "is_tool_output_item",
     "is_user_item",
@@ -316,7 +318,8 @@ def is_system_item(item: Any) -> bool:
 
 
 def is_user_item(item: Any) -> bool:
-    """Whether the item is a user message (what a run's input writes; runtimes write no user items).
+    """Whether the item is a user message: what a run's input writes, and the notes some runtimes write
+    as user messages (``is_runtime_note`` tells those apart).
 
     >>> is_user_item(user_item("hi")), is_user_item(system_item("be brief"))
     (True, False)
@@ -324,6 +327,50 @@ def is_user_item(item: Any) -> bool:
     if isinstance(item, UserMessage):
         return True
     return isinstance(item, Mapping) and _kind(item) == "message" and item.get("role") == "user"
+
+
+RUNTIME_NOTE_PREFIXES: Final = (
+    # DeepResearch's plan and re-plan (``deep_research.plan_item``; ``Plan.to_text``'s header line).
+    "Plan:\n",
+    "Updated plan:\n",
+    # CodeAct's observations (``codeact_protocol.CODE_RESULT_PREFIX`` / ``CODE_ERROR_PREFIX``, the
+    # ``PROTOCOL_ERROR`` of ``codeact_prompt.correction_text``, ``codeact_prompt.OUTPUT_ERROR_PREFIX``).
+    "CODE_RESULT: ",
+    "CODE_ERROR: ",
+    "PROTOCOL_ERROR: ",
+    "OUTPUT_ERROR: ",
+    # An answer sent back for another try (``output.OUTPUT_RETRY_PROMPT`` / ``OUTPUT_REJECTED_PROMPT``).
+    "Your final answer does not match the required output format: ",
+    "Your final answer was rejected: ",
+)
+"""How the messages a runtime writes into the conversation for the model begin (``is_runtime_note``).
+
+Written out here rather than imported: the runtimes that own these texts build on this module. A test
+checks that every such text of theirs is recognised."""
+
+
+def is_runtime_note(item: Any) -> bool:
+    """Whether the item is a message a runtime wrote for the model, not one a person wrote: a DeepResearch
+    plan, a CodeAct ``CODE_RESULT`` or correction, an output retry prompt (``RUNTIME_NOTE_PREFIXES``).
+
+    Runtimes may write these as user messages (``plan_role="user"``, ``observation_role="user"``, and
+    always for an output retry prompt), so ``is_user_item`` alone does not find what the user asked.
+
+    >>> is_runtime_note(user_item("CODE_RESULT: {}")), is_runtime_note(user_item("What is CODE_RESULT?"))
+    (True, False)
+    """
+    if isinstance(item, UserMessage):
+        content: Any = item.content
+    elif isinstance(item, SystemMessage | DeveloperMessage):
+        content = item.text
+    elif isinstance(item, Mapping) and _kind(item) == "message" and item.get("role") != "assistant":
+        content = item.get("content")
+    else:
+        return False
+    if isinstance(content, _SEQUENCES) and not isinstance(content, str) and content:
+        first = content[0]  # a runtime writes one text part
+        content = first.get("text") if isinstance(first, Mapping) else getattr(first, "text", None)
+    return isinstance(content, str) and content.startswith(RUNTIME_NOTE_PREFIXES)
 
 
 def is_model_output_item(item: Any) -> bool:

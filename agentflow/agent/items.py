@@ -33,12 +33,14 @@ from .chat_items import ChatMessageCache, to_chat_messages
 from .item_json import dump_items, load_items
 from .item_shapes import MAPPINGS as MAPPINGS  # imported from here too, though not in ``__all__``
 from .item_shapes import (
+    RUNTIME_NOTE_PREFIXES,
     Item,
     assistant_item,
     developer_item,
     function_call_item,
     function_call_output_item,
     is_model_output_item,
+    is_runtime_note,
     is_system_item,
     is_tool_output_item,
     message_item,
@@ -54,6 +56,7 @@ from .item_shapes import is_user_item as is_user_item  # likewise
 from .responses_items import to_responses_input
 
 __all__ = [
+    "RUNTIME_NOTE_PREFIXES",
     "ChatMessageCache",
     "Item",
     "assistant_item",
@@ -62,6 +65,7 @@ __all__ = [
     "function_call_item",
     "function_call_output_item",
     "is_model_output_item",
+    "is_runtime_note",
     "is_system_item",
     "is_tool_output_item",
     "load_items",

@@ -16,6 +16,7 @@ from ..model.messages import AiMessage, DeveloperMessage, SystemMessage, ToolRes
 from .items import (
     MAPPINGS,
     is_model_output_item,
+    is_runtime_note,
     is_system_item,
     is_user_item,
     tool_call_ids,
@@ -181,7 +182,9 @@ class WindowedMemory(InMemoryMemory):
       part of the conversation and is trimmed like any other item;
     - the latest user message — the question the model is working on — is kept ahead of the window (and
       counts in it) when the cut would drop it, so a long tool loop never loses what it was asked. The
-      older steps of that loop go; a newer user message replaces it.
+      older steps of that loop go; a newer user message replaces it. A note a runtime wrote as a user
+      message (a plan with ``plan_role="user"``, a ``CODE_RESULT`` with ``observation_role="user"``, an
+      output retry prompt: ``items.is_runtime_note``) is no question: it is trimmed like any other item.
 
     The window holds at most ``max_items`` items whenever such a cut exists; when one indivisible group is
     longer than that, the window keeps the group whole (so it may briefly exceed ``max_items``).
@@ -253,8 +256,10 @@ class WindowedMemory(InMemoryMemory):
 
 
 def _latest_user_index(tail: list[Any]) -> int | None:
+    """Where the latest user message that a person wrote is (not a runtime's note), if any."""
     for index in range(len(tail) - 1, -1, -1):
-        if is_user_item(tail[index]):
+        item = tail[index]
+        if is_user_item(item) and not is_runtime_note(item):
             return index
     return None
 

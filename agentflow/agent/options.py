@@ -93,7 +93,8 @@ class AgentOptions:
       model decides) for the rest of the run, so the model can answer instead of calling tools until
       ``max_steps``. ``False`` keeps forcing every step.
     - ``stream``: whether model calls stream. ``None`` (default) streams when the run is consumed through
-      ``agent.stream()`` (so text arrives mid-call) and makes plain calls for ``agent.run()``.
+      ``agent.stream()``, or has a callback (``on=``, ``agent.on``) for text, reasoning, refusal or
+      tool-argument deltas (so they arrive mid-call), and makes plain calls otherwise.
     - ``keep_partial_answer`` (default ``False``): a run that ends while the model streams its answer
       (cancelled, "stop generating"; timed out; failed) always keeps the text streamed so far as its partial
       result's ``output_text``; ``True`` also writes it to memory as a text-only assistant turn, so a

@@ -12,12 +12,13 @@ The base loop with different hooks, not a loop of its own. Each model turn is on
                            sent back with a PROTOCOL_ERROR (``correct_format=True``, at most twice in a row)
         unusable           protocol-shaped text that cannot be read, an empty answer, an answer cut at the
                            output-token limit: never the user's answer. Sent back (PROTOCOL_ERROR; cut code
-                           gets a CODE_ERROR asking for shorter code) at most twice in a row; the third in a
-                           row fails the run (``CodeActProtocolError``)
-        code               (a code object, or fenced Python) run in the run's executor; every tool call the
-                           code makes goes through the run's
+                           gets a CODE_ERROR asking for shorter code) at most twice in a row, prose sent back
+                           counted too; one more fails the run (``CodeActProtocolError``)
+        code               (a code object, or fenced Python) run in the run's executor (CodeStarted, then
+                           what it prints as CodeOutput events while it runs: both only while someone
+                           listens); every tool call the code makes goes through the run's
                            ToolExecutor (ToolCallRequested, ToolStarted, ToolSucceeded|ToolFailed, limits,
-                           TOOL_ERROR texts) and its value comes back to the code;
+                           TOOL_ERROR texts; ``codeact_steps``) and its value comes back to the code;
                            CODE_RESULT / CODE_ERROR → memory (a system item, or the role of
                            ``observation_role``), CodeExecuted;
                            ``react=False``: a successful step ends the run with its value;
@@ -26,9 +27,17 @@ The base loop with different hooks, not a loop of its own. Each model turn is on
 
 One executor per run, created when the run first needs it and closed when the run ends, however it ends: a
 cancelled run kills its sandbox process and writes a ``CODE_ERROR`` for the step it cut short, so memory stays
-a sequence of code turns each followed by its outcome. Calls made from code are not written to memory as
-tool calls (the code is), but they are on the result (``tool_calls`` / ``tool_results``) and count towards
-``max_tool_calls``.
+a sequence of code turns each followed by its outcome; an answer cut while it streams is kept (as the partial
+result's text, and with ``keep_partial_answer`` in memory) only when it is prose or a whole final object.
+Calls made from code are not written to memory as tool calls (the code is), but they are on the result
+(``tool_calls`` / ``tool_results``) and count towards ``max_tool_calls``.
+
+With an ``output_type`` the answer (``final_answer(x)``'s value, a final message's output, the value of a
+step that ends the run, prose) is read into it as a value (``codeact_output``) and passed through its
+validators before the run ends with it; one that does not match, or that a validator rejects, goes back to
+the model (a code step's in its ``CODE_ERROR``, a final message's as an ``OUTPUT_ERROR``), counted against
+``OutputType.retries`` as ``read_output`` counts a ReAct answer (``OutputRejected``; then
+``OutputValidationError``). The prompt names the type; no ``response_format`` is sent, in either ``mode``.
 
 Where this departs from the reference on purpose: a failed step with ``react=False`` goes back to the model
 (the reference ended the run with the error); with ``react=True`` the model may run more code after a
@@ -41,29 +50,32 @@ returned any text it could not parse, raw JSON included).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, ClassVar, Final, Literal, TypeAlias
+from collections.abc import Awaitable, Iterable
+from typing import Any, ClassVar, cast
 
 import anyio
 import attrs
-import orjson
 
 from ..agent.items import message_item, user_item
 from ..agent.prompt import AgentModelResult, AgentPrompt
-from ..events import CodeExecuted, ToolCallRequested, ToolFailed
-from ..exact_json import dumps as exact_dumps
-from ..model.messages import ToolCall
-from ..result import AgentResult, StopReason, ToolResult
+from ..events import CodeStarted, OutputRejected, ToolFailed
+from ..result import AgentResult, StopReason
 from ..sandbox.code_api import code_api_text
 from ..sandbox.code_result import CodeErrorType, CodeResult
-from ..sandbox.executor import CodeExecutor, ToolInvoker
+from ..sandbox.executor import CodeExecutor, StreamingCodeExecutor, streams_output
 from ..sandbox.limits import ExecutionLimits
 from ..sandbox.process_sandbox import ProcessSandbox
-from ..sandbox.tool_parameters import ParameterizedInvoker
-from ..tools.outcome import cancelled_result
 from .base import AgentRuntime, answer_stop_reason, join_prompt
 from .calls import complete_tool_calls, patch_memory_items
-from .codeact_calls import complete_arguments
+from .codeact_live import LiveOutput, stream_step
+from .codeact_options import (
+    MAX_SEND_BACKS,
+    CodeActOptions,
+    CodeActProtocolError,
+    ExecutorFactory,
+    ObservationRole,
+)
+from .codeact_output import Accepted, Rejected, check_answer, may_retry
 from .codeact_prompt import (
     CODEACT_INSTRUCTIONS,
     CUT_ANSWER,
@@ -71,8 +83,10 @@ from .codeact_prompt import (
     EMPTY_ANSWER,
     EMPTY_CUT_ANSWER,
     FINAL_STEP_REMINDER,
+    OUTPUT_ERROR_PREFIX,
     correction_text,
     not_run_text,
+    output_note,
     tools_guide,
     unsupported_language_text,
 )
@@ -80,13 +94,24 @@ from .codeact_protocol import (
     CodeMessage,
     FinalMessage,
     NotProtocol,
+    answer_body,
     answer_text,
     code_error_text,
+    output_preview,
     parse_answer,
     step_text,
 )
+from .codeact_steps import (
+    CodeStep,
+    RanStep,
+    RunState,
+    code_invoker,
+    publish_executed,
+    record_calls,
+    run_state,
+)
 from .context import RunContext
-from .errors import AgentRunError
+from .output import OutputValidationError
 
 __all__ = [
     "MAX_SEND_BACKS",
@@ -96,18 +121,6 @@ __all__ = [
     "ExecutorFactory",
     "ObservationRole",
 ]
-
-ExecutorFactory: TypeAlias = Callable[[], CodeExecutor]
-"""Makes the executor of one run (called once per run; the runtime closes what it returns)."""
-
-ObservationRole: TypeAlias = Literal["system", "user", "developer"]
-"""The role of the messages CodeAct writes for the model (``CODE_RESULT``, ``CODE_ERROR``,
-``PROTOCOL_ERROR``)."""
-
-MAX_SEND_BACKS: Final = 2
-"""How many answers in a row the runtime sends back because it cannot use them (see ``CodeActOptions``)."""
-
-_OBSERVATION_ROLES: Final = ("system", "user", "developer")
 
 _CLEANUP_SECONDS = 10.0
 _NATIVE_CALLS_REFUSED = " ".join(
@@ -122,133 +135,22 @@ _NATIVE_AND_CODE = (
 )
 
 
-def _check_executor(
-    _instance: object, _attribute: object, value: CodeExecutor | ExecutorFactory | None
-) -> None:
-    if value is not None and not isinstance(value, CodeExecutor) and not callable(value):
-        raise TypeError(
-            "CodeActOptions.executor must be a CodeExecutor, a zero-argument factory of one, or None "
-            f"(a ProcessSandbox per run), got {type(value).__name__}"
-        )
-
-
-def _check_max_chars(_instance: object, attribute: attrs.Attribute[Any], value: int | None) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ValueError(f"CodeActOptions.{attribute.name} must be an int >= 1 or None, got {value!r}")
-
-
-def _check_role(_instance: object, _attribute: object, value: str) -> None:
-    if value not in _OBSERVATION_ROLES:
-        raise ValueError(
-            f"CodeActOptions.observation_role must be 'system', 'user' or 'developer', got {value!r}"
-        )
-
-
-class CodeActProtocolError(AgentRunError):
-    """The model kept answering in a way CodeAct cannot use: after ``MAX_SEND_BACKS`` answers in a row were
-    sent back (text shaped like a protocol object that could not be read, an empty answer, an answer or code
-    cut at the output-token limit), the next one was no better.
-
-    ``reason`` says what was wrong with the last answer, ``text`` is that answer; ``partial`` keeps the run's
-    work. The model may not follow the protocol at all (a small model, a chat template that mangles it) or
-    keep running out of output tokens (raise ``max_output_tokens``).
-    """
-
-    def __init__(self, reason: str, text: str, partial: AgentResult) -> None:
-        super().__init__(
-            f"the model's answer could not be used {MAX_SEND_BACKS + 1} times in a row; last: {reason}",
-            partial,
-        )
-        self.reason = reason
-        self.text = text
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.reason, self.text, self.partial))
-
-
 @attrs.frozen
-class CodeActOptions:
-    """How CodeAct runs code and when a run ends.
+class _StepAnswer:
+    """What a code step gives as the final answer: ``value``, its ``text``; ``from_text``: only the text (what
+    the step printed, having no value)."""
 
-    - ``react``: ``False`` (default, as the reference): a code step that succeeds ends the run, its value
-      (or, when it has none, what it printed) being the answer; a failed step goes back to the model.
-      ``True``: every step goes back to the model, which runs more code or answers with a final message.
-      Either way ``final_answer(x)`` in code ends the run at once with ``x``.
-    - ``correct_format``: what happens to plain prose, an answer with no protocol object and no code in it.
-      ``False`` (default, as the reference): it is the final answer. ``True``: it is sent back with a
-      ``PROTOCOL_ERROR`` saying what was wrong, up to ``MAX_SEND_BACKS`` (2) times in a row; the next is the
-      answer. Whatever it says, an answer that is not prose is never handed to the user: text shaped like a
-      protocol object that could not be read (``{"type": "final", "output": "a "quoted" word"}`` is read;
-      ``{"type": "final", "output": 4,}`` is not), an empty answer, or a final object cut at the output-token
-      limit get a ``PROTOCOL_ERROR``, code cut there a ``CODE_ERROR`` asking for shorter code, and after
-      ``MAX_SEND_BACKS`` such answers in a row the next fails the run with ``CodeActProtocolError``.
-    - ``executor``: ``None`` gives each run a fresh ``ProcessSandbox``; a factory is called once per run
-      and what it returns is closed when the run ends; an executor instance is used by every run as is
-      (you own it and close it; its state is shared by those runs).
-    - ``limits``: the ``ExecutionLimits`` of every code step (wall time, CPU, memory, output…).
-    - ``max_result_chars``: how much of a step's value its ``CODE_RESULT`` shows the model (16,000
-      characters, about 4,000 tokens); a longer value is cut, ending with a ``[... result truncated: N
-      more characters not shown ...]`` marker. ``None``: no cut (``limits.max_result_bytes``, 1 MiB, still
-      bounds the value). Only the model's view is cut: ``CodeExecuted.result`` and an answer taken from
-      the step (``react=False``, ``final_answer(x)``) keep the whole value.
-    - ``max_output_chars``: how much of a step's stdout, and of its stderr, its ``CODE_RESULT`` /
-      ``CODE_ERROR`` shows the model (8,000 characters each, about 2,000 tokens); longer output keeps its
-      start and its end, half each, around a ``[... N characters of output cut here ...]`` marker (the end is
-      where a traceback or a summary is). ``None``: as the sandbox bounded it (``limits.max_output_bytes``,
-      64 KiB). ``CodeExecuted.stdout`` / ``.stderr`` keep all of it.
-    - ``observation_role``: the role of the messages the runtime writes for the model, ``CODE_RESULT``,
-      ``CODE_ERROR`` and ``PROTOCOL_ERROR``: ``"system"`` (default, as the reference), ``"user"`` (as
-      smolagents sends observations) or ``"developer"``. Change it for servers whose chat template refuses a
-      system message after the first one or wants user and assistant turns to alternate (Mistral's and
-      Gemma's templates on vLLM or TGI): such a server answers 400, or quietly moves the text into the system
-      prompt. ``"user"`` suits them; ``"developer"`` is for OpenAI models that take it. (A run that ends
-      right after a code step, ``react=False``, leaves a ``"user"`` observation last, so a session's next
-      input follows it as a second user turn.)
-
-    >>> CodeActOptions(react=True).limits.wall_time
-    30.0
-    """
-
-    react: bool = False
-    correct_format: bool = False
-    executor: CodeExecutor | ExecutorFactory | None = attrs.field(default=None, validator=_check_executor)
-    limits: ExecutionLimits = attrs.field(
-        factory=ExecutionLimits, validator=attrs.validators.instance_of(ExecutionLimits)
-    )
-    max_result_chars: int | None = attrs.field(default=16_000, validator=_check_max_chars)
-    max_output_chars: int | None = attrs.field(default=8_000, validator=_check_max_chars)
-    observation_role: ObservationRole = attrs.field(default="system", validator=_check_role)
+    value: Any
+    text: str
+    from_text: bool = False
 
 
-@attrs.define(eq=False)
-class _CodeStep:
-    """A code step in flight: its code, and the tool calls it made with the results that came back."""
-
-    code: str
-    calls: list[ToolCall] = attrs.field(factory=list)
-    results: dict[str, ToolResult] = attrs.field(factory=dict)
-    started: float = attrs.field(factory=anyio.current_time)
-
-
-@attrs.define(eq=False)
-class _RunState:
-    """What CodeAct keeps per run (on ``RunContext.runtime_state``, never on the runtime)."""
-
-    executor: CodeExecutor | None = None
-    owned: bool = True
-    guide: str | None = None
-    step: _CodeStep | None = None
-    send_backs: int = 0
-    """How many answers in a row were sent back because they could not be used (``MAX_SEND_BACKS``)."""
-    limit_reached: bool = False
-
-
-def _state(ctx: RunContext) -> _RunState:
-    state = ctx.runtime_state
-    if not isinstance(state, _RunState):
-        state = _RunState()
-        ctx.runtime_state = state
-    return state
+def _with_output_retry(ctx: RunContext, items: Iterable[Any]) -> tuple[Any, ...]:
+    """A model turn's items after the ``OUTPUT_ERROR`` they answer (in ``ctx.output_retry`` until now)."""
+    if ctx.output_retry is None:
+        return tuple(items)
+    retry, ctx.output_retry = ctx.output_retry, None
+    return (retry, *items)
 
 
 def _api_text(executor: CodeExecutor, limits: ExecutionLimits, *, per_run: bool) -> str:
@@ -280,8 +182,9 @@ class CodeActRuntime(AgentRuntime):
 
     name: ClassVar[str] = "codeact"
     instructions: ClassVar[str | None] = CODEACT_INSTRUCTIONS
-    # Its final answer is a value from code or a protocol object, not a message a schema can shape.
-    structured_output: ClassVar[bool] = False
+    # Read its own way: the answer is a value (``final_answer(x)``, a final message's output), not a message a
+    # ``response_format`` could shape, so none is sent and the prompt names the type instead.
+    structured_output: ClassVar[bool] = True
 
     def __init__(self, options: CodeActOptions | None = None) -> None:
         if options is not None and not isinstance(options, CodeActOptions):
@@ -302,7 +205,7 @@ class CodeActRuntime(AgentRuntime):
 
     def executor_for(self, ctx: RunContext) -> CodeExecutor:
         """The run's code executor, created on first use (see ``CodeActOptions.executor``)."""
-        state = _state(ctx)
+        state = run_state(ctx)
         if state.executor is None:
             choice = self.options.executor
             if choice is None:
@@ -325,7 +228,7 @@ class CodeActRuntime(AgentRuntime):
         try:
             return await super().run_loop(ctx)
         finally:
-            state = _state(ctx)
+            state = run_state(ctx)
             executor, state.executor = state.executor, None
             if executor is not None and state.owned:
                 with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
@@ -334,16 +237,20 @@ class CodeActRuntime(AgentRuntime):
     # -- the prompt ------------------------------------------------------------------------------------------
 
     def system_prompt(self, ctx: RunContext) -> str | None:
-        """The agent's system prompt, the CodeAct instructions, then the tools as text."""
-        state = _state(ctx)
+        """The agent's system prompt, the CodeAct instructions, then the tools as text (and the type of the
+        final answer, for an ``output_type``, in either ``mode``)."""
+        state = run_state(ctx)
         if state.guide is None:
             executor = self.executor_for(ctx)
             api = _api_text(executor, self.options.limits, per_run=state.owned)
-            state.guide = tools_guide(ctx.tools, api, react=self.options.react)
+            spec = ctx.output_type
+            output = output_note(spec.value_schema) if spec is not None else None
+            state.guide = tools_guide(ctx.tools, api, react=self.options.react, output=output)
         return join_prompt(ctx.system_prompt, self.instructions, state.guide)
 
     def build_prompt(self, ctx: RunContext, *, final: bool = False) -> AgentPrompt:
-        """The base prompt without protocol tools (they are described in the system prompt).
+        """The base prompt without protocol tools (they are described in the system prompt), and without an
+        output type's ``response_format``: the model writes protocol objects and code, not the answer's JSON.
 
         The ``final`` call after ``max_steps`` gets ``final_answer_prompt`` plus a reminder to answer with a
         final message.
@@ -352,7 +259,15 @@ class CodeActRuntime(AgentRuntime):
         items = prompt.items
         if final:
             items = (*items, user_item(f"{ctx.options.final_answer_prompt} {FINAL_STEP_REMINDER}"))
-        return attrs.evolve(prompt, items=items, tools=(), tool_choice=None, parallel_tool_calls=None)
+        response_format = None if ctx.output_type is not None else prompt.response_format
+        return attrs.evolve(
+            prompt,
+            items=items,
+            tools=(),
+            tool_choice=None,
+            parallel_tool_calls=None,
+            response_format=response_format,
+        )
 
     # -- a model turn ----------------------------------------------------------------------------------------
 
@@ -360,7 +275,7 @@ class CodeActRuntime(AgentRuntime):
         self, ctx: RunContext, result: AgentModelResult, *, final: bool = False
     ) -> StopReason | None:
         """Store the turn, then act on its message: final answer, code step, or an answer sent back."""
-        state = _state(ctx)
+        state = run_state(ctx)
         ctx.reasoning_text = result.reasoning_text
         if result.tool_calls:
             await self._refuse_native_calls(ctx, result)
@@ -370,6 +285,8 @@ class CodeActRuntime(AgentRuntime):
             return await self._not_protocol(ctx, result, answer, final=final)
         state.send_backs = 0
         if isinstance(answer, FinalMessage):
+            if ctx.output_type is not None:
+                return await self._final_answer(ctx, answer.value, answer.output, final=final)
             return StopReason.FINAL_ANSWER
         if final:
             await self._not_run(ctx, answer, "the run reached its step limit")
@@ -384,32 +301,80 @@ class CodeActRuntime(AgentRuntime):
             unsupported = CodeResult(ok=False, error=error, error_type=CodeErrorType.UNSUPPORTED_LANGUAGE)
             await self._write_outcome(ctx, answer.code, unsupported)
             return None
-        outcome = await self.run_code(ctx, answer.code)
-        if outcome.ok and outcome.is_final:
-            ctx.output_text = answer_text(outcome.value)
-            return StopReason.FINAL_ANSWER
-        if outcome.ok and not self.options.react:
+        return await self._code_step(ctx, answer.code)
+
+    async def _code_step(self, ctx: RunContext, code: str) -> StopReason | None:
+        """Run the code; its value (``final_answer(x)``; with ``react=False`` any value, else what it printed)
+        may end the run, once read into the ``output_type`` if there is one. A step with neither value nor
+        output (say, only assignments) goes back to the model."""
+        state = run_state(ctx)
+        result = await self.run_code(ctx, code)
+        answer = self._step_answer(result)
+        verdict: Accepted | Rejected | None = None
+        if answer is not None and ctx.output_type is not None:
+            verdict = await check_answer(ctx, answer.value, answer.text, from_text=answer.from_text)
+        rejected = verdict if isinstance(verdict, Rejected) else None
+        await self._close_step(ctx, rejected.feedback if rejected is not None else None)
+        if answer is not None and rejected is not None:
+            # Sent back in the step's CODE_ERROR; a run out of tool calls cannot take another answer.
+            await self._reject(ctx, rejected, answer.text, final=state.limit_reached)
+        elif answer is not None:
             # The step's answer ends the run even when it used up the tool calls: the code saw the refusals.
-            value = answer_text(outcome.value)
-            output = value if value.strip() else outcome.stdout.strip()
-            if output:  # a step with neither value nor output (say, only assignments) goes back to the model
-                ctx.output_text = output
-                return StopReason.FINAL_ANSWER
-        if state.limit_reached:
-            return StopReason.MAX_TOOL_CALLS
+            ctx.output_text = answer.text
+            if isinstance(verdict, Accepted):
+                ctx.output = verdict.value
+            return StopReason.FINAL_ANSWER
+        return StopReason.MAX_TOOL_CALLS if state.limit_reached else None
+
+    def _step_answer(self, result: CodeResult) -> _StepAnswer | None:
+        """The final answer a step gives, if it ends the run (see ``CodeActOptions.react``)."""
+        if not result.ok:
+            return None
+        if result.is_final:
+            return _StepAnswer(result.value, answer_text(result.value))
+        if self.options.react:
+            return None
+        text = answer_text(result.value)
+        if text.strip():
+            return _StepAnswer(result.value, text)
+        printed = result.stdout.strip()
+        return _StepAnswer(None, printed, from_text=True) if printed else None
+
+    async def _final_answer(
+        self, ctx: RunContext, value: Any, text: str, *, from_text: bool = False, final: bool = False
+    ) -> StopReason | None:
+        """A final message or prose read into the ``output_type``: the run ends with it, or it goes back to
+        the model with an ``OUTPUT_ERROR`` (which, like ``read_output``'s retry prompt, enters memory only
+        with the model's next answer), or the run fails."""
+        verdict = await check_answer(ctx, value, text, from_text=from_text)
+        if isinstance(verdict, Accepted):
+            ctx.output = verdict.value
+            return StopReason.FINAL_ANSWER
+        await self._reject(ctx, verdict, text, final=final)
+        ctx.output_retry = self._observation(OUTPUT_ERROR_PREFIX + verdict.feedback)
         return None
+
+    async def _reject(self, ctx: RunContext, rejected: Rejected, text: str, *, final: bool) -> None:
+        """Count a rejected answer and publish ``OutputRejected``; raise ``OutputValidationError`` when it may
+        not go back to the model (``final``: the run cannot go on anyway)."""
+        retrying = may_retry(ctx, final=final)
+        ctx.output_rejections += 1
+        await ctx.emit(OutputRejected(error=rejected.reason, retrying=retrying))
+        if not retrying:
+            partial = ctx.result_for(StopReason.ERROR, error=rejected.reason)
+            raise OutputValidationError(rejected.reason, text, partial)
 
     async def _not_protocol(
         self, ctx: RunContext, result: AgentModelResult, answer: NotProtocol, *, final: bool
     ) -> StopReason | None:
         """An answer with no protocol message: prose is the final answer (or sent back, ``correct_format``);
         anything else is never the user's answer, and goes back to the model a bounded number of times."""
-        state = _state(ctx)
+        state = run_state(ctx)
         stop = answer_stop_reason(result)
         if stop is StopReason.REFUSAL or stop is StopReason.CONTENT_FILTER:
             return stop  # not a format problem: asking again in the protocol would not help
         cut = stop is StopReason.TRUNCATED
-        empty = not result.output_text.strip()
+        empty = not answer_body(result.output_text).strip()  # a reasoning block alone is no answer either
         if answer.attempt is None and not empty and not answer.cut_code:
             # Prose, whole or cut at the output-token limit (``TRUNCATED``, as in the base runtime).
             if (
@@ -419,6 +384,9 @@ class CodeActRuntime(AgentRuntime):
                 or ctx.token_budget_reached
                 or state.send_backs >= MAX_SEND_BACKS
             ):
+                if stop is StopReason.FINAL_ANSWER and ctx.output_type is not None:
+                    text = result.output_text
+                    return await self._final_answer(ctx, text, text, from_text=True, final=final)
                 return stop
             state.send_backs += 1
             ctx.output_text = ""
@@ -451,94 +419,66 @@ class CodeActRuntime(AgentRuntime):
         return message_item(self.options.observation_role, text)
 
     async def run_code(self, ctx: RunContext, code: str) -> CodeResult:
-        """Run one code step in the run's executor; its outcome goes to memory and ``CodeExecuted``."""
-        state = _state(ctx)
+        """Run one code step in the run's executor: ``CodeStarted``, then its output as ``CodeOutput`` events
+        while it runs (only while the run has a listener, and the executor streams), and its tool calls.
+
+        Its outcome is not written yet: ``_close_step`` writes it to memory and publishes ``CodeExecuted``,
+        once the step's answer is checked (the run's ending does, if it comes first).
+        """
+        state = run_state(ctx)
         executor = self.executor_for(ctx)
-        step = _CodeStep(code)
+        step = CodeStep(code)
         state.step = step
-        result = await executor.execute(code, self._invoker(ctx, step), ctx.tools.names, self.options.limits)
+        invoker = code_invoker(ctx, step)
+        names, limits = ctx.tools.names, self.options.limits
+        if not ctx.bus.has_listeners():
+            result = await executor.execute(code, invoker, names, limits)  # nobody to tell: no events
+        else:
+            await ctx.emit(CodeStarted(code=code))
+            if state.streams is None:
+                state.streams = streams_output(executor)
+            if not state.streams:
+                result = await executor.execute(code, invoker, names, limits)
+            else:
+                streaming = cast(StreamingCodeExecutor, executor)
+                live = step.live = LiveOutput(ctx.emit, limits.max_output_bytes)
+
+                def execute() -> Awaitable[CodeResult]:
+                    return streaming.execute(code, invoker, names, limits, on_output=live.take)
+
+                result = await stream_step(live, execute)
         ended = f"the code step ended ({result.error_type})" if result.error_type else "the code step ended"
-        why = f"{ended} before this tool call finished"
-        unanswered = self._record_calls(ctx, step, why)
-        options = self.options
-        ctx.remember(
-            [self._observation(step_text(result, options.max_result_chars, options.max_output_chars))]
-        )
-        state.step = None  # memory is complete: a cancel from here on has nothing to settle
-        for call, refused in unanswered:
-            await ctx.emit(ToolFailed(call=call, result=refused))
-        await self._publish_executed(ctx, code, result)
+        unanswered = record_calls(ctx, step, f"{ended} before this tool call finished")
+        # From here the step is settled: a cancel writes this outcome (``settle_pending``), not a cut step's.
+        state.ran, state.step = RanStep(code, result, unanswered, step.live), None
         return result
 
-    def _invoker(self, ctx: RunContext, step: _CodeStep) -> ToolInvoker:
-        """The ``ToolInvoker`` for one step: each call from the code is a tool call of the run."""
-        limit = ctx.options.max_tool_calls
-        state = _state(ctx)
-
-        def arrived(_index: int, result: ToolResult) -> None:
-            # Recorded before its completion event: a cancel during that event keeps the result.
-            step.results[result.call_id] = result
-
-        async def invoke(name: str, arguments: dict[str, object]) -> ToolResult:
-            tool = ctx.tools.resolve(name)
-            if tool is not None:
-                # A strict schema requires every property; code leaves the optional ones out.
-                arguments = complete_arguments(tool, arguments)
-            call = ToolCall(
-                f"code_{ctx.step}_{len(step.calls)}",
-                name,
-                exact_dumps(arguments, default=repr, option=orjson.OPT_NON_STR_KEYS).decode(),
-            )
-            step.calls.append(call)
-            ctx.tool_calls.append(call)
-            await ctx.emit(ToolCallRequested(call=call))
-            if limit is not None and len(ctx.tool_calls) > limit:
-                state.limit_reached = True
-                refused = cancelled_result(call, f"not run: the run reached its limit of {limit} tool calls")
-                step.results[call.id] = refused
-                await ctx.emit(ToolFailed(call=call, result=refused))
-                return refused
-            [result] = await ctx.executor.run_calls(
-                (call,), run_id=ctx.run_id, step=ctx.step, on_result=arrived
-            )
-            return result
-
-        # With each tool's parameter order, code may pass arguments by position: ``get_weather("Paris")``.
-        return ParameterizedInvoker.for_specs(invoke, ctx.tools.specs)
-
-    def _record_calls(
-        self, ctx: RunContext, step: _CodeStep, reason: str
-    ) -> list[tuple[ToolCall, ToolResult]]:
-        """Put the step's tool results on the run in call order; calls left without one get a cancelled one.
-
-        Returns those (call, synthetic result) pairs, whose ``ToolFailed`` is still to be published.
-        """
-        unanswered = []
-        for call in step.calls:
-            if call.id not in step.results:
-                step.results[call.id] = cancelled_result(call, reason)
-                unanswered.append((call, step.results[call.id]))
-        ctx.tool_results.extend(step.results[call.id] for call in step.calls)
-        return unanswered
-
-    async def _publish_executed(self, ctx: RunContext, code: str, result: CodeResult) -> None:
-        await ctx.emit(
-            CodeExecuted(
-                code=code,
-                ok=result.ok,
-                result=result.value,
-                stdout=result.stdout,
-                stderr=result.stderr,
-                error=result.error,
-                duration=result.duration,
-                error_type=None if result.error_type is None else str(result.error_type),
-            )
-        )
+    async def _close_step(self, ctx: RunContext, feedback: str | None = None) -> None:
+        """Write the outcome of the step that ran (``CODE_RESULT`` / ``CODE_ERROR``, or a ``CODE_ERROR`` with
+        ``feedback`` for an answer that was rejected), then publish the rest of its output, the results of its
+        calls left unanswered, and ``CodeExecuted``."""
+        state = run_state(ctx)
+        ran, state.ran = state.ran, None
+        if ran is None:
+            return
+        result, options = ran.result, self.options
+        if feedback is None:
+            text = step_text(result, options.max_result_chars, options.max_output_chars)
+        else:
+            stdout = output_preview(result.stdout, options.max_output_chars)
+            text = code_error_text(feedback, stdout, output_preview(result.stderr, options.max_output_chars))
+        # Memory is complete: a cancel from here on has nothing to settle.
+        ctx.remember([self._observation(text)])
+        if ran.live is not None:
+            await ran.live.flush()
+        for call, refused in ran.unanswered:
+            await ctx.emit(ToolFailed(call=call, result=refused))
+        await publish_executed(ctx, ran.code, result)
 
     async def _write_outcome(self, ctx: RunContext, code: str, result: CodeResult) -> None:
         """A step that did not run: its ``CODE_ERROR`` to memory, then ``CodeExecuted``."""
         ctx.remember([self._observation(step_text(result))])
-        await self._publish_executed(ctx, code, result)
+        await publish_executed(ctx, code, result)
 
     async def _not_run(
         self,
@@ -554,7 +494,8 @@ class CodeActRuntime(AgentRuntime):
     async def _refuse_native_calls(self, ctx: RunContext, result: AgentModelResult) -> None:
         """Native tool calls (a custom model client can send them): answered with a ``TOOL_ERROR``, unrun."""
         calls = complete_tool_calls(result.tool_calls, ctx.step, ctx.tools.normalize_name)
-        ctx.remember(patch_memory_items(result.memory_items, result.tool_calls, calls, result.output_text))
+        items = patch_memory_items(result.memory_items, result.tool_calls, calls, result.output_text)
+        ctx.remember(_with_output_retry(ctx, items))
         ctx.output_text = ""
         await self.refuse_calls(ctx, calls, _NATIVE_CALLS_REFUSED)
         answer = parse_answer(result.output_text)
@@ -575,12 +516,34 @@ class CodeActRuntime(AgentRuntime):
         if isinstance(answer, CodeMessage):
             ctx.remember([self._observation(code_error_text(not_run_text("the run ended before it ran")))])
 
+    def keep_cut_answer(self, ctx: RunContext, text: str) -> None:
+        """A streamed answer cut short, as this runtime reads it: prose is kept as the base runtime keeps it
+        (the partial result's ``output_text``; memory too, with ``keep_partial_answer``); a final object
+        already whole gives its output, and is kept as the turn it is.
+
+        Anything else (the start of a code or final object, a fence of code, an object keyed like the
+        protocol's) is kept nowhere: the partial result's ``output_text`` is empty, as it is for a whole
+        answer that is not prose, and memory stays as it was before the answer began. Storing it would leave
+        a code turn without the outcome every code turn gets; a "not run" outcome after it would fix that,
+        but then teach the model, in the session's next turn, to answer with half an object.
+        """
+        answer = parse_answer(text)
+        if isinstance(answer, NotProtocol) and answer.attempt is None:
+            super().keep_cut_answer(ctx, text)
+            return
+        if isinstance(answer, FinalMessage):
+            super().keep_cut_answer(ctx, text)
+            ctx.output_text = answer.output
+            return
+        ctx.output_text = ""
+        ctx.reasoning_text = ctx.refusal = None  # the last whole turn's, not this answer's
+
     @staticmethod
     def _take_answer(ctx: RunContext, result: AgentModelResult) -> CodeMessage | FinalMessage | NotProtocol:
         """Store a model turn without native calls and read its protocol answer; the run's ``output_text`` is
         the final answer's output, the text of a prose answer, or nothing (code, or text shaped like a
         protocol object that could not be read)."""
-        ctx.remember(result.memory_items)
+        ctx.remember(_with_output_retry(ctx, result.memory_items))
         ctx.refusal = result.refusal
         answer = parse_answer(result.output_text)
         if isinstance(answer, FinalMessage):
@@ -598,12 +561,19 @@ class CodeActRuntime(AgentRuntime):
         """
         await super().settle_pending(ctx, reason)
         state = ctx.runtime_state
-        if not isinstance(state, _RunState) or state.step is None:
+        if not isinstance(state, RunState):
+            return
+        if state.ran is not None:
+            await self._close_step(ctx)  # it ran; the run ended while its answer was being checked
+            return
+        if state.step is None:
             return
         step, state.step = state.step, None
-        unanswered = self._record_calls(ctx, step, reason)
+        unanswered = record_calls(ctx, step, reason)
         error = reason.replace("this tool call", "this code step")
         ctx.remember([self._observation(code_error_text(error))])
+        if step.live is not None:
+            await step.live.flush()  # what it printed before the cut
         for call, refused in unanswered:
             await ctx.emit(ToolFailed(call=call, result=refused))
         cut = CodeResult(
@@ -612,4 +582,4 @@ class CodeActRuntime(AgentRuntime):
             error_type=CodeErrorType.CANCELLED,
             duration=anyio.current_time() - step.started,
         )
-        await self._publish_executed(ctx, step.code, cut)
+        await publish_executed(ctx, step.code, cut)

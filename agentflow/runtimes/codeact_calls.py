@@ -21,31 +21,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from ..tools.schema_shapes import allows_null
 from ..tools.tool import Tool
 
 __all__ = ["allows_null", "complete_arguments"]
 
 _MAX_DEPTH: Final = 32
 """How deep into the arguments omitted properties are filled (recursive types can nest without end)."""
-
-
-def allows_null(schema: Any) -> bool:
-    """Whether a JSON schema accepts ``null``: ``"type": "null"``, a type list with ``"null"``, or an
-    ``anyOf`` / ``oneOf`` member that does.
-
-    >>> allows_null({"type": ["integer", "null"]}), allows_null({"anyOf": [{"type": "string"}]})
-    (True, False)
-    """
-    if not isinstance(schema, Mapping):
-        return False
-    kind = schema.get("type")
-    if kind == "null" or (isinstance(kind, list) and "null" in kind):
-        return True
-    for key in ("anyOf", "oneOf"):
-        members = schema.get(key)
-        if isinstance(members, list) and any(allows_null(m) for m in members):
-            return True
-    return False
 
 
 def complete_arguments(tool: Tool[..., Any], arguments: dict[str, Any]) -> dict[str, Any]:

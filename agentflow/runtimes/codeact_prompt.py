@@ -8,14 +8,14 @@ the sandbox that implements it; the tools themselves by ``codeact_tools_text``. 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import orjson
 
 from ..model.tools import ToolSpec
 from ..tools.tool import Tool
-from .codeact_tools_text import tools_text
+from .codeact_tools_text import tools_text, type_text
 
 __all__ = [
     "CODEACT_INSTRUCTIONS",
@@ -24,10 +24,16 @@ __all__ = [
     "EMPTY_ANSWER",
     "EMPTY_CUT_ANSWER",
     "FINAL_STEP_REMINDER",
+    "OUTPUT_ERROR_PREFIX",
+    "OUTPUT_MISMATCH",
+    "OUTPUT_NOTE",
+    "OUTPUT_REJECTED",
     "REACT_OFF_NOTE",
     "REACT_ON_NOTE",
     "correction_text",
     "not_run_text",
+    "output_error_text",
+    "output_note",
     "tools_guide",
     "unsupported_language_text",
 ]
@@ -56,11 +62,33 @@ REACT_ON_NOTE: Final = (
 )
 """How a step ends the run with ``CodeActOptions(react=True)``."""
 
+OUTPUT_NOTE: Final = (
+    "Your final answer must be a value of this type:\n{type}\n"
+    'Give it as a Python value to `final_answer(value)` in code, or as the JSON value of "output" in '
+    '{{"type": "final", "output": ...}}: the value itself, not a string holding it.'
+)
+"""What the prompt says of an agent's ``output_type`` (``{type}``: as the tools guide writes types)."""
+
+OUTPUT_ERROR_PREFIX: Final = "OUTPUT_ERROR: "
+"""Starts the message that sends back a final message (or prose) that is not a valid answer; a code step's
+answer goes back in its ``CODE_ERROR`` instead."""
+
+OUTPUT_MISMATCH: Final = (
+    "your final answer does not match the required type: {error}. Give a value of this type:\n{type}"
+)
+"""Why a final answer was sent back: it is not of the output type (``{error}``: what is wrong)."""
+
+OUTPUT_REJECTED: Final = (
+    "your final answer was rejected: {error}\nCorrect it and give the final answer again."
+)
+"""Why a final answer was sent back: an output validator rejected it (``{error}``: its message). The answer
+matched the type, so the type is not repeated."""
+
 FINAL_STEP_REMINDER: Final = 'Do not write code: answer with {"type": "final", "output": "..."}.'
 """Appended to ``AgentOptions.final_answer_prompt`` for the last call after ``max_steps``."""
 
 EMPTY_ANSWER: Final = "it was empty"
-"""The ``PROTOCOL_ERROR`` reason for an answer with no text."""
+"""The ``PROTOCOL_ERROR`` reason for an answer with no text (or only a reasoning block, ``answer_body``)."""
 
 EMPTY_CUT_ANSWER: Final = (
     "it was empty: the output-token limit was reached before any answer (keep your reasoning shorter)"
@@ -112,10 +140,34 @@ def not_run_text(why: str) -> str:
     return f"not run: {why}"
 
 
-def tools_guide(tools: Iterable[Tool[..., Any] | ToolSpec], api_text: str, *, react: bool) -> str:
+def output_note(schema: Mapping[str, Any]) -> str:
+    """What the prompt says of the final answer's type, ``schema`` written as the tools guide writes types.
+
+    >>> print(output_note({"type": "array", "items": {"type": "integer"}}).splitlines()[1])
+    list of int
+    """
+    return OUTPUT_NOTE.format(type=type_text(schema))
+
+
+def output_error_text(error: str, schema: Mapping[str, Any] | None) -> str:
+    """Why a final answer goes back to the model: not of the type (``schema`` given, shown again) or
+    rejected by a validator (``schema`` ``None``: ``error`` is the validator's message).
+
+    >>> output_error_text("give a positive number", None)
+    'your final answer was rejected: give a positive number\\nCorrect it and give the final answer again.'
+    """
+    if schema is None:
+        return OUTPUT_REJECTED.replace("{error}", error, 1)
+    return OUTPUT_MISMATCH.format(error="{error}", type=type_text(schema)).replace("{error}", error, 1)
+
+
+def tools_guide(
+    tools: Iterable[Tool[..., Any] | ToolSpec], api_text: str, *, react: bool, output: str | None = None
+) -> str:
     """The tools as text for the system prompt: a call line, the description, the parameters and what it
-    returns of each tool (``codeact_tools_text``), then how code reaches tools (``api_text``) and how a step
-    ends.
+    returns of each tool (``codeact_tools_text``), then how code reaches tools (``api_text``), how a step
+    ends and, for an agent with an ``output_type``, the type of the final answer (``output``, an
+    ``output_note``).
 
     Tools whose names are not Python identifiers are shown as ``call_tool("name", {...})`` calls.
 
@@ -127,4 +179,7 @@ def tools_guide(tools: Iterable[Tool[..., Any] | ToolSpec], api_text: str, *, re
       Current weather.
       city: str, required. A city.
     """
-    return "\n\n".join((tools_text(tools), api_text, REACT_ON_NOTE if react else REACT_OFF_NOTE))
+    parts = [tools_text(tools), api_text, REACT_ON_NOTE if react else REACT_OFF_NOTE]
+    if output is not None:
+        parts.append(output)
+    return "\n\n".join(parts)

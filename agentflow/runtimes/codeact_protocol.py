@@ -11,8 +11,11 @@ the reason), tolerating what models actually send: Markdown fences and prose aro
 when a model writes code into a string), escapes JSON does not know and stray quotes inside the strings
 (``codeact_repair``), ``"py"``/``"python3"`` as the language, the code as a list of lines, several code
 objects in one answer (joined), and code in Markdown Python fences or ``<code>`` blocks instead of JSON (the
-format of smolagents and of models trained on it). It reads at most the answer's first ``MAX_ANSWER_CHARS``
-characters, in time linear in them, so a runaway answer (a megabyte of ``{``) cannot stall the event loop.
+format of smolagents and of models trained on it). A leading ``<think>…</think>`` (or
+``<thinking>…</thinking>``) block is reasoning a server left in the answer (``think_tags=None``, as MiniMax-M2
+wants): it is skipped, so an object or a fence the model only considered there is never run nor taken as the
+answer. It reads at most the first ``MAX_ANSWER_CHARS`` characters of the answer after that block, in time
+linear in them, so a runaway answer (a megabyte of ``{``) cannot stall the event loop.
 
 ``code_result_text`` / ``code_error_text`` write the outcome of a step as the reference's memory texts,
 ``CODE_RESULT: {"result":…,"stdout":…}`` and ``CODE_ERROR: {"error":…,"stdout":…}`` (compact JSON, keys in
@@ -33,6 +36,8 @@ from typing import Any, Final, Literal, TypeAlias
 import attrs
 import orjson
 
+from ..exact_json import dumps as exact_dumps
+from ..providers.openai.think_tags import DEFAULT_THINK_TAGS, ThinkTags, split_think_block
 from ..sandbox.code_result import CodeResult
 from .codeact_repair import REPAIRABLE, repair_object
 from .json_text import MAX_SCANNED_CHARS, json_spans
@@ -48,6 +53,7 @@ __all__ = [
     "CodeMessage",
     "FinalMessage",
     "NotProtocol",
+    "answer_body",
     "answer_text",
     "code_error_text",
     "code_result_text",
@@ -100,6 +106,8 @@ _MAX_JOINED = 32
 """The most code objects (or fenced blocks) of one answer joined into one step."""
 _FENCE = "```"
 _CODE_OPEN = "<code>"
+_REASONING_TAGS: Final[tuple[ThinkTags, ...]] = (DEFAULT_THINK_TAGS, ("<thinking>", "</thinking>"))
+"""The tag pairs of a leading reasoning block ``answer_body`` skips."""
 _CODE_CLOSE = "</code>"
 
 
@@ -122,9 +130,19 @@ class CodeMessage:
 
 @attrs.frozen
 class FinalMessage:
-    """``{"type": "final", "output": …}``: the final answer (a non-string output as compact JSON)."""
+    """``{"type": "final", "output": …}``: the final answer (a non-string output as compact JSON).
+
+    ``value`` is the output as decoded (a dict, a list, a number…; the text itself by default), for an agent
+    with an ``output_type``; ``output`` is its text, so two messages with the same text are equal.
+
+    >>> parse_answer('{"type": "final", "output": {"total": 3}}').value
+    {'total': 3}
+    """
 
     output: str
+    value: Any = attrs.field(
+        default=attrs.Factory(lambda self: self.output, takes_self=True), eq=False, repr=False
+    )
 
 
 @attrs.frozen
@@ -169,7 +187,7 @@ def parse_answer(text: str) -> Answer:
     that follow it (up to a final object, or one in another language), as the model wrote them to run in
     that order. An answer with no protocol object but Markdown-fenced Python (```` ```python ````, ```` ```py
     ````) or ``<code>…</code>`` blocks is a code message too, its blocks joined. Only the first
-    ``MAX_ANSWER_CHARS`` characters are read.
+    ``MAX_ANSWER_CHARS`` characters are read, of the answer after a leading reasoning block (``answer_body``).
 
     >>> parse_answer('Sure!\\n```json\\n{"type": "code", "language": "python", "code": "2 ** 10"}\\n```')
     CodeMessage(code='2 ** 10', language='python')
@@ -179,11 +197,14 @@ def parse_answer(text: str) -> Answer:
     CodeMessage(code='2 ** 10', language='python')
     >>> parse_answer("The answer is 42.").reason
     'the answer holds no JSON object'
+    >>> parse_answer('<think>Or {"type": "final", "output": "a guess"}?</think>{"type": "code", "code": "1"}')
+    CodeMessage(code='1', language='python')
     """
-    read = text[:MAX_ANSWER_CHARS]
+    body = answer_body(text)
+    read = body[:MAX_ANSWER_CHARS]
     found = _next_message(read, 0)
     if isinstance(found, _Miss):
-        return _not_protocol(text, read, found)
+        return _not_protocol(text, len(body), read, found)
     message, end = found
     if isinstance(message, FinalMessage):
         return message
@@ -199,6 +220,27 @@ def parse_answer(text: str) -> Answer:
     if len(codes) == 1:
         return message
     return CodeMessage(_joined(c.code for c in codes), message.language)
+
+
+def answer_body(text: str) -> str:
+    """``text`` without a leading reasoning block: a ``<think>…</think>`` or ``<thinking>…</thinking>`` block
+    a server left inline (see ``providers.openai.think_tags``, whose rules hold: only a block the text opens
+    with, only the first; one never closed was all reasoning, so nothing is left). Other text is returned as
+    it is.
+
+    What the model thought is not what it answered: an object or a fence in there is a draft, never code to
+    run or a final answer.
+
+    >>> answer_body("<think>\\nTry ```python\\nimport os\\n```?\\n</think>\\n\\nThe answer is 4.")
+    'The answer is 4.'
+    >>> answer_body("<thinking>cut here"), answer_body("Use <think> tags.")
+    ('', 'Use <think> tags.')
+    """
+    for tags in _REASONING_TAGS:
+        split = split_think_block(text, tags)
+        if split is not None:
+            return split[0]
+    return text
 
 
 @attrs.frozen
@@ -253,23 +295,24 @@ def _next_message(read: str, offset: int) -> tuple[CodeMessage | FinalMessage, i
     return _Miss(best_reason, best_rank, cut_code)
 
 
-def _not_protocol(text: str, read: str, miss: _Miss) -> Answer:
-    """An answer without protocol objects: its fenced code, or ``NotProtocol`` saying why."""
+def _not_protocol(text: str, length: int, read: str, miss: _Miss) -> Answer:
+    """An answer without protocol objects (``length`` characters after its reasoning, ``read`` the part
+    read): its fenced code, or ``NotProtocol`` saying why."""
     fenced = fenced_code(read)
     if fenced is not None:
         return CodeMessage(fenced)
-    if miss.rank == 1 and miss.cut_code and len(text) > MAX_ANSWER_CHARS:
+    if miss.rank == 1 and miss.cut_code and length > MAX_ANSWER_CHARS:
         return NotProtocol(
             text,
-            f"the answer is {len(text)} characters long and only its first {MAX_ANSWER_CHARS} are read, so "
+            f"the answer is {length} characters long and only its first {MAX_ANSWER_CHARS} are read, so "
             "its code object was cut off; write shorter code (compute or load large data instead of writing "
             "it out in the code)",
             cut_code=True,
             attempt="code",
         )
     reason = miss.reason or "the answer holds no JSON object"
-    if len(text) > MAX_ANSWER_CHARS:
-        reason += f" (only the first {MAX_ANSWER_CHARS} of its {len(text)} characters were read)"
+    if length > MAX_ANSWER_CHARS:
+        reason += f" (only the first {MAX_ANSWER_CHARS} of its {length} characters were read)"
     return NotProtocol(text, reason, attempt=_attempt(read))
 
 
@@ -368,7 +411,7 @@ def _message(value: Mapping[str, Any]) -> CodeMessage | FinalMessage | str:
     if kind == "final":
         if "output" not in value:
             return 'a final message needs the answer in "output"'
-        return FinalMessage(answer_text(value["output"]))
+        return FinalMessage(answer_text(value["output"]), value["output"])
     if kind is None:
         return 'the JSON object has no "type" ("code" or "final")'
     return f'"type" must be "code" or "final", not {orjson.dumps(kind).decode()}'
@@ -379,7 +422,8 @@ def _message(value: Mapping[str, Any]) -> CodeMessage | FinalMessage | str:
 
 def _json(payload: Mapping[str, Any]) -> str:
     # ``default=repr``: a custom executor may return values JSON cannot hold; the model still sees them.
-    return orjson.dumps(payload, default=repr, option=orjson.OPT_NON_STR_KEYS).decode()
+    # Exact: code's ``2**70`` is shown with all its digits.
+    return exact_dumps(payload, default=repr, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
 def code_result_text(value: Any, stdout: str = "", stderr: str = "") -> str:
@@ -480,13 +524,14 @@ def step_text(
 
 
 def answer_text(value: Any) -> str:
-    """A value as answer text: a string as is, ``None`` as ``""``, anything else as compact JSON.
+    """A value as answer text: a string as is, ``None`` as ``""``, anything else as compact JSON (integers
+    with all their digits).
 
-    >>> answer_text("Paris"), answer_text(None), answer_text([1, 2])
-    ('Paris', '', '[1,2]')
+    >>> answer_text("Paris"), answer_text(None), answer_text([1, 2**70])
+    ('Paris', '', '[1,1180591620717411303424]')
     """
     if isinstance(value, str):
         return value
     if value is None:
         return ""
-    return orjson.dumps(value, default=repr, option=orjson.OPT_NON_STR_KEYS).decode()
+    return exact_dumps(value, default=repr, option=orjson.OPT_NON_STR_KEYS).decode()

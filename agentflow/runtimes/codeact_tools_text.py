@@ -21,7 +21,7 @@ from ..sandbox.code_api import callable_by_name
 from ..tools.tool import Tool
 from .codeact_calls import allows_null
 
-__all__ = ["NO_TOOLS", "tool_text", "tools_text"]
+__all__ = ["NO_TOOLS", "tool_text", "tools_text", "type_text"]
 
 NO_TOOLS: Final = "No tools are available: solve the task with Python alone."
 """What the prompt says instead of the tools when there are none."""
@@ -95,6 +95,26 @@ def tool_text(tool: Tool[..., Any] | ToolSpec) -> str:
             lines.append(f"  returns: {' '.join(returns.description.split())}")
     for name, definition in definitions.items():
         lines.append(f"  where {name} is {types.text(definition, expand=True)}")
+    return "\n".join(lines)
+
+
+def type_text(schema: Mapping[str, Any]) -> str:
+    """One JSON schema written as the tools guide writes a parameter's type, followed by a ``where`` line
+    for each recursive type it names (from its ``$defs``): how CodeAct tells the model the type of its final
+    answer.
+
+    >>> type_text({"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer",
+    ...     "default": 3}}, "required": ["city"]})
+    'dict {city: str, days: int = 3}'
+    >>> print(type_text({"$ref": "#/$defs/Node", "$defs": {"Node": {"type": "object", "properties": {
+    ...     "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}}}}))
+    Node
+      where Node is dict {children: list of Node (optional)}
+    """
+    definitions = _definitions(schema)
+    types = _Types(definitions)
+    lines = [types.text(schema)]
+    lines.extend(f"  where {name} is {types.text(d, expand=True)}" for name, d in definitions.items())
     return "\n".join(lines)
 
 

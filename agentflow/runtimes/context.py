@@ -11,6 +11,7 @@ No loop logic here: ``agentflow.runtimes.base`` drives the run.
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -40,6 +41,33 @@ NO_USAGE = TokenUsage()
 def usage_total(usage: TokenUsage) -> int:
     """The tokens a usage counts against a budget: ``total_tokens``, or input + output when it is missing."""
     return usage.total_tokens or usage.input_tokens + usage.output_tokens
+
+
+class _ToolUsage:
+    """The run's ``UsageSink``: usage a tool reports (``ToolContext.add_usage``: a sub-agent's run) counts
+    toward the run's and the step's usage, and so its token budget, but is no model call of its own.
+
+    It holds the run weakly: the run holds the executor that holds this, and a cycle would leave every run's
+    state to the garbage collector.
+    """
+
+    __slots__ = ("_run",)
+
+    def __init__(self, run: RunContext) -> None:
+        self._run = weakref.ref(run)
+
+    def add_usage(self, usage: TokenUsage) -> None:
+        run = self._run()
+        if run is not None:
+            run.usage = run.usage + usage
+            run.step_usage = run.step_usage + usage
+
+    def tokens_left(self) -> int | None:
+        run = self._run()
+        budget = run.options.max_tokens if run is not None else None
+        if run is None or budget is None:
+            return None
+        return max(0, budget - usage_total(run.usage))
 
 
 @attrs.define(eq=False)
@@ -150,6 +178,7 @@ class RunContext:
                 emit=functools.partial(self.bus.publish, owned=True),
                 emit_may_wait=self.bus.has_listeners,
                 listening=self.bus.has_listeners,
+                usage=_ToolUsage(self),
             )
         return self._executor
 

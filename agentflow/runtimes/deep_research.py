@@ -35,7 +35,7 @@ from typing import Any, ClassVar, Literal, TypeAlias
 import attrs
 
 from ..agent.chat_client import chat_result
-from ..agent.items import message_item, to_chat_messages
+from ..agent.items import is_runtime_note, message_item, to_chat_messages
 from ..events import ModelRequest, PlanCreated, PlanUpdated
 from ..model.events import ModelCompleted, UsageReported
 from ..model.messages import AiMessage, UserMessage
@@ -57,8 +57,8 @@ DEEP_RESEARCH_INSTRUCTIONS = (
 """The reference's DeepResearch instructions, verbatim."""
 
 UPDATED_PLAN_HEADER = "Updated plan:"
-"""The first line of the item a re-plan writes (the first plan's is the reference's ``Plan:``)."""
-_PLAN_HEADERS = ("Plan:\n", UPDATED_PLAN_HEADER + "\n")
+"""The first line of the item a re-plan writes (the first plan's is the reference's ``Plan:``; both are
+among ``items.RUNTIME_NOTE_PREFIXES``)."""
 
 PlanHook: TypeAlias = Callable[[Plan], Plan | Awaitable[Plan | None] | None]
 """``on_plan(plan)``: return ``None`` to keep the plan, or the plan to use instead; may be async."""
@@ -90,8 +90,8 @@ def _conversation(ctx: RunContext) -> tuple[tuple[str, str], ...]:
     turns: list[tuple[str, str]] = []
     for message in to_chat_messages(earlier):
         if isinstance(message, UserMessage | AiMessage) and message.text:
-            if isinstance(message, UserMessage) and message.text.startswith(_PLAN_HEADERS):
-                continue  # an earlier run's plan, written with plan_role="user": not something the user said
+            if isinstance(message, UserMessage) and is_runtime_note(message):
+                continue  # an earlier run's plan (plan_role="user"), a retry prompt: not what the user said
             turns.append(("user" if isinstance(message, UserMessage) else "assistant", message.text))
     return tuple(turns[-_CONVERSATION_TURNS:])
 

@@ -334,6 +334,42 @@ class OutputType(Generic[OutputT]):
         reason = broken[0].error if broken else whole_error
         raise ToolArgumentsError(f"the answer is not valid JSON: {reason}")
 
+    def read_value(self, value: Any) -> OutputT:
+        """An already-decoded value read into the output type, or a ``ValueError`` saying what is wrong with
+        it, in the words ``parse`` uses.
+
+        For answers that are Python values rather than text (what CodeAct code hands ``final_answer``, a
+        final message's ``output``): dicts, lists, strings, numbers, booleans and ``None``, as JSON decodes.
+        No JSON text is made on the way, so integers of any size stay exact. A string is read as the value
+        first, then as text holding JSON (``parse``: code may return JSON it built itself); when both fail,
+        the error is the one for the JSON when the string looks like it holds some.
+
+        >>> OutputType(list[int]).read_value([1, 2**70])
+        [1, 1180591620717411303424]
+        >>> OutputType(list[int]).read_value("[1, 2]")
+        [1, 2]
+        """
+        if not isinstance(value, str):
+            return self._read(value)
+        try:
+            return self._read(value)
+        except ToolArgumentsError as exc:
+            as_value = exc
+        try:
+            return self.parse(value)
+        except ToolArgumentsError as exc:
+            raise (exc if value.lstrip()[:1] in ("{", "[") else as_value) from None
+
+    @property
+    def value_schema(self) -> Mapping[str, Any]:
+        """The JSON schema of the value itself, as code may give it: not wrapped in ``{"result": …}``, and
+        plain (optional fields optional, as ``read_value`` takes them), with its own ``$defs``.
+
+        >>> OutputType(list[int]).value_schema
+        {'type': 'array', 'items': {'type': 'integer'}}
+        """
+        return shape_of(self.type, where=f"output type {self.type!r}").schema
+
     def _read(self, value: Any) -> OutputT:
         if self._wrapped and not (isinstance(value, dict) and value.keys() == {_WRAPPER}):
             value = {_WRAPPER: value}  # the bare value, from a server that ignored the schema

@@ -12,7 +12,8 @@ bounded capture objects that stream ``out`` frames to the host (so output printe
 Frames, child → host: ``ready``; ``call`` (a tool call: ``id``, ``name``, ``args``); ``out`` (``s``: stream
 name, ``d``: text); ``done`` (the step's outcome, with the ``step`` number of its ``exec``). Host → child:
 ``exec`` (one code step: the code, the tool names, each tool's parameter names in order under ``params``,
-so a stub takes positional arguments, and the step's limits) and ``result`` (the answer to a ``call``:
+so a stub takes positional arguments, the tools whose first parameter takes an object under
+``object_first``, and the step's limits) and ``result`` (the answer to a ``call``:
 ``ok`` plus ``value`` or ``error``). Several calls may be in flight at once (``parallel``, ``map_tool``,
 ``acall_tool`` with ``asyncio.gather``); results are matched by id. A host frame may hold the literals
 ``NaN``, ``Infinity`` and ``-Infinity`` (a tool's float that is not finite), which ``json.loads`` reads as
@@ -389,17 +390,28 @@ def _merge_args(name: str, args: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _bind_args(
-    name: str, params: list[str] | None, args: tuple[Any, ...], kwargs: dict[str, Any]
+    name: str,
+    params: list[str] | None,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    object_first: bool = False,
 ) -> dict[str, Any]:
     """The arguments of a call through a tool's stub: ``args`` by position in the order ``params`` (the
     tool's parameters, ``None`` when the host did not say), ``kwargs`` by name, or one dict of them.
 
-    One dict whose keys are all parameter names (any keys when ``params`` is ``None``) is the arguments'
-    dict, as ``call_tool`` takes it; otherwise a dict is the value of the first parameter.
+    When the first parameter takes an object (``object_first``), a dict is always its value: ``save({})``
+    saves an empty record. Otherwise one dict whose keys are all parameter names (any keys when ``params``
+    is ``None``) is the arguments' dict, as ``call_tool`` takes it, and any other dict is the value of the
+    first parameter.
     """
     if not args:
         return dict(kwargs)
-    if len(args) == 1 and isinstance(args[0], dict) and (params is None or all(k in params for k in args[0])):
+    if (
+        len(args) == 1
+        and isinstance(args[0], dict)
+        and not object_first
+        and (params is None or all(k in params for k in args[0]))
+    ):
         return _merge_args(name, args[0], kwargs)
     if params is None:
         raise TypeError(
@@ -560,9 +572,12 @@ class Runner:
         self.namespace["ToolError"] = ToolError
         self.namespace[_RETURN] = _Return
 
-    def _refresh_tool_stubs(self, tool_names: list[str], params: dict[str, Any]) -> None:
+    def _refresh_tool_stubs(
+        self, tool_names: list[str], params: dict[str, Any], object_first: set[str]
+    ) -> None:
         """Define a function per tool for this step (its parameters may have changed), never replacing a
-        name the code has given a value of its own."""
+        name the code has given a value of its own. ``object_first``: the tools whose first parameter takes
+        an object (a lone dict is its value)."""
         wanted = set(tool_names)
         for name, value in list(self.namespace.items()):
             if getattr(value, _STUB_MARK, None) == name and name not in wanted:
@@ -574,24 +589,28 @@ class Runner:
             if current is None or getattr(current, _STUB_MARK, None) == name:
                 names = params.get(name)
                 known = [str(p) for p in names] if isinstance(names, list) else None
-                self.namespace[name] = self._make_stub(name, known)
+                self.namespace[name] = self._make_stub(name, known, bool(known) and name in object_first)
 
-    def _make_stub(self, name: str, params: list[str] | None) -> Callable[..., Any]:
+    def _make_stub(
+        self, name: str, params: list[str] | None, object_first: bool = False
+    ) -> Callable[..., Any]:
         calls = self.calls
 
         def stub(*args: Any, **kwargs: Any) -> Any:
-            ((ok, value),) = calls.wait([calls.request(name, _bind_args(name, params, args, kwargs))])
+            arguments = _bind_args(name, params, args, kwargs, object_first)
+            ((ok, value),) = calls.wait([calls.request(name, arguments)])
             if not ok:
                 raise value
             return value
 
         stub.__name__ = stub.__qualname__ = name
         order = "(" + ", ".join(params) + ")" if params else ""
-        how = (
-            f"positional arguments in the order {order}, keywords or one dict"
-            if order
-            else "keywords or one dict"
-        )
+        if object_first and params:
+            how = f"positional arguments in the order {order} or keywords; a dict alone is {params[0]}"
+        elif order:
+            how = f"positional arguments in the order {order}, keywords or one dict"
+        else:
+            how = "keywords or one dict"
         stub.__doc__ = f"Call the tool {name!r} ({how}) and return its value."
         setattr(stub, _STUB_MARK, name)
         return stub
@@ -610,8 +629,11 @@ class Runner:
         self.calls.max_call_bytes = int(limits.get("max_call_bytes", 0))
         self.calls.max_calls = int(limits.get("max_tool_calls") or 0)
         params = message.get("params")
+        object_first = message.get("object_first")
         self._refresh_tool_stubs(
-            [str(name) for name in message.get("tools") or ()], params if isinstance(params, dict) else {}
+            [str(name) for name in message.get("tools") or ()],
+            params if isinstance(params, dict) else {},
+            {str(n) for n in object_first} if isinstance(object_first, list) else set(),
         )
         filename = "<cell " + str(message.get("step", 0)) + ">"
         code = str(message.get("code", ""))

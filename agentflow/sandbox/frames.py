@@ -143,14 +143,20 @@ def exec_frame(
 ) -> bytes:
     """The frame that runs one step; ``rlimits`` are applied by the child before its first step, and
     ``parameters`` (tool name → its parameter names in order) let code pass a tool's arguments by position.
+    A tool whose names say its first parameter takes an object (``ParameterNames.first_takes_object``) is
+    listed under ``object_first``: the child passes a lone dict to it as that parameter's value.
     """
+    parameters = parameters or {}
     return encode_frame(
         {
             "t": "exec",
             "code": code,
             "step": step,
             "tools": list(tool_names),
-            "params": {name: list(names) for name, names in (parameters or {}).items()},
+            "params": {name: list(names) for name, names in parameters.items()},
+            "object_first": [
+                name for name, names in parameters.items() if getattr(names, "first_takes_object", False)
+            ],
             "limits": {
                 "cpu_seconds": limits.cpu_seconds,
                 "max_output_bytes": limits.max_output_bytes,
@@ -190,8 +196,10 @@ def tool_result_frame(call_id: int, result: ToolResult, limit: int = MAX_CHILD_R
         frame: bytes | None = encode_frame(answer)
     except orjson.JSONEncodeError:
         frame = None
-    # orjson writes NaN and the infinities as null: only then (or when it failed) is the value walked.
-    if frame is None or b"null" in frame:
+    # orjson writes NaN and the infinities as null: only then (or when it failed) is the value walked. A
+    # ``null`` is mostly a ``None`` (or the text "null"): a look for floats, which copies nothing, rules
+    # those out first.
+    if frame is None or (b"null" in frame and _may_hold_non_finite(result.value)):
         try:
             frame = encode_frame({**answer, "value": code_value(result.value, opaque=result.output)})
         except (orjson.JSONEncodeError, RecursionError):  # not expected: ``code_value`` leaves nothing out
@@ -204,6 +212,34 @@ def tool_result_frame(call_id: int, result: ToolResult, limit: int = MAX_CHILD_R
             f"limit of {limit}; ask the tool for less (a part, a page or a summary)",
         )
     return frame
+
+
+_PLAIN_LEAVES: Final = frozenset({str, int, bool, type(None)})
+
+
+def _may_hold_non_finite(value: Any) -> bool:
+    """Whether orjson may have written a float of ``value`` that is not finite as ``null``: ``False`` only
+    when every part is a finite float or a plain leaf inside dicts, lists and tuples (what a tool's JSON
+    value is made of). Any other part (a dataclass, an enum, a subclass…) answers ``True``: ``code_value``
+    then walks the value as it always did.
+
+    Called only on a value orjson has just written, so it holds no cycle; kept flat, as ``code_value``'s copy
+    is what this spares.
+    """
+    pending = [value]
+    while pending:
+        part = pending.pop()
+        kind = type(part)
+        if kind is dict:
+            pending.extend(part.values())
+        elif kind is list or kind is tuple:
+            pending.extend(part)
+        elif kind is float:
+            if not math.isfinite(part):
+                return True
+        elif kind not in _PLAIN_LEAVES:
+            return True
+    return False
 
 
 def tool_failure_frame(call_id: int, message: str) -> bytes:

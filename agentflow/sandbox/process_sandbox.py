@@ -7,7 +7,9 @@ and working directory. Each step:
 - sends the code to the child and serves the tool calls it makes (concurrently, at most
   ``max_parallel_tool_calls`` tools running) through the host's ``ToolInvoker`` — the child never runs a
   tool itself; with a ``ParameterizedInvoker`` the code may also pass a tool's arguments by position;
-- collects the output the child streams (bounded), then its outcome;
+- collects the output the child streams (bounded), then its outcome; with an ``on_output`` listener, each
+  piece is also handed to it as it arrives (what the capture keeps, nothing past its budget), never waiting
+  for it;
 - is bounded by ``wall_time`` of the code's own time: the time while a tool call runs on the host is not
   counted (the invoker's tool timeout bounds each call). Past it the process is killed and the step returns
   a ``timeout`` result. A killed persistent process is replaced at the next step (its variables are gone;
@@ -48,7 +50,7 @@ from .child_process import ChildExited, SandboxProcess
 from .code_result import CodeErrorType, CodeResult
 from .cpu_watch import CPU_GRACE, cpu_exceeded
 from .errors import SandboxClosedError, SandboxUnavailableError
-from .executor import ToolInvoker
+from .executor import OutputListener, ToolInvoker
 from .frames import (
     MAX_CHILD_READS,
     FrameError,
@@ -63,6 +65,7 @@ from .frames import (
 )
 from .launch import SandboxIsolation, can_switch_user, host_site_dirs, plan_launch
 from .limits import ExecutionLimits
+from .step_output import StepOutput
 from .tool_parameters import tool_parameters
 
 __all__ = ["ProcessSandbox", "SubprocessExecutor"]
@@ -126,52 +129,6 @@ class _Stop:
         if self.reason is None:
             self.reason = reason
         step.cancel()
-
-
-class _Output:
-    """One captured stream of a step, cut at a byte budget (the child cuts too, but is not trusted)."""
-
-    def __init__(self, budget: int) -> None:
-        self._parts: list[str] = []
-        self._budget = budget
-        self._dropped = 0
-        self._raw = bytearray()
-
-    def add(self, text: str) -> None:
-        size = len(text.encode("utf-8", "replace"))
-        if size > self._budget:
-            kept = text.encode("utf-8", "replace")[: self._budget].decode("utf-8", "ignore")
-            self._dropped += size - len(kept.encode("utf-8"))
-            text, size = kept, len(kept.encode("utf-8"))
-        self._budget -= size
-        if text:
-            self._parts.append(text)
-
-    def add_raw(self, chunk: bytes) -> None:
-        """Bytes written straight to the descriptors (C code, ``os.write``): decoded when the step ends."""
-        room = max(0, self._budget - len(self._raw))
-        self._raw += chunk[:room]
-        self._dropped += max(0, len(chunk) - room)
-
-    def text(self, dropped_by_child: int = 0) -> str:
-        if self._raw:
-            lines = self._raw.decode("utf-8", "replace").splitlines(keepends=True)
-            self.add("".join(line for line in lines if not line.startswith("unshare: ")))
-            self._raw.clear()
-        dropped = self._dropped + dropped_by_child
-        body = "".join(self._parts)
-        if dropped:
-            body += f"\n[... output truncated: {dropped} more bytes not shown ...]"
-        return body
-
-
-class _StepOutput:
-    def __init__(self, limits: ExecutionLimits) -> None:
-        self.stdout = _Output(limits.max_output_bytes)
-        self.stderr = _Output(limits.max_output_bytes)
-
-    def add(self, chunk: OutputChunk) -> None:
-        (self.stdout if chunk.stream == "stdout" else self.stderr).add(chunk.text)
 
 
 class ProcessSandbox:
@@ -268,16 +225,21 @@ class ProcessSandbox:
         tools: ToolInvoker,
         tool_names: Sequence[str] = (),
         limits: ExecutionLimits = _DEFAULT_LIMITS,
+        *,
+        on_output: OutputListener | None = None,
     ) -> CodeResult:
         """Run one code step; tool calls in it go to ``tools``. Bad code ends as ``ok=False``, never raises.
 
-        Raises ``SandboxClosedError`` after ``aclose()``, ``SandboxStartError`` when no process could start.
+        ``on_output(stream, text)`` hears each piece of output as the child sends it (a line, or a burst of
+        small writes; at most ``max_output_bytes`` per stream): a plain function the step does not wait for,
+        so it must return at once. Raises ``SandboxClosedError`` after ``aclose()``, ``SandboxStartError``
+        when no process could start.
         """
         async with self._lock:
             self._check_open()
             child = await self._ensure_child(limits)
             self._step += 1
-            output = _StepOutput(limits)
+            output = StepOutput(limits, on_output)
             started = anyio.current_time()
             keep = False
             try:
@@ -376,7 +338,7 @@ class ProcessSandbox:
         tools: ToolInvoker,
         tool_names: Sequence[str],
         limits: ExecutionLimits,
-        output: _StepOutput,
+        output: StepOutput,
     ) -> tuple[CodeResult, bool]:
         """Drive one step to its end; returns the result and whether the process may be kept."""
         slots = anyio.Semaphore(limits.max_parallel_tool_calls)
@@ -491,7 +453,7 @@ class ProcessSandbox:
         kind = type(result).__name__
         return tool_failure_frame(call.id, f"TOOL_ERROR: the host's tool invoker returned {kind}")
 
-    def _finished(self, done: StepDone, output: _StepOutput) -> CodeResult:
+    def _finished(self, done: StepDone, output: StepOutput) -> CodeResult:
         return CodeResult(
             ok=done.ok,
             value=done.value,
@@ -502,7 +464,7 @@ class ProcessSandbox:
             is_final=done.is_final,
         )
 
-    async def _crashed(self, child: SandboxProcess, output: _StepOutput) -> CodeResult:
+    async def _crashed(self, child: SandboxProcess, output: StepOutput) -> CodeResult:
         status = await child.exit_status()
         detail = "still running" if status is None else f"exit status {status}"
         if status is not None and status < 0:
@@ -511,7 +473,7 @@ class ProcessSandbox:
             output, f"the sandbox process ended during the step ({detail})", CodeErrorType.KILLED
         )
 
-    def _timed_out(self, limits: ExecutionLimits, output: _StepOutput, reason: str | None) -> CodeResult:
+    def _timed_out(self, limits: ExecutionLimits, output: StepOutput, reason: str | None) -> CodeResult:
         if reason == "step_time":
             error = (
                 f"TimeoutError: the step ran longer than {limits.max_step_time:g} s in all, its tool calls "
@@ -524,7 +486,7 @@ class ProcessSandbox:
             )
         return self._process_lost(output, error, CodeErrorType.TIMEOUT)
 
-    def _over_cpu(self, limits: ExecutionLimits, output: _StepOutput, *, lifted: bool) -> CodeResult:
+    def _over_cpu(self, limits: ExecutionLimits, output: StepOutput, *, lifted: bool) -> CodeResult:
         why = (
             "the code raised its own limit"
             if lifted
@@ -538,7 +500,7 @@ class ProcessSandbox:
             CodeErrorType.CPU_LIMIT,
         )
 
-    def _broken(self, error: FrameError, output: _StepOutput) -> CodeResult:
+    def _broken(self, error: FrameError, output: StepOutput) -> CodeResult:
         return self._process_lost(
             output,
             "the code broke the sandbox's channel to the host (it wrote to or closed a file descriptor it "
@@ -546,7 +508,7 @@ class ProcessSandbox:
             CodeErrorType.PROTOCOL,
         )
 
-    def _process_lost(self, output: _StepOutput, error: str, error_type: CodeErrorType) -> CodeResult:
+    def _process_lost(self, output: StepOutput, error: str, error_type: CodeErrorType) -> CodeResult:
         """A step whose process is gone: what it printed, the error, and (persistent) its lost state."""
         lost = f"; {_LOST}" if self._persistent else ""
         return CodeResult(

@@ -9,7 +9,16 @@ of its own, and the loop only wraps the child's pipes in asyncio pipe transports
 
 The thread is one for the host process's lifetime, never a pool thread that ends when idle: a
 parent-death signal (``setpriv --pdeathsig``, see ``launch.py``) fires when the *thread* that started the
-process ends, so a thread that came and went would take every sandbox it started with it.
+process ends, so a thread that came and went would take every sandbox it started with it. (On Python
+3.12+ a later ``os.fork()`` of the host warns that the process has threads; a forked child starts its own
+spawner thread on first use.)
+
+Nothing waits without bound: the spawner thread starts processes (and waits at most ``_DISCARD_WAIT`` for
+one it killed), and a wait for a process to end is bounded wherever the caller cannot cancel it. A killed
+process that does not end within ``REAP_WAIT`` (one in uninterruptible sleep ignores even SIGKILL until its
+I/O returns) is left on a list of unreaped processes that every later start polls, so it is reaped once it
+has ended, and nothing waits for it meanwhile. A start whose caller is cancelled while it waits for the
+thread returns at once; the process, if it starts after all, is killed there and then.
 
 This module knows nothing of sandboxes: ``child_process.SandboxProcess`` uses it.
 """
@@ -31,13 +40,23 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-__all__ = ["SpawnedProcess", "spawn"]
+__all__ = ["CLOSE_GRACE", "REAP_WAIT", "SpawnedProcess", "spawn"]
 
 _WAIT_STEP = (0.001, 0.05)
 """The first and the longest pause between two looks at whether the process has ended."""
+REAP_WAIT = 1.0
+"""Seconds a killed process gets to end before it is left to be reaped later (SIGKILL takes effect at
+once, unless the process is in uninterruptible sleep)."""
+_DISCARD_WAIT = 0.1
+"""Seconds the spawner thread waits for a process it killed (``_discard``) before it leaves it."""
+CLOSE_GRACE = 5.0
+"""Seconds ``SpawnedProcess.aclose`` lets a process that was not killed end on its own (its stdin closed)
+before it kills it."""
 
 _spawner: concurrent.futures.ThreadPoolExecutor | None = None
 _spawner_lock = threading.Lock()
+_unreaped: list[subprocess.Popen[bytes]] = []
+"""Killed processes that had not ended in ``REAP_WAIT``: polled (under ``_spawner_lock``) at each start."""
 
 
 def _spawn_thread() -> concurrent.futures.ThreadPoolExecutor:
@@ -52,9 +71,78 @@ def _spawn_thread() -> concurrent.futures.ThreadPoolExecutor:
 
 
 def _forget_spawn_thread() -> None:
-    global _spawner, _spawner_lock
-    # A forked child has the pool but not its thread: it starts its own on first use.
-    _spawner, _spawner_lock = None, threading.Lock()
+    global _spawner, _spawner_lock, _unreaped
+    # A forked child has the pool but not its thread: it starts its own on first use. The parent's children
+    # are not its own to reap.
+    _spawner, _spawner_lock, _unreaped = None, threading.Lock(), []
+
+
+def _leave(popen: subprocess.Popen[bytes]) -> None:
+    """Note a killed process that has not ended yet: a later start reaps it (``_reap_left``)."""
+    with _spawner_lock:
+        _unreaped.append(popen)
+
+
+def _reap_left() -> None:
+    """Reap the left processes that have ended since (a ``waitpid`` that never blocks for each)."""
+    with _spawner_lock:
+        if _unreaped:
+            _unreaped[:] = [popen for popen in _unreaped if popen.poll() is None]
+
+
+def _sigkill(popen: subprocess.Popen[bytes], *, group: bool) -> None:
+    """SIGKILL the process (its whole process group with ``group``); one that has ended is left alone."""
+    if popen.returncode is not None:
+        return  # reaped: its pid may belong to another process by now
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if group:
+            os.killpg(popen.pid, signal.SIGKILL)
+        else:
+            popen.kill()
+
+
+def _close_pipes(popen: subprocess.Popen[bytes]) -> None:
+    for pipe in (popen.stdin, popen.stdout, popen.stderr):
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
+
+
+async def _reap(popen: subprocess.Popen[bytes], within: float) -> int | None:
+    """Wait up to ``within`` seconds for the process to end and reap it; its exit status, or ``None`` if it
+    still runs. Polled on the loop (a ``waitpid`` that never blocks), as ``SpawnedProcess.wait``."""
+    pause, longest = _WAIT_STEP
+    with anyio.move_on_after(within):
+        while (status := popen.poll()) is None:
+            await anyio.sleep(pause)
+            pause = min(pause * 2, longest)
+        return status
+    return None
+
+
+async def _kill_and_reap(popen: subprocess.Popen[bytes], *, group: bool) -> None:
+    """SIGKILL the process and reap it within ``REAP_WAIT``, else leave it to a later start; shielded (the
+    process must not be left running) but bounded."""
+    with anyio.CancelScope(shield=True):
+        _sigkill(popen, group=group)
+        _close_pipes(popen)
+        if await _reap(popen, REAP_WAIT) is None:
+            _leave(popen)
+
+
+def _discard(started: concurrent.futures.Future[subprocess.Popen[bytes]], *, group: bool) -> None:
+    """A start whose caller has gone (cancelled while it waited for the spawner thread): kill the process it
+    made, if any, and reap it. Runs on the spawner thread as the start completes, so it waits no longer
+    than ``_DISCARD_WAIT``: a process still there then is reaped by a later start."""
+    if started.cancelled() or started.exception() is not None:
+        return
+    popen = started.result()
+    _sigkill(popen, group=group)
+    _close_pipes(popen)
+    try:
+        popen.wait(_DISCARD_WAIT)  # a killed process is gone in about a millisecond
+    except subprocess.TimeoutExpired:
+        _leave(popen)
 
 
 if hasattr(os, "register_at_fork"):
@@ -158,8 +246,11 @@ class SpawnedProcess:
         stdin: _PipeSendStream,
         stdout: _PipeReceiveStream,
         stderr: _PipeReceiveStream,
+        *,
+        group: bool = False,
     ) -> None:
         self._popen = popen
+        self._group = group  # it leads a process group of its own (``start_new_session``): kill the group
         self.stdin: anyio.abc.ByteSendStream = stdin
         self.stdout: anyio.abc.ByteReceiveStream = stdout
         self.stderr: anyio.abc.ByteReceiveStream = stderr
@@ -176,7 +267,7 @@ class SpawnedProcess:
         return self._popen.poll()
 
     async def wait(self) -> int:
-        """Wait for the process to end, reap it, and return its exit status."""
+        """Wait for the process to end, reap it, and return its exit status (cancellable)."""
         pause, longest = _WAIT_STEP
         # Polled (a ``waitpid`` that never blocks): the host waits only for a process it has just killed,
         # or for one whose pipes have closed, so the wait is short, and it needs no child watcher.
@@ -185,55 +276,46 @@ class SpawnedProcess:
             pause = min(pause * 2, longest)
         return status
 
-    async def aclose(self) -> None:
-        """Close the pipes, then wait for the process to end (kill it first to make that quick)."""
+    async def aclose(self, grace: float = CLOSE_GRACE) -> None:
+        """Close the pipes, then wait up to ``grace`` seconds for the process to end (kill it first to make
+        that quick); one still running then is SIGKILLed (its process group too, when it leads one) and
+        reaped within ``REAP_WAIT``, or left to a later start. Shielded from cancellation, and bounded."""
         with anyio.CancelScope(shield=True):
             for stream in (self.stdin, self.stdout, self.stderr):
                 await stream.aclose()
-            await self.wait()
-
-
-def _kill_now(popen: subprocess.Popen[bytes], *, group: bool) -> None:
-    """SIGKILL a process that was started but is not wanted, and reap it (in the spawner thread)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        if group:
-            os.killpg(popen.pid, signal.SIGKILL)
-        else:
-            popen.kill()
-    popen.wait()
-    for pipe in (popen.stdin, popen.stdout, popen.stderr):
-        if pipe is not None:
-            pipe.close()
+            if await _reap(self._popen, grace) is None:
+                await _kill_and_reap(self._popen, group=self._group)
 
 
 async def spawn(argv: Sequence[str], **options: Any) -> SpawnedProcess:
     """Start ``argv`` with ``subprocess.Popen(argv, **options)`` in the spawner thread, its three standard
     streams piped, and connect the pipes to the running loop.
 
-    ``OSError`` from ``Popen`` propagates. A cancellation that lands while the process starts takes effect
-    once it has started (a start takes milliseconds); the process is then killed and reaped before the
-    cancellation propagates, so nothing is left behind.
+    ``OSError`` from ``Popen`` propagates. A cancellation takes effect at once: a start still queued for
+    the spawner thread never happens, and a process that starts after its caller has gone is killed as it
+    does (on the spawner thread, which waits at most ``_DISCARD_WAIT`` for it to end). Once the process has
+    started, a cancellation kills and reaps it (bounded by ``REAP_WAIT``) before it propagates.
     """
     loop = asyncio.get_running_loop()
     group = bool(options.get("start_new_session"))
     started = _spawn_thread().submit(_popen, list(argv), options)
-    with anyio.CancelScope(shield=True):
+    try:
+        # Not shielded: a spawner thread held up (by a start that hangs in ``exec``) must not make every
+        # later start uncancellable. Cancelling this wait cancels a start not yet begun (``wrap_future``).
         popen = await asyncio.wrap_future(started)
+    except BaseException:
+        started.add_done_callback(functools.partial(_discard, group=group))
+        raise
+    with anyio.CancelScope(shield=True):
         try:
-            process = await _connect(loop, popen)
+            process = await _connect(loop, popen, group=group)
         except BaseException:
-            await asyncio.wrap_future(_spawn_thread().submit(_kill_now, popen, group=group))
+            await _kill_and_reap(popen, group=group)
             raise
     try:
         await anyio.lowlevel.checkpoint_if_cancelled()
     except BaseException:
-        with anyio.CancelScope(shield=True):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                if group:
-                    os.killpg(popen.pid, signal.SIGKILL)
-                else:
-                    popen.kill()
-            await process.aclose()
+        await process.aclose(grace=0)  # killed at once, reaped within ``REAP_WAIT``
         raise
     return process
 
@@ -243,11 +325,14 @@ def _same(protocol: asyncio.StreamReaderProtocol) -> asyncio.StreamReaderProtoco
 
 
 def _popen(argv: list[str], options: dict[str, Any]) -> subprocess.Popen[bytes]:
+    _reap_left()
     pipe = subprocess.PIPE
     return subprocess.Popen(argv, stdin=pipe, stdout=pipe, stderr=pipe, bufsize=0, **options)
 
 
-async def _connect(loop: asyncio.AbstractEventLoop, popen: subprocess.Popen[bytes]) -> SpawnedProcess:
+async def _connect(
+    loop: asyncio.AbstractEventLoop, popen: subprocess.Popen[bytes], *, group: bool
+) -> SpawnedProcess:
     assert popen.stdin is not None
     assert popen.stdout is not None
     assert popen.stderr is not None
@@ -265,4 +350,4 @@ async def _connect(loop: asyncio.AbstractEventLoop, popen: subprocess.Popen[byte
         for transport in transports:
             transport.close()
         raise
-    return SpawnedProcess(popen, _PipeSendStream(write_end, flow), readers[0], readers[1])
+    return SpawnedProcess(popen, _PipeSendStream(write_end, flow), readers[0], readers[1], group=group)

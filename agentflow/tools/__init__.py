@@ -21,7 +21,7 @@ from .outcome import (
 )
 from .registry import ToolRegistry
 from .schema import Param
-from .tool import Tool, tool
+from .tool import Tool, ToolReturns, tool
 
 __all__ = [
     "TOOL_ERROR_PREFIX",
@@ -32,6 +32,7 @@ __all__ = [
     "ToolErrorType",
     "ToolExecutor",
     "ToolRegistry",
+    "ToolReturns",
     "cancelled_result",
     "failed_result",
     "output_text",

@@ -1,22 +1,53 @@
-"""``ToolContext``: what a running tool may know about its call and how it reports progress.
+"""``ToolContext``: what a running tool may know about its call, and how it reports progress and usage.
 
 A tool asks for it by annotating a parameter with ``ToolContext``; the executor injects it (it is not part
 of the tool's JSON schema). Progress goes to the run's event bus as ``ToolProgress`` events and never
-into memory or back to the model.
+into memory or back to the model. Tokens a tool spends on model calls of its own (a sub-agent's run) go to
+the run's usage through a ``UsageSink``, so the run's token budget covers them. Only calls of tools that
+ask for a context build one: nothing here costs the other tools anything.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 import anyio.from_thread
 import attrs
 
 from ..events import ToolProgress
 from ..model.events import Event
+from ..model.response import TokenUsage
 
-__all__ = ["ToolContext"]
+__all__ = ["ToolContext", "UsageSink"]
+
+
+class UsageSink(Protocol):
+    """Where the usage a tool call reports goes: the run the call belongs to (``RunContext`` wires one into
+    its ``ToolExecutor``).
+
+    >>> class Meter:
+    ...     def __init__(self):
+    ...         self.total = 0
+    ...     def add_usage(self, usage):
+    ...         self.total += usage.total_tokens
+    ...     def tokens_left(self):
+    ...         return 1000 - self.total
+    >>> import anyio
+    >>> ctx = ToolContext(run_id="r1", step=0, call_id="c1", tool_name="t", emit=print, usage=Meter())
+    >>> async def summarise():  # a tool's body, on the event loop
+    ...     ctx.add_usage(TokenUsage(input_tokens=30, output_tokens=12, total_tokens=42))
+    ...     return ctx.tokens_left
+    >>> anyio.run(summarise)
+    958
+    """
+
+    def add_usage(self, usage: TokenUsage) -> None:
+        """Count ``usage`` toward the run (its ``usage``, the current step's, its token budget)."""
+
+    def tokens_left(self) -> int | None:
+        """The run's token budget left (0 when spent), ``None`` when it has none."""
 
 
 @attrs.define
@@ -26,7 +57,11 @@ class _CallState:
 
 @attrs.frozen
 class ToolContext:
-    """The context of one tool call: run id, step, call id, tool name, and progress reporting.
+    """The context of one tool call: run id, step, call id, tool name; progress and usage reporting.
+
+    ``listening`` (whether anyone receives the run's events) and ``usage`` (a ``UsageSink``) are what the
+    executor wires in; a context built without them (in a test) says it is listened to and counts usage
+    nowhere.
 
     >>> import anyio
     >>> seen = []
@@ -43,6 +78,8 @@ class ToolContext:
     call_id: str
     tool_name: str
     _emit: Callable[[Event], Awaitable[Any]] = attrs.field(alias="emit", repr=False, eq=False)
+    _listening: Callable[[], bool] | None = attrs.field(default=None, alias="listening", repr=False, eq=False)
+    _usage: UsageSink | None = attrs.field(default=None, alias="usage", repr=False, eq=False)
     _state: _CallState = attrs.field(init=False, factory=_CallState, repr=False, eq=False)
 
     async def emit_progress(self, message: str, data: Any = None) -> None:
@@ -75,6 +112,52 @@ class ToolContext:
                 "emit_progress_sync() works only in a sync tool running in a worker thread "
                 "(not inline=True); async tools use 'await ctx.emit_progress(...)'"
             ) from None
+
+    def has_listeners(self) -> bool:
+        """Whether anyone receives the run's events (a subscription or a callback), so that a tool can skip
+        building progress nobody would see (an agent used as a tool forwards its run's events only then).
+
+        >>> ToolContext(run_id="r", step=0, call_id="c", tool_name="t", emit=print, listening=lambda: False
+        ... ).has_listeners()
+        False
+        """
+        return self._listening is None or self._listening()
+
+    def add_usage(self, usage: TokenUsage) -> None:
+        """Count tokens this call spent on model calls of its own (a sub-agent's run, a summary) toward the
+        run: its ``usage`` (the result's, ``StepFinished``'s) and its ``max_tokens`` budget, which then stops
+        the run before its next model call. Not a model call: no ``UsageReported`` event is published.
+
+        Safe from a sync tool's worker thread too (the count is made on the event loop).
+
+        >>> ToolContext(run_id="r", step=0, call_id="c", tool_name="t", emit=print).add_usage(TokenUsage())
+        """
+        sink = self._usage
+        if sink is None:
+            return
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            # A worker thread: the run's sums are only ever updated on the loop, so no update is lost.
+            try:
+                anyio.from_thread.run_sync(sink.add_usage, usage)
+            except anyio.NoEventLoopError:
+                raise RuntimeError(
+                    "add_usage() is called on the event loop or from a sync tool's worker thread"
+                ) from None
+            return
+        sink.add_usage(usage)
+
+    @property
+    def tokens_left(self) -> int | None:
+        """The run's token budget (``AgentOptions.max_tokens``) left now, usage reported by tools included
+        (0 when spent); ``None`` when the run has no budget. A tool that calls a model can stay within it.
+
+        >>> print(ToolContext(run_id="r", step=0, call_id="c", tool_name="t", emit=print).tokens_left)
+        None
+        """
+        sink = self._usage
+        return None if sink is None else sink.tokens_left()
 
     def _finish(self) -> None:
         self._state.finished = True

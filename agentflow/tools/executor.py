@@ -45,7 +45,7 @@ from ..model.events import Event
 from ..model.messages import ToolCall
 from ..result import ToolResult
 from .arguments import ToolArgumentsError
-from .context import ToolContext
+from .context import ToolContext, UsageSink
 from .outcome import MAX_ERROR_CHARS, exception_message, failed_result, output_text
 from .registry import ToolRegistry
 from .suspension import noting_waits
@@ -145,14 +145,23 @@ class ToolExecutor:
     could suspend right now (an ``EventBus`` with a subscriber or callback: ``EventBus.has_listeners``), and
     ``listening()``, if given, whether anyone receives the events at all (``EventBus.has_listeners`` again):
     while nobody does, ``ToolStarted`` and the completion events are neither built nor published, which
-    nobody can tell (progress reported from a tool still goes to ``emit``).
+    nobody can tell (progress reported from a tool still goes to ``emit``). ``usage``, if given, receives
+    the usage a tool reports with ``ToolContext.add_usage`` (a run wires its own in: ``RunContext.executor``).
 
     Every call gets exactly one ``ToolStarted`` and then exactly one ``ToolSucceeded`` or ``ToolFailed``
     (unknown tools and invalid arguments included), unless the batch is cancelled first: then the calls
     still running get no completion event and no result; ``on_result`` tells which ones finished.
     """
 
-    __slots__ = ("_default_timeout", "_emit", "_emit_may_wait", "_limiter", "_listening", "_registry")
+    __slots__ = (
+        "_default_timeout",
+        "_emit",
+        "_emit_may_wait",
+        "_limiter",
+        "_listening",
+        "_registry",
+        "_usage",
+    )
 
     def __init__(
         self,
@@ -163,6 +172,7 @@ class ToolExecutor:
         emit: Emit,
         emit_may_wait: Callable[[], bool] | None = None,
         listening: Callable[[], bool] | None = None,
+        usage: UsageSink | None = None,
     ) -> None:
         if max_concurrency is not None and (
             isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1
@@ -178,6 +188,7 @@ class ToolExecutor:
         self._emit = emit
         self._emit_may_wait = emit_may_wait
         self._listening = listening
+        self._usage = usage
 
     @property
     def registry(self) -> ToolRegistry:
@@ -367,7 +378,13 @@ class ToolExecutor:
         context = None
         if found.context_parameter is not None:
             context = ToolContext(
-                run_id=run_id, step=step, call_id=call.id, tool_name=found.name, emit=self._emit
+                run_id=run_id,
+                step=step,
+                call_id=call.id,
+                tool_name=found.name,
+                emit=self._emit,
+                listening=self._listening,
+                usage=self._usage,
             )
             kwargs[found.context_parameter] = context
         # In a batch with a shared deadline, that deadline is the call's time limit: no scope of its own.

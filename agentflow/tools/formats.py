@@ -11,16 +11,19 @@ tools.
 from __future__ import annotations
 
 import datetime
-import decimal
 import json
 import os
 import pathlib
+import sys
 import uuid
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
+
+if TYPE_CHECKING:
+    import decimal
 
 __all__ = ["FORMATS", "FORMAT_EXAMPLES", "StringType", "json_text", "string_type", "uses_formats"]
 
@@ -83,6 +86,8 @@ def _is_decimal(value: Any) -> bool:
 
 
 def _to_decimal(value: Any) -> decimal.Decimal:
+    import decimal  # loaded already: a ``Decimal`` annotation brought this converter in (``string_type``)
+
     # A float goes through its shortest repr, so the JSON 0.1 is Decimal("0.1"), not 0.1000000000000000055…
     try:
         number = decimal.Decimal(repr(value) if isinstance(value, float) else value)
@@ -99,6 +104,7 @@ def string_type(tp: Any) -> StringType | None:
 
     >>> string_type(datetime.date).schema
     {'type': 'string', 'format': 'date'}
+    >>> import decimal
     >>> string_type(decimal.Decimal).convert("12.50")
     Decimal('12.50')
     """
@@ -107,7 +113,7 @@ def string_type(tp: Any) -> StringType | None:
     name = _BY_TYPE.get(tp)
     if name is not None:
         return StringType({"type": "string", "format": name}, _PARSERS[name], _is_str)
-    if tp is decimal.Decimal:
+    if tp is _decimal_type():
         # A string keeps every digit ("0.10"); a number is accepted too, as models write prices so.
         return StringType({"type": ["string", "number"]}, _to_decimal, _is_decimal)
     if tp is os.PathLike:
@@ -121,9 +127,20 @@ def json_text(value: Any) -> str | None:
     """A default of one of these types as the JSON string the schema shows, else None."""
     if isinstance(value, datetime.date | datetime.time):
         return value.isoformat()
-    if isinstance(value, uuid.UUID | decimal.Decimal | pathlib.PurePath):
+    if isinstance(value, uuid.UUID | pathlib.PurePath):
+        return str(value)
+    number = _decimal_type()
+    if number is not None and isinstance(value, number):
         return str(value)
     return None
+
+
+def _decimal_type() -> type[decimal.Decimal] | None:
+    """``decimal.Decimal`` once something has imported ``decimal``, else ``None``: without the module there
+    can be no ``Decimal`` annotation or value, and importing it here would cost every ``import agentflow``
+    about a millisecond."""
+    module = sys.modules.get("decimal")
+    return None if module is None else module.Decimal
 
 
 def uses_formats(schema: Any) -> bool:

@@ -50,7 +50,16 @@ import attrs
 from ..exact_json import dumps as exact_dumps
 from .defaults import MISSING, default_note
 from .schema_defs import cyclic_names, ref, ref_free, ref_name
-from .schema_shapes import Check, ConversionError, Converter, Shape, always, described, nullable_schema
+from .schema_shapes import (
+    Check,
+    ConversionError,
+    Converter,
+    Shape,
+    allows_null,
+    always,
+    described,
+    nullable_schema,
+)
 
 __all__ = ["is_pydantic_model", "pydantic_shape"]
 
@@ -125,7 +134,7 @@ def pydantic_shape(
         schema,
         _validator(model, node.strip),
         node.accepts,
-        nullable=_allows_null(schema),
+        nullable=allows_null(schema),
         class_description=own if isinstance(own, str) and schema.get("type") == "object" else None,
     )
     return shape, definitions
@@ -348,7 +357,7 @@ class _Rewrite:
                     # would fit every member of the union.
                     schemas[name] = schema
                     continue
-                null_means_default = not _allows_null(schema)
+                null_means_default = not allows_null(schema)
                 note = default_note(default, null_means_default=null_means_default)
                 if note:
                     own = schema.get("description")
@@ -390,20 +399,6 @@ def _only_value(schema: dict[str, Any]) -> list[Any] | None:
 
 def _never(_: Any) -> bool:
     return False
-
-
-def _allows_null(schema: Any) -> bool:
-    if not isinstance(schema, dict):
-        return schema is True
-    kind = schema.get("type")
-    if kind == "null" or (isinstance(kind, list) and "null" in kind):
-        return True
-    if isinstance(schema.get("enum"), list):
-        return None in schema["enum"]
-    if "const" in schema:
-        return schema["const"] is None
-    members = schema.get("anyOf") or schema.get("oneOf")
-    return isinstance(members, list) and any(_allows_null(m) for m in members)
 
 
 def _kind_fits(value: Any, kinds: frozenset[str]) -> bool:

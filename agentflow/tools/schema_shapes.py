@@ -11,7 +11,7 @@ Pure code: no I/O, nothing async, nothing of tools' execution.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -25,6 +25,7 @@ __all__ = [
     "Converter",
     "Prop",
     "Shape",
+    "allows_null",
     "always",
     "described",
     "located",
@@ -190,6 +191,45 @@ def described(own: str, class_description: str | None) -> str:
     if not class_description or class_description == own:
         return own
     return f"{own}\n\n{class_description}"
+
+
+def allows_null(schema: Any) -> bool:
+    """Whether a JSON schema accepts ``null``: every keyword of it that constrains the value does.
+
+    ``true`` accepts it; ``type`` must be ``"null"`` or a list holding it, ``enum`` must hold ``null``,
+    ``const`` must be ``null``, and of an ``anyOf`` / ``oneOf`` one member must accept it. A schema that
+    says none of these (``{}``, a bare ``$ref``, which is not followed) is not counted as nullable: what
+    strict mode sends always says.
+
+    >>> allows_null({"type": ["integer", "null"]}), allows_null({"enum": ["a", None]}), allows_null(True)
+    (True, True, True)
+    >>> allows_null({"anyOf": [{"type": "string"}]}), allows_null({"type": ["string", "null"], "enum": ["a"]})
+    (False, False)
+    """
+    if not isinstance(schema, Mapping):
+        return schema is True
+    said = False
+    kind = schema.get("type")
+    if kind is not None:
+        if not (kind == "null" or (isinstance(kind, list) and "null" in kind)):
+            return False
+        said = True
+    values = schema.get("enum")
+    if isinstance(values, list):
+        if None not in values:
+            return False
+        said = True
+    if "const" in schema:
+        if schema["const"] is not None:
+            return False
+        said = True
+    for key in ("anyOf", "oneOf"):
+        members = schema.get(key)
+        if isinstance(members, list):
+            if not any(allows_null(member) for member in members):
+                return False
+            said = True
+    return said
 
 
 def nullable_schema(schema: dict[str, Any]) -> dict[str, Any]:

@@ -10,6 +10,8 @@ from agentflow.agent.agent import Agent
 from agentflow.events import (
     AgentEvent,
     CodeExecuted,
+    CodeOutput,
+    CodeStarted,
     ModelCompleted,
     ModelRequest,
     ModelRetry,
@@ -76,6 +78,8 @@ def describe(event: AgentEvent) -> str:
             | ModelCompleted()
             | ToolStarted()
             | ToolProgress()
+            | CodeStarted()
+            | CodeOutput()
             | CodeExecuted()
             | PlanCreated()
             | PlanUpdated()

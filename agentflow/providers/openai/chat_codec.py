@@ -46,6 +46,7 @@ __all__ = [
     "encode_parameters",
     "encode_tool",
     "encode_tool_choice",
+    "inline_reasoning_field",
 ]
 
 _FINISH_REASONS = {
@@ -498,6 +499,22 @@ def _tool_calls(message: Mapping[str, Any]) -> list[ToolCall]:
     return calls
 
 
+def inline_reasoning_field(sent: str | None, *, has_calls: bool) -> str | None:
+    """The ``reasoning_field`` of a turn whose reasoning came in its content (a think block, thinking parts),
+    when the server sent the field ``sent`` empty (or ``None``: no field at all).
+
+    ``None``, so the reasoning is not sent back: no field carried it. Except on a tool-call turn whose server
+    sent ``reasoning_content``: DeepSeek's thinking mode refuses such a turn without the field, so it is
+    kept, and the turn's reasoning goes back in it (a tool loop's reasoning is what DeepSeek asks back).
+
+    >>> inline_reasoning_field("reasoning_content", has_calls=False) is None
+    True
+    >>> inline_reasoning_field("reasoning_content", has_calls=True)
+    'reasoning_content'
+    """
+    return sent if has_calls and sent == "reasoning_content" else None
+
+
 def decode_chat_response(payload: Any, *, think_tags: ThinkTags | None = DEFAULT_THINK_TAGS) -> ChatResponse:
     """A ``ChatResponse`` from a decoded ``chat.completion`` body (seed 003 §3.4–3.6).
 
@@ -506,8 +523,10 @@ def decode_chat_response(payload: Any, *, think_tags: ThinkTags | None = DEFAULT
 
     ``think_tags``: string content that opens with a block in these tags (after optional whitespace) has
     that block split off as the reasoning (``think_tags.split_think_block``); ``None`` leaves it in the
-    text. A non-empty ``reasoning_content`` / ``reasoning`` stays the reasoning (the block repeats it and
-    is only removed from the text); inline reasoning names no ``reasoning_field``, so it is not sent back.
+    text, and a block with no answer after it leaves the text ``None`` (as its stream does). A non-empty
+    ``reasoning_content`` / ``reasoning`` stays the reasoning (the block repeats it and is only removed from
+    the text); inline reasoning names no ``reasoning_field``, so it is not sent back, but a tool-call turn
+    keeps a ``reasoning_content`` its server sent empty (``inline_reasoning_field``).
 
     >>> r = decode_chat_response({"choices": [{"message": {"content": "CAS."}, "finish_reason": "stop"}],
     ...                           "usage": {"prompt_tokens": 20, "completion_tokens": 10}})
@@ -541,7 +560,8 @@ def decode_chat_response(payload: Any, *, think_tags: ThinkTags | None = DEFAULT
         if think_tags is not None and text and (text[0] == think_tags[0][0] or text[0].isspace()):
             split = split_think_block(text, think_tags)
             if split is not None:
-                text, inline = split
+                # No answer after the block is no text, as a stream of it has none.
+                text, inline = split[0] or None, split[1]
     elif text is not None:
         pieces = content_pieces(text, "choices[0].message.content")
         text = "".join(piece for thinking, piece in pieces if not thinking)
@@ -559,11 +579,13 @@ def decode_chat_response(payload: Any, *, think_tags: ThinkTags | None = DEFAULT
     elif type(other) is str:
         reasoning, reasoning_field = other, "reasoning"
     else:  # the usual case (OpenAI): neither field
-        # Thinking content parts (Magistral) are the reasoning; no field names them, so none is sent back.
-        reasoning, reasoning_field = thought, None
-    if inline is not None and not reasoning:
-        # A think block is the reasoning unless the server's own field has some (then the block repeats it).
-        reasoning = inline
+        reasoning, reasoning_field = None, None
+    if not reasoning and (thought or inline):
+        # Thinking content parts (Magistral) or a think block are the reasoning unless the server's own field
+        # has some (then the block repeats it). No field carried it, so it is not sent back
+        # (``inline_reasoning_field``).
+        reasoning = thought or inline
+        reasoning_field = inline_reasoning_field(reasoning_field, has_calls=bool(calls))
     refusal = message.get("refusal")
     usage = payload.get("usage")
     reason = choice.get("finish_reason")

@@ -22,7 +22,8 @@ the open tag (after optional whitespace) is split by a ``ThinkTagSplitter``: the
 what follows → ``TextDelta`` (rules in ``think_tags``). The first content delta decides; content that does not
 open with the tag passes through as before, with no scanning. When the server also sends its reasoning in
 ``reasoning_content`` / ``reasoning`` (before the block, or in the same delta), the block repeats it: it is
-left out of the answer and not counted again. Inline reasoning names no field, so nothing is sent back for it.
+left out of the answer and not counted again. Inline reasoning names no field, so nothing is sent back for it
+(but a tool-call turn keeps a ``reasoning_content`` its server sent empty: ``inline_reasoning_field``).
 
 Metadata (``id``, ``model``, ``created``) comes from the first chunk; values it leaves empty are filled from
 the following ones up to the first chunk with choices (Azure opens with a ``prompt_filter_results`` chunk
@@ -63,7 +64,13 @@ from ...model.events import (
 )
 from ...model.messages import AiMessage, ToolCall
 from ...model.response import ChatResponse, FinishReason, TokenUsage
-from .chat_codec import content_pieces, decode_finish_reason, decode_metadata, decode_usage
+from .chat_codec import (
+    content_pieces,
+    decode_finish_reason,
+    decode_metadata,
+    decode_usage,
+    inline_reasoning_field,
+)
 from .think_tags import DEFAULT_THINK_TAGS, Piece, ThinkTags, ThinkTagSplitter
 
 __all__ = ["ChatStreamDecoder"]
@@ -416,13 +423,17 @@ class ChatStreamDecoder:
                 if not self._native:
                     thoughts = [*thoughts, *(piece for thinking, piece in held if thinking)]
         text = "".join(texts) if texts else None
+        field = self._reasoning_field
+        if thoughts and not self._native:
+            # Reasoning only from the content (a think block, thinking parts): no field carried it.
+            field = inline_reasoning_field(field, has_calls=bool(calls))
         return ChatResponse(
             message=AiMessage(
                 text=text,
                 tool_calls=calls,
                 reasoning="".join(thoughts) if thoughts else None,
                 refusal="".join(self._refusal) if self._refusal else None,
-                reasoning_field=self._reasoning_field,
+                reasoning_field=field,
             ),
             usage=self._usage,
             finish_reason=self._finish_reason,

@@ -36,6 +36,7 @@ from agentflow.agent.prompt import AgentModelResult, AgentPrompt
 from agentflow.agent.responses_client import to_responses_request
 from agentflow.model.events import Event
 from agentflow.runtimes.output import OUTPUT_INSTRUCTIONS
+from agentflow.runtimes.react import ReActRuntime
 from agentflow.testing import Reply, ScriptedServer
 from agentflow.testing.fake import FakeModelClient, reply
 from agentflow.tools import tool
@@ -284,10 +285,17 @@ async def test_each_run_of_a_session_has_its_own_output() -> None:
     assert (await session.run("two")).output == 2
 
 
+class _TextOnlyRuntime(ReActRuntime):
+    """A runtime that cannot read its answer into an output type."""
+
+    name = "text_only"
+    structured_output = False
+
+
 def test_bad_configurations_are_refused_where_they_are_written() -> None:
     model = FakeModelClient([])
-    with pytest.raises(TypeError, match="codeact runtime does not read"):
-        Agent(model, runtime="codeact", output_type=City)
+    with pytest.raises(TypeError, match="text_only runtime does not read"):
+        Agent(model, runtime=_TextOnlyRuntime(), output_type=City)
     with pytest.raises(TypeError, match=r"either output_type or ModelSettings\.response_format"):
         Agent(model, output_type=City, settings=ModelSettings(response_format={"type": "json_object"}))
     with pytest.raises(TypeError, match="output_type=str is the default"):
@@ -434,8 +442,8 @@ async def test_a_run_may_take_its_own_output_type() -> None:
     assert run.result is not None
     assert run.result.output_text == "Just text."
     assert run.result.output == "Just text."
-    with pytest.raises(TypeError, match="codeact runtime does not read"):
-        Agent(FakeModelClient([]), runtime="codeact").stream("x", output_type=City)
+    with pytest.raises(TypeError, match="text_only runtime does not read"):
+        Agent(FakeModelClient([]), runtime=_TextOnlyRuntime()).stream("x", output_type=City)
 
 
 async def test_a_rejection_with_the_token_budget_spent_fails_instead_of_leaving_a_retry_prompt() -> None:

@@ -100,3 +100,39 @@ async def test_on_is_checked_at_the_call(on: Any, message: str) -> None:
         await agent.run("q", on=on)
     with pytest.raises(TypeError, match=message):
         agent.stream("q", on=on)
+
+
+@pytest.mark.parametrize(
+    ("listen", "streamed"),
+    [
+        ("on_delta", True),
+        ("agent_on_delta", True),
+        ("on_all", True),
+        ("on_terminal", False),
+        ("none", False),
+    ],
+)
+async def test_a_callback_for_deltas_makes_run_stream(listen: str, streamed: bool) -> None:
+    # ``on=[(TextDelta, send)]`` is how a handler forwards an answer as it is written: a plain call would
+    # hand it over in one piece at the end. A callback for other events keeps the cheaper plain call.
+    from agentflow.providers.openai.chat_model import OpenAIChatModel
+    from agentflow.testing import Reply, ScriptedServer
+
+    async with ScriptedServer([Reply(text="one two three")]) as server:
+        async with OpenAIChatModel(base_url=server.base_url, model="m") as model:
+            agent = Agent(model)
+            deltas: list[str] = []
+            on: list[tuple[Any, Any]] = []
+            if listen == "on_delta":
+                on = [(TextDelta, lambda e: deltas.append(e.text))]
+            elif listen == "agent_on_delta":
+                agent.on(TextDelta, lambda e: deltas.append(e.text))
+            elif listen == "on_all":
+                on = [(None, lambda e: deltas.append(e.text) if isinstance(e, TextDelta) else None)]
+            elif listen == "on_terminal":
+                on = [(TerminalEvent, lambda _e: None)]
+            result = await agent.run("count", on=on)
+        assert result.output_text == "one two three"
+        assert bool(server.requests[0].body.get("stream")) is streamed
+        if streamed:
+            assert "".join(deltas) == "one two three"

@@ -375,6 +375,7 @@ async def test_a_streamed_run_publishes_the_answer_text_and_code_events_in_order
         "StepStarted",
         "ModelRequest",
         "ModelCompleted",
+        "CodeStarted",
         "ToolCallRequested",
         "ToolStarted",
         "ToolSucceeded",

@@ -233,13 +233,36 @@ async def test_three_unusable_answers_in_a_row_fail_the_run_with_a_clear_error()
     await agent.aclose()
     assert len(fake.prompts) == 3
     error = caught.value
-    assert str(error).startswith("the model's answer could not be used 3 times in a row; last: ")
+    assert str(error).startswith(
+        "the model answered outside the CodeAct protocol 3 times in a row (the first 2 answers were sent "
+        "back), and its last answer could not be used: the JSON object is not valid JSON"
+    )
     assert error.text == bad
     partial = error.partial
     assert partial.stop_reason is StopReason.ERROR
     assert partial.output_text == ""  # never the raw protocol text
     assert [t.split(":")[0] for t in system_texts(partial.new_items)] == ["PROTOCOL_ERROR", "PROTOCOL_ERROR"]
     assert [f.error_type for f in failed] == ["CodeActProtocolError"]
+
+
+async def test_prose_sent_back_counts_with_unusable_answers_and_the_error_says_so() -> None:
+    from agentflow.runtimes.codeact import CodeActProtocolError
+
+    bad = '{"type": "final", "output": 4,, }'
+    fake = FakeModelClient(
+        [reply("It is 1.0."), reply("Still 1.0."), reply(bad), reply(final("never asked"))]
+    )
+    agent = Agent(fake, runtime=CodeActRuntime(CodeActOptions(correct_format=True)), tools=[get_price])
+    with pytest.raises(CodeActProtocolError) as caught:
+        await agent.run("Price?")
+    await agent.aclose()
+    assert len(fake.prompts) == 3
+    message = str(caught.value)
+    # Two of the three answers were prose, which could be used (and was only sent back): not claimed unusable.
+    assert "could not be used 3 times" not in message
+    assert message.startswith("the model answered outside the CodeAct protocol 3 times in a row")
+    assert "its last answer could not be used: the JSON object is not valid JSON" in message
+    assert caught.value.text == bad
 
 
 async def test_the_count_of_unusable_answers_starts_again_after_a_usable_one() -> None:

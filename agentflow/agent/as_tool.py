@@ -1,0 +1,224 @@
+"""An agent as a tool of another agent (``Agent.as_tool``): delegation, as multi-agent setups compose.
+
+The parent's model calls the tool with a task (``input``); the tool runs the agent on it as a nested run, in
+the tool call's own task, and returns the run's output (a structured value for an agent with an
+``output_type``, else its answer's text). Everything that bounds a tool call bounds the nested run: a cancel
+of the parent, the parent's deadline, the call's timeout. The nested run's usage counts toward the parent's
+(``ToolContext.add_usage``), and its token budget is capped by what the parent has left. Its events reach
+the parent's listeners as ``ToolProgress`` only when the parent has some, so an unobserved parent's sub-runs
+build no events either.
+
+This module builds the tool and runs the nested run; it must not reach into the parent's run beyond its
+``ToolContext``, nor change how runs work.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from ..model.events import Event
+from ..model.tools import ToolSpec
+from ..result import AgentResult, StopReason
+from ..tools.context import ToolContext
+from ..tools.outcome import exception_message
+from ..tools.schema import shape_of
+from ..tools.tool import Tool, ToolReturns
+
+if TYPE_CHECKING:
+    from .agent import Agent
+    from .session import Session
+
+__all__ = ["INPUT_DESCRIPTION", "AgentToolError", "agent_tool"]
+
+INPUT_DESCRIPTION = (
+    "The task for this agent, complete and self-contained: it sees nothing of the current conversation, "
+    "only this text, so include every fact, name and constraint it needs and say what to answer with."
+)
+"""How the model is told to write the tool's one argument."""
+
+_MAX_LAST_MESSAGE = 1_000
+"""How much of a stopped sub-run's last text the parent's model is shown (the whole error is cut at 2,000)."""
+
+_NOT_NAME = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+class AgentToolError(Exception):
+    """An agent called as a tool ended without an answer: it stopped at a limit, refused, or failed.
+
+    The parent's model gets it as the call's ``TOOL_ERROR`` (``"AgentToolError: …"``, with what the agent
+    wrote last), like any tool exception; ``result`` is the nested run's (partial) result, and a failure's
+    own exception is the ``__cause__``.
+
+    >>> str(AgentToolError("agent 'writer' refused: no."))
+    "agent 'writer' refused: no."
+    """
+
+    def __init__(self, message: str, result: AgentResult | None = None) -> None:
+        super().__init__(message)
+        self.result = result
+        """The nested run's result (partial for a failed one), if it got that far."""
+
+
+def _tool_name(agent: Agent[Any], name: str | None) -> str:
+    """The tool's name: ``name`` as given (checked as any tool name is), else the agent's own ``name`` in a
+    function's style (``"Research assistant"`` → ``research_assistant``). An agent without a name of its own
+    (its name is then its runtime's, ``react``) needs ``name=``.
+    """
+    if name is not None:
+        return name  # ``Tool`` checks it, with the message every tool name gets
+    own = agent.name
+    derived = _NOT_NAME.sub("_", own).strip("_").lower()[:64]
+    if own == agent.runtime.name or not derived:
+        raise TypeError(
+            f"as_tool() needs name=: this agent has no name of its own ({own!r}), and the model tells its "
+            "tools apart by name; pass as_tool(name='researcher', description=...) or Agent(name=...)"
+        )
+    return derived
+
+
+def agent_tool(
+    agent: Agent[Any],
+    name: str | None,
+    description: str | None,
+    *,
+    timeout: float | None,
+    forward_events: bool,
+    session: Session[Any] | None,
+) -> Tool[..., Any]:
+    """The ``Tool`` that ``Agent.as_tool`` returns (see there)."""
+    tool_name = _tool_name(agent, name)
+    if description is None:
+        raise TypeError(
+            "as_tool() needs a description: what this agent does and when to call it, written for the model "
+            "that will choose it (its system prompt speaks to the agent itself, and may be long or private)"
+        )
+    if not isinstance(description, str) or not description.strip():
+        raise TypeError(f"as_tool(description=...) must be a non-empty str, got {description!r}")
+    if not isinstance(forward_events, bool):
+        raise TypeError(f"as_tool(forward_events=...) must be a bool, got {forward_events!r}")
+    if session is not None and getattr(session, "agent", None) is not agent:
+        raise ValueError(
+            f"as_tool(session=...) takes a session of this agent (agent.session()), got {session!r}"
+        )
+    spec = ToolSpec(
+        name=tool_name,
+        description=description,
+        parameters={
+            "type": "object",
+            "properties": {"input": {"type": "string", "description": INPUT_DESCRIPTION}},
+            "required": ["input"],
+            "additionalProperties": False,
+        },
+    )
+    returns = ToolReturns(_answer_schema(agent), f"the {tool_name} agent's answer")
+    call = _AgentCall(agent, session, tool_name, forward_events)
+    return Tool(spec, call, context_parameter="context", timeout=timeout, returns=returns)
+
+
+def _answer_schema(agent: Agent[Any]) -> dict[str, Any] | None:
+    """The JSON schema of what the tool returns (CodeAct's code is told it): the output type's, bare (not
+    wrapped as on the wire), or a string; ``None`` when it cannot be said."""
+    output = agent.output_type
+    if output is None:
+        return {"type": "string"}
+    try:
+        return shape_of(output.type).schema
+    except Exception:  # describing the answer must never keep the tool from being made
+        return None
+
+
+class _AgentCall:
+    """The tool's function: one nested run of the agent per call."""
+
+    __slots__ = ("_agent", "_forward", "_name", "_session")
+
+    def __init__(
+        self, agent: Agent[Any], session: Session[Any] | None, name: str, forward_events: bool
+    ) -> None:
+        self._agent = agent
+        self._session = session
+        self._name = name
+        self._forward = forward_events
+
+    def __repr__(self) -> str:
+        return f"<agent {self._agent.name!r} as the tool {self._name!r}>"
+
+    async def __call__(self, input: str, context: ToolContext | None = None) -> Any:
+        """Run the agent on ``input`` and return its output (``AgentToolError`` when it has none)."""
+        left = context.tokens_left if context is not None else None
+        if left is not None and left <= 0:
+            raise AgentToolError(f"agent {self._name!r} was not run: the run's token budget is spent")
+        # The session's or the agent's own (``Agent(memory=...)``) conversation, else a fresh memory.
+        target = self._session if self._session is not None else self._agent
+        agent, memory, turns, rollback = target._run_on()
+        listeners = None
+        if context is not None and self._forward and context.has_listeners():
+            listeners = ((None, _Forward(context)),)
+        run = agent._new_run(
+            input, memory=memory, turns=turns, rollback=rollback, subscribe=False, listeners=listeners
+        )
+        ctx = run.ctx
+        if listeners is not None and agent.options.stream is None:
+            # Someone watches: the sub-agent's text as it is written, as ``agent.stream()`` would give it.
+            ctx.stream_model = True
+        if left is not None and (ctx.options.max_tokens is None or left < ctx.options.max_tokens):
+            # The parent's budget bounds the nested run too (delegating must not bypass it). Set on this
+            # run's context alone: the agent's options are shared by all its runs.
+            ctx.options = attrs.evolve(ctx.options, max_tokens=left)
+        try:
+            result = await run._run_here()
+        except Exception as exc:
+            partial = getattr(exc, "run_result", None)
+            raise AgentToolError(
+                f"agent {self._name!r} failed: {exception_message(exc, _MAX_LAST_MESSAGE)}",
+                partial if isinstance(partial, AgentResult) else None,
+            ) from exc
+        finally:
+            # However the run ended (a cancel or the call's timeout included), its tokens were spent.
+            if context is not None:
+                context.add_usage(ctx.usage)
+        if result.output is None:
+            raise AgentToolError(_stopped(self._name, result), result)
+        return result.output
+
+
+class _Forward:
+    """The nested run's callback when the parent is observed: each event, as it is, in a ``ToolProgress``
+    of the parent's call (``message`` is the event's ``type``)."""
+
+    __slots__ = ("_context",)
+
+    def __init__(self, context: ToolContext) -> None:
+        self._context = context
+
+    async def __call__(self, event: Event) -> None:
+        await self._context.emit_progress(event.type, event)
+
+
+_WHY = {
+    StopReason.MAX_STEPS: "stopped at its step limit ({steps}) before a final answer",
+    StopReason.MAX_TOOL_CALLS: "stopped at its limit of tool calls before a final answer",
+    StopReason.MAX_TOKENS: "stopped at its token budget before a final answer",
+    StopReason.DEADLINE: "ran out of time (its own timeout) before a final answer",
+    StopReason.TRUNCATED: "had its answer cut at the model's output-token limit",
+    StopReason.CONTENT_FILTER: "had its answer stopped by the provider's content filter",
+    StopReason.CANCELLED: "was cancelled before a final answer",
+}
+
+
+def _stopped(name: str, result: AgentResult) -> str:
+    """Why a nested run has no output, and what it wrote last, for the parent's model."""
+    if result.stop_reason is StopReason.REFUSAL:
+        return f"agent {name!r} refused: {result.refusal or result.output_text}"
+    why = _WHY.get(result.stop_reason, f"ended without an answer ({result.stop_reason.value})")
+    steps = f"{result.steps} step" + ("" if result.steps == 1 else "s")
+    message = f"agent {name!r} {why.format(steps=steps)}"
+    text = result.output_text.strip()
+    if not text:
+        return message + "; it wrote nothing yet"
+    if len(text) > _MAX_LAST_MESSAGE:
+        text = text[:_MAX_LAST_MESSAGE] + "…"
+    return f"{message}; its last message: {text}"
