@@ -8,8 +8,8 @@ costs nothing at run time.
 from __future__ import annotations
 
 import enum
-import sys
-from typing import Any, Generic
+import typing
+from typing import TYPE_CHECKING, Any, Generic
 
 import attrs
 
@@ -17,14 +17,16 @@ from .model.events import to_jsonable
 from .model.messages import ToolCall
 from .model.response import NOT_IN_JSON, TokenUsage
 
-if sys.version_info >= (3, 13):
-    from typing import TypeVar
-else:  # a default for a type parameter (PEP 696); anyio and aiohttp depend on typing_extensions there
-    from typing_extensions import TypeVar
-
 __all__ = ["AgentResult", "OutputT", "StopReason", "ToolResult"]
 
-OutputT = TypeVar("OutputT", default=Any)
+if TYPE_CHECKING:
+    # A default for the type parameter (PEP 696; ``typing`` has it from 3.13), for type checkers only: at
+    # run time it changes nothing, and ``typing_extensions`` need not be imported.
+    from typing_extensions import TypeVar
+
+    OutputT = TypeVar("OutputT", default=Any)
+else:
+    OutputT = typing.TypeVar("OutputT")
 """The type of a run's ``output``: ``str`` for an agent without ``output_type``, else that type. Its default
 (``Any``) is what a bare ``AgentResult`` or ``Agent`` annotation means."""
 

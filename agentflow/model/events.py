@@ -14,9 +14,10 @@ import enum
 import os
 import re
 import sys
+import typing
 import uuid
 from collections.abc import Mapping
-from typing import Any, ClassVar, Generic
+from typing import TYPE_CHECKING, Any, ClassVar, Generic
 
 import attrs
 
@@ -24,11 +25,6 @@ from ..exact_json import decimal_value
 from ..json_forms import NO_FORM, foreign_form, safe_repr
 from .messages import ToolCall
 from .response import NOT_IN_JSON, ChatResponse, TokenUsage
-
-if sys.version_info >= (3, 13):
-    from typing import TypeVar
-else:  # a default for a type parameter (PEP 696), as ``agentflow.result`` has
-    from typing_extensions import TypeVar
 
 __all__ = [
     "NOT_IN_JSON",
@@ -205,7 +201,14 @@ class ModelRetry(ModelEvent):
     reason: str
 
 
-R = TypeVar("R", default=Any)
+if TYPE_CHECKING:
+    # A default for the type parameter (PEP 696; ``typing`` has it from 3.13), for type checkers only: at
+    # run time it changes nothing, and importing ``typing_extensions`` would cost ``import agentflow`` 1.5 ms.
+    from typing_extensions import TypeVar
+
+    R = TypeVar("R", default=Any)
+else:
+    R = typing.TypeVar("R")
 """What a ``ModelCompleted`` carries; a bare ``ModelCompleted`` annotation (an ``isinstance`` check, a union
 of event classes such as ``agentflow.events.AgentEvent``) means ``ModelCompleted[Any]``."""
 
