@@ -504,18 +504,84 @@ class Agent(RunStarter[OutputT]):
 class Agents:
     """Shortcuts that build an ``Agent`` with a given runtime (the reference's ``Agents`` factory).
 
+    Typed as ``Agent(...)`` is: ``Agents.react(model)`` is an ``Agent[str]``, ``Agents.react(model,
+    output_type=City)`` an ``Agent[City]``.
+
     >>> from agentflow.testing.fake import FakeModelClient
     >>> Agents.react(FakeModelClient([])).runtime
     ReActRuntime()
     """
 
+    @overload
     @staticmethod
-    def react(model: ModelLike, **kwargs: Any) -> Agent:
-        """An agent with the ReAct runtime."""
-        return Agent(model, runtime="react", **kwargs)
+    def react(
+        model: ModelLike,
+        *,
+        output_type: None = ...,
+        **kwargs: Any,
+    ) -> Agent[str]: ...
+
+    @overload
+    @staticmethod
+    def react(
+        model: ModelLike,
+        *,
+        output_type: type[_T] | OutputType[_T],
+        **kwargs: Any,
+    ) -> Agent[_T]: ...
+
+    @overload
+    @staticmethod
+    def react(
+        model: ModelLike,
+        *,
+        output_type: TypeForm,
+        **kwargs: Any,
+    ) -> Agent[Any]: ...
 
     @staticmethod
-    def codeact(model: ModelLike, *, codeact: CodeActOptions | None = None, **kwargs: Any) -> Agent:
+    def react(model: ModelLike, *, output_type: Any = None, **kwargs: Any) -> Agent[Any]:
+        """An agent with the ReAct runtime."""
+        return Agent(model, runtime="react", output_type=output_type, **kwargs)
+
+    @overload
+    @staticmethod
+    def codeact(
+        model: ModelLike,
+        *,
+        codeact: CodeActOptions | None = ...,
+        output_type: None = ...,
+        **kwargs: Any,
+    ) -> Agent[str]: ...
+
+    @overload
+    @staticmethod
+    def codeact(
+        model: ModelLike,
+        *,
+        codeact: CodeActOptions | None = ...,
+        output_type: type[_T] | OutputType[_T],
+        **kwargs: Any,
+    ) -> Agent[_T]: ...
+
+    @overload
+    @staticmethod
+    def codeact(
+        model: ModelLike,
+        *,
+        codeact: CodeActOptions | None = ...,
+        output_type: TypeForm,
+        **kwargs: Any,
+    ) -> Agent[Any]: ...
+
+    @staticmethod
+    def codeact(
+        model: ModelLike,
+        *,
+        codeact: CodeActOptions | None = None,
+        output_type: Any = None,
+        **kwargs: Any,
+    ) -> Agent[Any]:
         """An agent with the CodeAct runtime: the model writes Python that calls the tools, run in a sandbox.
 
         ``codeact``: the runtime's ``CodeActOptions`` (``react``, ``correct_format``, ``executor``,
@@ -525,7 +591,46 @@ class Agents:
 
         if "runtime" in kwargs:
             raise TypeError("Agents.codeact() sets the runtime itself; use Agent(runtime=...) instead")
-        return Agent(model, runtime=CodeActRuntime(codeact), **kwargs)
+        return Agent(model, runtime=CodeActRuntime(codeact), output_type=output_type, **kwargs)
+
+    @overload
+    @staticmethod
+    def deep_research(
+        model: ModelLike,
+        *,
+        planner: Planner | Literal["simple", "model"] | None = ...,
+        replan_every: int | None = ...,
+        on_plan: PlanHook | None = ...,
+        plan_role: PlanRole = ...,
+        output_type: None = ...,
+        **kwargs: Any,
+    ) -> Agent[str]: ...
+
+    @overload
+    @staticmethod
+    def deep_research(
+        model: ModelLike,
+        *,
+        planner: Planner | Literal["simple", "model"] | None = ...,
+        replan_every: int | None = ...,
+        on_plan: PlanHook | None = ...,
+        plan_role: PlanRole = ...,
+        output_type: type[_T] | OutputType[_T],
+        **kwargs: Any,
+    ) -> Agent[_T]: ...
+
+    @overload
+    @staticmethod
+    def deep_research(
+        model: ModelLike,
+        *,
+        planner: Planner | Literal["simple", "model"] | None = ...,
+        replan_every: int | None = ...,
+        on_plan: PlanHook | None = ...,
+        plan_role: PlanRole = ...,
+        output_type: TypeForm,
+        **kwargs: Any,
+    ) -> Agent[Any]: ...
 
     @staticmethod
     def deep_research(
@@ -535,8 +640,9 @@ class Agents:
         replan_every: int | None = None,
         on_plan: PlanHook | None = None,
         plan_role: PlanRole = "system",
+        output_type: Any = None,
         **kwargs: Any,
-    ) -> Agent:
+    ) -> Agent[Any]:
         """An agent with the DeepResearch runtime: a plan first, then the ReAct loop.
 
         ``planner``: a ``Planner``, ``"simple"`` (default: the goal is the only step) or ``"model"`` (a
@@ -566,4 +672,4 @@ class Agents:
         else:
             chosen = planner
         runtime = DeepResearchRuntime(chosen, replan_every=replan_every, on_plan=on_plan, plan_role=plan_role)
-        return Agent(model, runtime=runtime, **kwargs)
+        return Agent(model, runtime=runtime, output_type=output_type, **kwargs)

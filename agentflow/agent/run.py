@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 __all__ = ["AgentRun", "RunListeners", "RunStarter", "run_sync"]
 
 _T = TypeVar("_T")
+_U = TypeVar("_U")
 
 
 RunListeners: TypeAlias = Iterable[tuple[EventTypes, Callable[[Any], Any]]]
@@ -258,11 +259,61 @@ class RunStarter(Generic[OutputT]):
         )
         return await run._run_here()
 
+    @overload
     def run_sync(
-        self, input: AgentInput, *, history: Iterable[Any] | None = None, on: RunListeners | None = None
-    ) -> AgentResult[OutputT]:
+        self,
+        input: AgentInput,
+        *,
+        run_id: str | None = ...,
+        output_type: AgentDefault = ...,
+        history: Iterable[Any] | None = ...,
+        on: RunListeners | None = ...,
+    ) -> AgentResult[OutputT]: ...
+
+    @overload
+    def run_sync(
+        self,
+        input: AgentInput,
+        *,
+        run_id: str | None = ...,
+        output_type: None,
+        history: Iterable[Any] | None = ...,
+        on: RunListeners | None = ...,
+    ) -> AgentResult[str]: ...
+
+    @overload
+    def run_sync(
+        self,
+        input: AgentInput,
+        *,
+        run_id: str | None = ...,
+        output_type: type[_T] | OutputType[_T],
+        history: Iterable[Any] | None = ...,
+        on: RunListeners | None = ...,
+    ) -> AgentResult[_T]: ...
+
+    @overload
+    def run_sync(
+        self,
+        input: AgentInput,
+        *,
+        run_id: str | None = ...,
+        output_type: TypeForm,
+        history: Iterable[Any] | None = ...,
+        on: RunListeners | None = ...,
+    ) -> AgentResult[Any]: ...
+
+    def run_sync(
+        self,
+        input: AgentInput,
+        *,
+        run_id: str | None = None,
+        output_type: Any = AGENT_DEFAULT,
+        history: Iterable[Any] | None = None,
+        on: RunListeners | None = None,
+    ) -> AgentResult[Any]:
         """``run`` for scripts and notebooks without a running event loop (see ``agentflow.run_sync``)."""
-        return run_sync(self, input, history=history, on=on)
+        return run_sync(self, input, run_id=run_id, output_type=output_type, history=history, on=on)
 
 
 def _history(history: Iterable[Any] | None, memory: Memory | None) -> tuple[Any, ...] | None:
@@ -313,24 +364,78 @@ def _listeners(on: RunListeners | None) -> tuple[tuple[EventTypes, Callable[[Any
     return tuple(checked)
 
 
+@overload
 def run_sync(
     target: RunStarter[_T],
     input: AgentInput,
     *,
+    run_id: str | None = ...,
+    output_type: AgentDefault = ...,
+    history: Iterable[Any] | None = ...,
+    on: RunListeners | None = ...,
+) -> AgentResult[_T]: ...
+
+
+@overload
+def run_sync(
+    target: RunStarter[_T],
+    input: AgentInput,
+    *,
+    run_id: str | None = ...,
+    output_type: None,
+    history: Iterable[Any] | None = ...,
+    on: RunListeners | None = ...,
+) -> AgentResult[str]: ...
+
+
+@overload
+def run_sync(
+    target: RunStarter[_T],
+    input: AgentInput,
+    *,
+    run_id: str | None = ...,
+    output_type: type[_U] | OutputType[_U],
+    history: Iterable[Any] | None = ...,
+    on: RunListeners | None = ...,
+) -> AgentResult[_U]: ...
+
+
+@overload
+def run_sync(
+    target: RunStarter[_T],
+    input: AgentInput,
+    *,
+    run_id: str | None = ...,
+    output_type: TypeForm,
+    history: Iterable[Any] | None = ...,
+    on: RunListeners | None = ...,
+) -> AgentResult[Any]: ...
+
+
+def run_sync(
+    target: RunStarter[Any],
+    input: AgentInput,
+    *,
+    run_id: str | None = None,
+    output_type: Any = AGENT_DEFAULT,
     history: Iterable[Any] | None = None,
     on: RunListeners | None = None,
-) -> AgentResult[_T]:
+) -> AgentResult[Any]:
     """Run an agent (or a session's next turn) from synchronous code, in a fresh event loop.
 
     For scripts and notebooks without a running loop. The agent's model connections are closed before it
     returns, since they belong to that loop (the next call opens new ones). Inside async code, ``await
-    agent.run(...)`` instead. ``history`` and ``on`` are as for ``agent.run``.
+    agent.run(...)`` instead. ``run_id``, ``output_type``, ``history`` and ``on`` are as for ``agent.run``.
     """
     agent = target._run_on()[0]
 
-    async def main() -> AgentResult[_T]:
+    async def main() -> AgentResult[Any]:
         try:
-            return await target.run(input, history=history, on=on)
+            # ``output_type`` is ``Any`` here, so every overload of ``run`` matches and mypy infers ``Any``.
+            result: AgentResult[Any] = await target.run(
+                input, run_id=run_id, output_type=output_type, history=history, on=on
+            )
+            return result
         finally:
             with anyio.CancelScope(shield=True):
                 await agent.aclose()

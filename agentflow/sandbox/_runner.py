@@ -7,7 +7,8 @@ it runs: user code may replace ``sys.stdout``, raise ``BaseException`` or exit, 
 Channel: the process's original stdin/stdout carry length-prefixed JSON frames (4-byte big-endian length,
 then UTF-8 JSON) to and from the host. At start-up the runner moves them to private descriptors and points
 fd 0 at ``/dev/null`` and fd 1 at fd 2, so nothing user code writes can corrupt the channel. Prints go to
-bounded capture objects that stream ``out`` frames to the host (so output printed before a timeout is kept).
+bounded capture objects that stream ``out`` frames to the host (so output printed before a timeout is kept),
+flushed before each ``call`` frame so that the host sees output and tool calls in the order they happened.
 
 Frames, child → host: ``ready``; ``call`` (a tool call: ``id``, ``name``, ``args``); ``out`` (``s``: stream
 name, ``d``: text); ``done`` (the step's outcome, with the ``step`` number of its ``exec``). Host → child:
@@ -299,8 +300,9 @@ class _Capture(io.TextIOBase):
 class _Calls:
     """Tool calls in flight: requests go out at once, results come back in any order."""
 
-    def __init__(self, channel: _Channel) -> None:
+    def __init__(self, channel: _Channel, outputs: tuple[_Capture, ...] = ()) -> None:
         self._channel = channel
+        self._outputs = outputs
         self._next_id = 0
         self.max_call_bytes = 0
         self.max_calls = 0
@@ -331,6 +333,10 @@ class _Calls:
         self._next_id += 1
         call_id = self._next_id
         message = {"t": "call", "id": call_id, "name": name, "args": args}
+        # What the code printed before the call (a partial line too) must reach the host before the call,
+        # or the host shows that output after the call's events.
+        for output in self._outputs:
+            output.flush()
         try:
             self._channel.send(message, self.max_call_bytes)
         except _TooBig as exc:
@@ -521,9 +527,9 @@ class Runner:
     def __init__(self, channel: _Channel, guard: _CpuGuard) -> None:
         self.channel = channel
         self.guard = guard
-        self.calls = _Calls(channel)
         self.stdout = _Capture("stdout", channel)
         self.stderr = _Capture("stderr", channel)
+        self.calls = _Calls(channel, (self.stdout, self.stderr))
         self.namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
         self.rlimits_applied = False
         self._install_helpers()

@@ -30,6 +30,7 @@ from agentflow import (
     RunFailed,
     RunFinished,
     StopReason,
+    run_sync,
 )
 from agentflow.agent.chat_client import to_chat_request
 from agentflow.agent.prompt import AgentModelResult, AgentPrompt
@@ -444,6 +445,18 @@ async def test_a_run_may_take_its_own_output_type() -> None:
     assert run.result.output == "Just text."
     with pytest.raises(TypeError, match="text_only runtime does not read"):
         Agent(FakeModelClient([]), runtime=_TextOnlyRuntime()).stream("x", output_type=City)
+
+
+def test_a_blocking_run_takes_its_own_output_type_and_run_id() -> None:
+    model = FakeModelClient(
+        [reply('{"name": "Paris", "population": 3}'), reply('{"name": "Rome", "population": 4}')]
+    )
+    agent = Agent(model)  # free text, one typed run each way in
+    result = agent.run_sync("Which city, as data?", output_type=City, run_id="sync-1")
+    assert (result.output, result.run_id) == (City("Paris", 3), "sync-1")
+    assert model.prompts[0].response_format is not None
+    result = run_sync(agent, "And another?", output_type=OutputType(City), run_id="sync-2")
+    assert (result.output, result.run_id) == (City("Rome", 4), "sync-2")
 
 
 async def test_a_rejection_with_the_token_budget_spent_fails_instead_of_leaving_a_retry_prompt() -> None:

@@ -21,11 +21,13 @@ from agentflow import (
     Agent,
     AgentResult,
     AgentRun,
+    Agents,
     OutputContext,
     OutputType,
     RejectOutput,
     Session,
     StopReason,
+    run_sync,
 )
 from agentflow.agent.prompt import AgentModelResult
 from agentflow.testing.fake import FakeModelClient, reply
@@ -102,6 +104,30 @@ async def typed_runs(model: FakeModelClient) -> None:
     assert_type(chat, Session[City])
     assert_type(await chat.run("Paris?"), AgentResult[City])
     assert_type(chat.run_sync("Paris?"), AgentResult[City])
+
+    # Blocking runs take a run's own output type too.
+    assert_type(typed.run_sync("Paris?"), AgentResult[City])
+    assert_type(typed.run_sync("Sum up.", output_type=Summary), AgentResult[Summary])
+    assert_type(typed.run_sync("Sum up.", output_type=OutputType(Summary)), AgentResult[Summary])
+    assert_type(typed.run_sync("Just talk.", output_type=None, run_id="r1"), AgentResult[str])
+    assert_type(plain.run_sync("Yes or no?", output_type=Literal["yes", "no"]), AgentResult[Any])
+    assert_type(chat.run_sync("Sum up.", output_type=Summary), AgentResult[Summary])
+    assert_type(run_sync(typed, "Paris?"), AgentResult[City])
+    assert_type(run_sync(plain, "As data.", output_type=City), AgentResult[City])
+    assert_type(run_sync(typed, "Sum up.", output_type=OutputType(Summary)), AgentResult[Summary])
+    assert_type(run_sync(typed, "Just talk.", output_type=None, run_id="r1"), AgentResult[str])
+    assert_type(run_sync(typed, "Yes or no?", output_type=Literal["yes", "no"]), AgentResult[Any])
+
+    # The runtime shortcuts are typed as ``Agent(...)`` is.
+    assert_type(Agents.react(model), Agent[str])
+    assert_type(Agents.react(model, output_type=City), Agent[City])
+    assert_type(Agents.react(model, output_type=Literal["yes", "no"]), Agent[Any])
+    assert_type(Agents.codeact(model), Agent[str])
+    assert_type(Agents.codeact(model, codeact=None, output_type=OutputType(City)), Agent[City])
+    assert_type(Agents.codeact(model, output_type=list[int]), Agent[list[int]])
+    assert_type(Agents.deep_research(model), Agent[str])
+    assert_type(Agents.deep_research(model, planner="simple", output_type=City), Agent[City])
+    assert_type(Agents.deep_research(model, output_type=Literal["yes", "no"]), Agent[Any])
 
     # A bare annotation still checks (its output is Any).
     def untyped(result: AgentResult, agent: Agent) -> Any:

@@ -19,6 +19,7 @@ from agentflow.events import (
     CodeStarted,
     RunCancelled,
     ToolCallRequested,
+    ToolStarted,
     ToolSucceeded,
 )
 from agentflow.runtimes.codeact import CodeActOptions
@@ -117,6 +118,17 @@ async def test_a_step_publishes_code_started_its_output_in_order_with_its_calls_
     assert joined(recorder.events, "stderr") == executed.stderr == "a warning\n"
     seqs = [e.seq for e in step]
     assert seqs == sorted(seqs)
+
+
+async def test_a_partial_line_printed_before_a_tool_call_comes_before_the_call() -> None:
+    # The first line goes out at once and starts the capture's batching window, so without a flush before
+    # the call the partial line would wait in the buffer until after the call was sent.
+    step = 'print("starting")\nprint("fetching...", end="")\nget_price("apple")'
+    async with codeact_agent([says(code(step))], tools=[get_price]) as (agent, _):
+        recorder = Recorder(agent)
+        await agent.run("Apple price?")
+    call = min(i for i, e in enumerate(recorder.events) if isinstance(e, ToolCallRequested | ToolStarted))
+    assert joined(recorder.events[:call], "stdout") == "starting\nfetching..."
 
 
 async def test_output_reaches_a_listener_while_the_code_still_runs() -> None:
