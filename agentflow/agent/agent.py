@@ -40,7 +40,8 @@ from .memory import InMemoryMemory, Memory, check_memory
 from .options import AgentOptions, ModelSettings
 from .prompt import ModelClient
 from .responses_client import ResponsesModelClient
-from .run import AgentRun, RunStarter, run_sync
+from .run import AgentRun
+from .run_starter import RunStarter, run_sync
 from .session import Session
 from .turns import Turns
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..result import OutputT
 from .memory import Memory, check_memory
-from .run import RunStarter
+from .run_starter import RunStarter
 from .turns import Turns, turns_of
 
 if TYPE_CHECKING:

@@ -1,0 +1,429 @@
+"""``RunStarter``: what ``Agent`` and ``Session`` share — ``stream``, ``run`` and ``run_sync``.
+
+One implementation for both, on the memory each of them names (or a fresh one holding ``history=``), each
+with callbacks of its own (``on=``). A session's run that fails puts its memory back here, inside its turn,
+when the session asks for it (``rollback_on_failure``). All three are generic in the run's output type, for
+type checkers only (``Agent[City]``'s runs give ``AgentResult[City]``); most of this module is their
+``@overload`` stacks. The handle a run gives back is ``AgentRun`` (``agentflow.agent.run``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, overload
+
+import anyio
+
+from ..bus import (
+    EventTypes,
+    Policy,
+    check_subscription_options,
+    normalise_event_types,
+)
+from ..model.messages import Message
+from ..result import AgentResult, OutputT
+from ..runtimes.output import AGENT_DEFAULT, AgentDefault, OutputType, TypeForm
+from .item_shapes import to_items
+from .run import AgentRun
+
+if TYPE_CHECKING:
+    from .agent import Agent, AgentInput
+    from .memory import Memory
+    from .turns import Turns
+
+__all__ = ["RunListeners", "RunStarter", "run_sync"]
+
+_T = TypeVar("_T")
+_U = TypeVar("_U")
+
+
+RunListeners: TypeAlias = Iterable[tuple[EventTypes, Callable[[Any], Any]]]
+"""Callbacks for one run (``on=``): ``(event types, callback)`` pairs, what ``agent.on(types, callback)``
+takes."""
+
+
+class RunStarter(Generic[OutputT]):
+    """Starts runs of an agent: ``stream`` (iterate the events) and ``run`` / ``run_sync`` (the result).
+
+    ``Agent`` and ``Session`` both are one. A session's runs (and those of an agent built with a ``memory``
+    instance) continue its conversation and wait for the earlier runs on it to end; an agent's other runs
+    each get a fresh memory (holding ``history``, if given) and run at once.
+
+    Every way of starting a run takes ``on=[(types, callback), …]``: callbacks for that run alone, as
+    ``agent.on`` registers them for every run (see ``EventBus.on``), checked at the call (``TypeError``).
+    """
+
+    __slots__ = ()
+
+    def _run_on(self) -> tuple[Agent[OutputT], Memory | None, Turns | None, bool]:
+        """The agent, the memory of the next run (``None``: a fresh one), the turns its runs take and whether
+        a failed run's memory is rolled back."""
+        raise NotImplementedError
+
+    @overload
+    def stream(
+        self,
+        input: AgentInput,
+        *,
+        types: EventTypes = ...,
+        buffer: int = ...,
+        policy: Policy = ...,
+        run_id: str | None = ...,
+        output_type: AgentDefault = ...,
+        history: Iterable[Any] | None = ...,
+        on: RunListeners | None = ...,
+    ) -> AgentRun[OutputT]: ...
+
+    @overload
+    def stream(
+        self,
+        input: AgentInput,
+        *,
+        types: EventTypes = ...,
+        buffer: int = ...,
+        policy: Policy = ...,
+        run_id: str | None = ...,
+        output_type: None,
+        history: Iterable[Any] | None = ...,
+        on: RunListeners | None = ...,
+    ) -> AgentRun[str]: ...
+
+    @overload
+    def stream(
+        self,
+        input: AgentInput,
+        *,
+        types: EventTypes = ...,
+        buffer: int = ...,
+        policy: Policy = ...,
+        run_id: str | None = ...,
+        output_type: type[_T] | OutputType[_T],
+        history: Iterable[Any] | None = ...,
+        on: RunListeners | None = ...,
+    ) -> AgentRun[_T]: ...
+
+    @overload
+    def stream(
+        self,
+        input: AgentInput,
+        *,
+        types: EventTypes = ...,
+        buffer: int = ...,
+        policy: Policy = ...,
+        run_id: str | None = ...,
+        output_type: TypeForm,
+        history: Iterable[Any] | None = ...,
+        on: RunListeners | None = ...,
+    ) -> AgentRun[Any]: ...
+
+    def stream(
+        self,
+        input: AgentInput,
+        *,
+        types: EventTypes = None,
+        buffer: int = 256,
+        policy: Policy = "backpressure",
+        run_id: str | None = None,
+        output_type: Any = AGENT_DEFAULT,
+        history: Iterable[Any] | None = None,
+        on: RunListeners | None = None,
+    ) -> AgentRun[Any]:
+        """A run whose events you iterate: ``async with agent.stream(x) as run: async for event in run``.
+
+        ``types`` limits the events delivered (a class, a union such as ``agentflow.events.TerminalEvent``,
+        or a tuple of those), ``buffer``/``policy`` shape the subscription (see ``EventBus.subscribe``); all
+        three are checked here, not when the block is entered. Model calls stream unless ``options.stream``
+        is ``False``. ``output_type`` replaces the agent's for this run (``None``: the answer's text).
+        ``history`` and ``on`` are as for ``run``.
+        """
+        kinds = normalise_event_types(types)
+        check_subscription_options(buffer, policy)
+        agent, memory, turns, rollback = self._run_on()
+        return agent._new_run(
+            input,
+            memory=memory,
+            turns=turns,
+            rollback=rollback,
+            subscribe=True,
+            types=kinds,
+            buffer=buffer,
+            policy=policy,
+            run_id=run_id,
+            output_type=output_type,
+            history=_history(history, memory),
+            listeners=_listeners(on),
+        )
+
+    @overload
+    async def run(
+        self,
+        input: AgentInput,
+        *,
+        run_id: str | None = ...,
+        output_type: AgentDefault = ...,
+        history: Iterable[Any] | None = ...,
+        on: RunListeners | None = ...,
+    ) -> AgentResult[OutputT]: ...
+
+    @overload
+    async def run(
+        self,
+        input: AgentInput,
+        *,
+        run_id: str | None = ...,
+        output_type: None,
+        history: Iterable[Any] | None = ...,
+        on: RunListeners | None = ...,
+    ) -> AgentResult[str]: ...
+
+    @overload
+    async def run(
+        self,
+        input: AgentInput,
+        *,
+        run_id: str | None = ...,
+        output_type: type[_T] | OutputType[_T],
+        history: Iterable[Any] | None = ...,
+        on: RunListeners | None = ...,
+    ) -> AgentResult[_T]: ...
+
+    @overload
+    async def run(
+        self,
+        input: AgentInput,
+        *,
+        run_id: str | None = ...,
+        output_type: TypeForm,
+        history: Iterable[Any] | None = ...,
+        on: RunListeners | None = ...,
+    ) -> AgentResult[Any]: ...
+
+    async def run(
+        self,
+        input: AgentInput,
+        *,
+        run_id: str | None = None,
+        output_type: Any = AGENT_DEFAULT,
+        history: Iterable[Any] | None = None,
+        on: RunListeners | None = None,
+    ) -> AgentResult[Any]:
+        """Run to the end and return the result.
+
+        ``output_type`` replaces the agent's for this run (``None``: the answer's text; see ``OutputType``),
+        e.g. one typed turn in a free-text session: ``await chat.run("Sum it up.", output_type=Summary)``.
+
+        ``history``: the conversation so far (items, e.g. the ``new_items`` of earlier runs you stored), which
+        this run continues in a fresh memory: the model sees it before ``input``, and ``result.new_items``
+        lists only this run's items (its input and what followed), ready to append to your store. Not for a
+        session's runs, which continue the session's memory (``TypeError``).
+
+        ``on``: callbacks for this run alone, ``[(TextDelta, send), (ToolSucceeded, log)]``, as
+        ``agent.on`` registers for every run (a web handler's callbacks on a shared agent go here).
+
+        A failed run raises its exception (a ``ModelError``, ``MaxStepsExceeded``…); a run cut short by
+        ``options.timeout`` returns its partial result (``StopReason.DEADLINE``); cancelling the calling task
+        cancels the run cleanly and re-raises the cancellation.
+        """
+        agent, memory, turns, rollback = self._run_on()
+        run = agent._new_run(
+            input,
+            memory=memory,
+            turns=turns,
+            rollback=rollback,
+            subscribe=False,
+            run_id=run_id,
+            output_type=output_type,
+            history=_history(history, memory),
+            listeners=_listeners(on),
+        )
+        return await run._run_here()
+
+    @overload
+    def run_sync(
+        self,
+        input: AgentInput,
+        *,
+        run_id: str | None = ...,
+        output_type: AgentDefault = ...,
+        history: Iterable[Any] | None = ...,
+        on: RunListeners | None = ...,
+    ) -> AgentResult[OutputT]: ...
+
+    @overload
+    def run_sync(
+        self,
+        input: AgentInput,
+        *,
+        run_id: str | None = ...,
+        output_type: None,
+        history: Iterable[Any] | None = ...,
+        on: RunListeners | None = ...,
+    ) -> AgentResult[str]: ...
+
+    @overload
+    def run_sync(
+        self,
+        input: AgentInput,
+        *,
+        run_id: str | None = ...,
+        output_type: type[_T] | OutputType[_T],
+        history: Iterable[Any] | None = ...,
+        on: RunListeners | None = ...,
+    ) -> AgentResult[_T]: ...
+
+    @overload
+    def run_sync(
+        self,
+        input: AgentInput,
+        *,
+        run_id: str | None = ...,
+        output_type: TypeForm,
+        history: Iterable[Any] | None = ...,
+        on: RunListeners | None = ...,
+    ) -> AgentResult[Any]: ...
+
+    def run_sync(
+        self,
+        input: AgentInput,
+        *,
+        run_id: str | None = None,
+        output_type: Any = AGENT_DEFAULT,
+        history: Iterable[Any] | None = None,
+        on: RunListeners | None = None,
+    ) -> AgentResult[Any]:
+        """``run`` for scripts and notebooks without a running event loop (see ``agentflow.run_sync``)."""
+        return run_sync(self, input, run_id=run_id, output_type=output_type, history=history, on=on)
+
+
+def _history(history: Iterable[Any] | None, memory: Memory | None) -> tuple[Any, ...] | None:
+    """``history=`` checked: ``None``, or the items (``Message`` values as items, as a run stores them)."""
+    if history is None:
+        return None
+    if memory is not None:
+        raise TypeError(
+            "history= is for runs that start from a fresh memory; this run continues a session's memory "
+            "(agent.session() or Agent(memory=...)), which holds its history already. Load stored items "
+            "into the session's memory instead: agent.session(InMemoryMemory(items))"
+        )
+    if isinstance(history, str | bytes | Mapping) or not isinstance(history, Iterable):
+        raise TypeError(
+            "history= takes a list of conversation items (dicts or Message values), "
+            f"got {type(history).__name__}"
+        )
+    items = tuple(history)
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping | Message):
+            raise TypeError(
+                f"history item {index} is a {type(item).__name__}; items are dicts or Message values"
+            )
+    return tuple(to_items(items))
+
+
+def _listeners(on: RunListeners | None) -> tuple[tuple[EventTypes, Callable[[Any], Any]], ...] | None:
+    """``on=`` checked now (``TypeError``): a bad registration must not fail the run later."""
+    if on is None:
+        return None
+    if isinstance(on, str | bytes | Mapping) or not isinstance(on, Iterable):
+        raise TypeError(
+            f"on= takes (event types, callback) pairs, e.g. on=[(TextDelta, send)], got {type(on).__name__}"
+        )
+    checked: list[tuple[EventTypes, Callable[[Any], Any]]] = []
+    for entry in on:
+        if not isinstance(entry, tuple) or len(entry) != 2:
+            raise TypeError(
+                f"on= takes (event types, callback) pairs, e.g. on=[(TextDelta, send)], got {entry!r}"
+            )
+        types, callback = entry
+        kinds = normalise_event_types(types)
+        if not callable(callback):
+            raise TypeError(
+                f"on=: callback must be callable (it is called with each event), got {callback!r}"
+            )
+        checked.append((kinds, callback))
+    return tuple(checked)
+
+
+@overload
+def run_sync(
+    target: RunStarter[_T],
+    input: AgentInput,
+    *,
+    run_id: str | None = ...,
+    output_type: AgentDefault = ...,
+    history: Iterable[Any] | None = ...,
+    on: RunListeners | None = ...,
+) -> AgentResult[_T]: ...
+
+
+@overload
+def run_sync(
+    target: RunStarter[_T],
+    input: AgentInput,
+    *,
+    run_id: str | None = ...,
+    output_type: None,
+    history: Iterable[Any] | None = ...,
+    on: RunListeners | None = ...,
+) -> AgentResult[str]: ...
+
+
+@overload
+def run_sync(
+    target: RunStarter[_T],
+    input: AgentInput,
+    *,
+    run_id: str | None = ...,
+    output_type: type[_U] | OutputType[_U],
+    history: Iterable[Any] | None = ...,
+    on: RunListeners | None = ...,
+) -> AgentResult[_U]: ...
+
+
+@overload
+def run_sync(
+    target: RunStarter[_T],
+    input: AgentInput,
+    *,
+    run_id: str | None = ...,
+    output_type: TypeForm,
+    history: Iterable[Any] | None = ...,
+    on: RunListeners | None = ...,
+) -> AgentResult[Any]: ...
+
+
+def run_sync(
+    target: RunStarter[Any],
+    input: AgentInput,
+    *,
+    run_id: str | None = None,
+    output_type: Any = AGENT_DEFAULT,
+    history: Iterable[Any] | None = None,
+    on: RunListeners | None = None,
+) -> AgentResult[Any]:
+    """Run an agent (or a session's next turn) from synchronous code, in a fresh event loop.
+
+    For scripts and notebooks without a running loop. The agent's model connections are closed before it
+    returns, since they belong to that loop (the next call opens new ones). Inside async code, ``await
+    agent.run(...)`` instead. ``run_id``, ``output_type``, ``history`` and ``on`` are as for ``agent.run``.
+    """
+    agent = target._run_on()[0]
+
+    async def main() -> AgentResult[Any]:
+        try:
+            # ``output_type`` is ``Any`` here, so every overload of ``run`` matches and mypy infers ``Any``.
+            result: AgentResult[Any] = await target.run(
+                input, run_id=run_id, output_type=output_type, history=history, on=on
+            )
+            return result
+        finally:
+            with anyio.CancelScope(shield=True):
+                await agent.aclose()
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return anyio.run(main)
+    raise RuntimeError(
+        "run_sync() cannot be used inside a running event loop; use 'await agent.run(...)' there"
+    )
