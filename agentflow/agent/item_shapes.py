@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 import orjson
 
@@ -31,9 +31,12 @@ from ..model.messages import (
 
 __all__ = [
     "MAPPINGS",
+    "NOTE_ROLES",
     "RUNTIME_NOTE_PREFIXES",
     "Item",
+    "NoteRole",
     "assistant_item",
+    "check_note_role",
     "developer_item",
     "function_call_item",
     "function_call_output_item",
@@ -347,6 +350,26 @@ RUNTIME_NOTE_PREFIXES: Final = (
 
 Written out here rather than imported: the runtimes that own these texts build on this module. A test
 checks that every such text of theirs is recognised."""
+
+
+NoteRole: TypeAlias = Literal["system", "user", "developer"]
+"""The role a runtime writes its notes for the model in (CodeAct's ``observation_role``, DeepResearch's
+``plan_role``): ``system`` as the reference does, ``user`` or ``developer`` for chat templates that refuse
+a system message after the first."""
+
+NOTE_ROLES: Final[tuple[NoteRole, ...]] = ("system", "user", "developer")
+
+
+def check_note_role(option: str, value: object) -> None:
+    """``ValueError`` unless ``value`` is a ``NoteRole``; ``option`` names the setting in the message.
+
+    >>> check_note_role("plan_role", "assistant")
+    Traceback (most recent call last):
+    ...
+    ValueError: plan_role must be 'system', 'user' or 'developer', got 'assistant'
+    """
+    if value not in NOTE_ROLES:
+        raise ValueError(f"{option} must be 'system', 'user' or 'developer', got {value!r}")
 
 
 def is_runtime_note(item: Any) -> bool:

@@ -33,9 +33,12 @@ from .chat_items import ChatMessageCache, to_chat_messages
 from .item_json import dump_items, load_items
 from .item_shapes import MAPPINGS as MAPPINGS  # imported from here too, though not in ``__all__``
 from .item_shapes import (
+    NOTE_ROLES,
     RUNTIME_NOTE_PREFIXES,
     Item,
+    NoteRole,
     assistant_item,
+    check_note_role,
     developer_item,
     function_call_item,
     function_call_output_item,
@@ -56,10 +59,13 @@ from .item_shapes import is_user_item as is_user_item  # likewise
 from .responses_items import to_responses_input
 
 __all__ = [
+    "NOTE_ROLES",
     "RUNTIME_NOTE_PREFIXES",
     "ChatMessageCache",
     "Item",
+    "NoteRole",
     "assistant_item",
+    "check_note_role",
     "developer_item",
     "dump_items",
     "function_call_item",

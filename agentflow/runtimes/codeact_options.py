@@ -7,10 +7,11 @@ Values and checks only; ``agentflow.runtimes.codeact`` (which re-exports these n
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, TypeAlias
 
 import attrs
 
+from ..agent.items import NoteRole, check_note_role
 from ..result import AgentResult
 from ..sandbox.executor import CodeExecutor
 from ..sandbox.limits import ExecutionLimits
@@ -27,15 +28,13 @@ __all__ = [
 ExecutorFactory: TypeAlias = Callable[[], CodeExecutor]
 """Makes the executor of one run (called once per run; the runtime closes what it returns)."""
 
-ObservationRole: TypeAlias = Literal["system", "user", "developer"]
+ObservationRole: TypeAlias = NoteRole
 """The role of the messages CodeAct writes for the model (``CODE_RESULT``, ``CODE_ERROR``,
 ``PROTOCOL_ERROR``, ``OUTPUT_ERROR``)."""
 
 MAX_SEND_BACKS: Final = 2
 """How many answers in a row the runtime sends back: prose (with ``correct_format``) and answers it cannot
 use, counted together (see ``CodeActOptions``)."""
-
-_OBSERVATION_ROLES: Final = ("system", "user", "developer")
 
 
 def _check_executor(
@@ -54,10 +53,7 @@ def _check_max_chars(_instance: object, attribute: attrs.Attribute[Any], value: 
 
 
 def _check_role(_instance: object, _attribute: object, value: str) -> None:
-    if value not in _OBSERVATION_ROLES:
-        raise ValueError(
-            f"CodeActOptions.observation_role must be 'system', 'user' or 'developer', got {value!r}"
-        )
+    check_note_role("CodeActOptions.observation_role", value)
 
 
 class CodeActProtocolError(AgentRunError):

@@ -30,12 +30,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar, Literal, TypeAlias
+from typing import Any, ClassVar, TypeAlias
 
 import attrs
 
 from ..agent.chat_client import chat_result
-from ..agent.items import is_runtime_note, message_item, to_chat_messages
+from ..agent.items import NoteRole, check_note_role, is_runtime_note, message_item, to_chat_messages
 from ..events import ModelRequest, PlanCreated, PlanUpdated
 from ..model.events import ModelCompleted, UsageReported
 from ..model.messages import AiMessage, UserMessage
@@ -63,9 +63,8 @@ among ``items.RUNTIME_NOTE_PREFIXES``)."""
 PlanHook: TypeAlias = Callable[[Plan], Plan | Awaitable[Plan | None] | None]
 """``on_plan(plan)``: return ``None`` to keep the plan, or the plan to use instead; may be async."""
 
-PlanRole: TypeAlias = Literal["system", "user", "developer"]
+PlanRole: TypeAlias = NoteRole
 """The role of the message that carries the plan in memory (``DeepResearchRuntime(plan_role=…)``)."""
-_PLAN_ROLES = ("system", "user", "developer")
 
 
 @attrs.define(eq=False)
@@ -183,10 +182,7 @@ class DeepResearchRuntime(ReActRuntime):
             raise ValueError(f"replan_every must be a positive integer or None, got {replan_every!r}")
         if on_plan is not None and not callable(on_plan):
             raise TypeError(f"on_plan must be callable, got {type(on_plan).__name__}")
-        if plan_role not in _PLAN_ROLES:
-            raise ValueError(
-                f"plan_role must be one of {', '.join(map(repr, _PLAN_ROLES))}, got {plan_role!r}"
-            )
+        check_note_role("plan_role", plan_role)
         self.planner = planner
         self.replan_every = replan_every
         self.on_plan = on_plan

@@ -195,6 +195,6 @@ async def test_a_plan_written_as_a_user_message_is_not_taken_for_the_user_s_word
 
 
 def test_an_unknown_plan_role_is_refused() -> None:
-    with pytest.raises(ValueError, match="plan_role must be one of 'system', 'user', 'developer'"):
+    with pytest.raises(ValueError, match="plan_role must be 'system', 'user' or 'developer'"):
         DeepResearchRuntime(plan_role="assistant")  # type: ignore[arg-type]
     assert "plan_role='user'" in repr(DeepResearchRuntime(plan_role="user"))
