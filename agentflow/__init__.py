@@ -117,7 +117,7 @@ _LAZY: dict[str, str] = {
     "dump_items": "agentflow.agent.item_json",
     "load_items": "agentflow.agent.item_json",
     "Agent": "agentflow.agent.agent",
-    "Agents": "agentflow.agent.agent",
+    "Agents": "agentflow.agent.agents",
     "run_sync": "agentflow.agent.agent",
     "AgentOptions": "agentflow.agent.options",
     "ModelSettings": "agentflow.agent.options",
@@ -186,7 +186,8 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
-    from .agent.agent import Agent, Agents, run_sync
+    from .agent.agent import Agent, run_sync
+    from .agent.agents import Agents
     from .agent.as_tool import AgentToolError
     from .agent.chat_client import ChatModelClient
     from .agent.item_json import dump_items, load_items

@@ -233,7 +233,8 @@ def _abandon() -> NoReturn:
 
 
 async def _run(args: argparse.Namespace, config: CliConfig) -> int:
-    from .agent.agent import Agent, Agents
+    from .agent.agent import Agent
+    from .agent.agents import Agents
     from .agent.options import AgentOptions
     from .demo.responder import respond
     from .demo.tools import BUILTIN_TOOLS

@@ -128,7 +128,7 @@ async def _round_trip_figures(config: Config) -> tuple[dict[str, list[float]], l
 
 
 async def _runtime_round_trips(config: Config) -> list[float]:
-    from agentflow.agent.agent import Agents
+    from agentflow.agent.agents import Agents
     from agentflow.runtimes.codeact import CodeActOptions
     from agentflow.sandbox import ProcessSandbox
     from agentflow.testing.fake import FakeModelClient, reply

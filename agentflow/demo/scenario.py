@@ -25,7 +25,8 @@ from typing import Any
 import anyio
 import attrs
 
-from ..agent.agent import Agent, Agents
+from ..agent.agent import Agent
+from ..agent.agents import Agents
 from ..agent.options import AgentOptions
 from ..model.events import ReasoningDelta, TextDelta
 from ..model.protocol import ChatModel

@@ -6,7 +6,7 @@ from __future__ import annotations
 import anyio
 import orjson
 
-from agentflow.agent.agent import Agents
+from agentflow.agent.agents import Agents
 from agentflow.events import CodeExecuted, ToolSucceeded
 from agentflow.providers.openai.chat_model import OpenAIChatModel
 from agentflow.runtimes.codeact import CodeActOptions

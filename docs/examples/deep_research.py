@@ -5,7 +5,8 @@ from __future__ import annotations
 import anyio
 import orjson
 
-from agentflow.agent.agent import Agent, Agents
+from agentflow.agent.agent import Agent
+from agentflow.agent.agents import Agents
 from agentflow.events import PlanCreated, PlanUpdated, ToolSucceeded
 from agentflow.plan import Plan, PlanStep, StepStatus
 from agentflow.providers.openai.chat_model import OpenAIChatModel

@@ -10,7 +10,8 @@ import orjson
 import pytest
 from runtime_support import Recorder, add, assert_memory_valid, collect, outputs, shout
 
-from agentflow.agent.agent import Agent, Agents
+from agentflow.agent.agent import Agent
+from agentflow.agent.agents import Agents
 from agentflow.agent.items import function_call_item, user_item
 from agentflow.agent.options import AgentOptions, ModelSettings
 from agentflow.agent.prompt import AgentModelResult, AgentPrompt

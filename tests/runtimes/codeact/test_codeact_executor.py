@@ -12,7 +12,8 @@ import orjson
 import pytest
 from codeact_support import assert_codeact_memory_valid, code, final, system_texts
 
-from agentflow.agent.agent import Agent, Agents
+from agentflow.agent.agent import Agent
+from agentflow.agent.agents import Agents
 from agentflow.agent.memory import InMemoryMemory
 from agentflow.agent.options import AgentOptions
 from agentflow.events import CodeExecuted, RunFailed, ToolFailed

@@ -11,7 +11,8 @@ import anyio.lowlevel
 import pytest
 from codeact_support import Recorder, code, codeact_agent, says
 
-from agentflow.agent.agent import Agent, Agents
+from agentflow.agent.agent import Agent
+from agentflow.agent.agents import Agents
 from agentflow.events import (
     AgentEvent,
     CodeExecuted,

@@ -21,7 +21,8 @@ from codeact_support import (
     system_texts,
 )
 
-from agentflow.agent.agent import Agent, Agents
+from agentflow.agent.agent import Agent
+from agentflow.agent.agents import Agents
 from agentflow.agent.memory import InMemoryMemory
 from agentflow.agent.options import AgentOptions
 from agentflow.events import CodeExecuted, OutputRejected, RunCancelled, RunFailed

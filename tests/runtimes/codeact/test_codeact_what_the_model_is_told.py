@@ -18,7 +18,7 @@ from codeact_support import (
     system_texts,
 )
 
-from agentflow.agent.agent import Agents
+from agentflow.agent.agents import Agents
 from agentflow.agent.options import AgentOptions
 from agentflow.events import CodeExecuted, RunCancelled
 from agentflow.result import StopReason

@@ -12,7 +12,8 @@ import anyio
 import pytest
 from deep_research_support import collect, lookup, roles
 
-from agentflow.agent.agent import Agent, Agents
+from agentflow.agent.agent import Agent
+from agentflow.agent.agents import Agents
 from agentflow.agent.memory import InMemoryMemory
 from agentflow.agent.prompt import AgentModelResult
 from agentflow.agent.run import AgentRun

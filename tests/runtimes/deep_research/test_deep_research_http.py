@@ -7,7 +7,7 @@ from typing import Any, Literal
 import pytest
 from deep_research_support import collect, lookup
 
-from agentflow.agent.agent import Agents
+from agentflow.agent.agents import Agents
 from agentflow.events import PlanCreated, PlanUpdated
 from agentflow.plan import StepStatus
 from agentflow.providers.openai.chat_model import OpenAIChatModel

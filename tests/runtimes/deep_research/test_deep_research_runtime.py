@@ -7,7 +7,8 @@ import orjson
 import pytest
 from deep_research_support import ScriptedPlanner, collect, lookup, message_text, roles
 
-from agentflow.agent.agent import Agent, Agents
+from agentflow.agent.agent import Agent
+from agentflow.agent.agents import Agents
 from agentflow.agent.memory import InMemoryMemory
 from agentflow.agent.options import AgentOptions, ModelSettings
 from agentflow.agent.prompt import AgentModelResult, AgentPrompt
