@@ -15,7 +15,9 @@ How a prompt lands on the Chat protocol (seed 000 §2, kept deliberately):
   wire field the server sent it in (``reasoning_content`` from DeepSeek, ``reasoning`` from OpenRouter or
   Groq), so the next request sends it back under that name (DeepSeek's thinking mode answers 400 without it).
   A server that sent none (OpenAI) is sent none. ``ChatModelClient(model, echo_reasoning=False)`` sends none
-  at all, e.g. when a conversation held on DeepSeek goes on with a server that rejects the field.
+  at all, e.g. when a conversation held on DeepSeek goes on with a server that rejects the field. A server
+  that answers 400 naming the field as unsupported (Groq: "property 'reasoning' is unsupported") gets the
+  request again without it, once, and this client sends no reasoning from then on (logged at WARNING).
   Text, reasoning and tool-call events stream as they arrive.
 
 The mapping functions are pure; only the client awaits. Between calls the client keeps the last prompt's
@@ -26,12 +28,16 @@ need not convert it back.
 
 from __future__ import annotations
 
+import logging
 import operator
-from collections.abc import Awaitable, Mapping
+import re
+from collections.abc import AsyncGenerator, Awaitable, Mapping
 from typing import Any
 
 import attrs
 
+from ..model.errors import BadRequestError
+from ..model.events import ModelEvent
 from ..model.messages import AiMessage, Message, SystemMessage
 from ..model.protocol import ChatModel
 from ..model.request import ChatParameters, ChatRequest
@@ -45,6 +51,12 @@ from .prompt import AgentModelResult, AgentPrompt, ToolChoiceLike, reasoning_eff
 __all__ = ["ChatModelClient", "chat_result", "to_chat_request"]
 
 _MODES = frozenset(("auto", "none", "required"))
+_log = logging.getLogger("agentflow")
+# How strict servers word a refused field: Groq's "property 'reasoning' is unsupported" and "reasoning is not
+# supported with this model", pydantic-style "extra inputs are not permitted", "unknown field"…
+_REFUSED = re.compile(
+    r"unsupported|not supported|unknown|unexpected|unrecognized|not permitted|not allowed|extra|additional"
+)
 
 
 def _chat_tool_choice(value: ToolChoiceLike | None) -> tuple[ToolChoice | None, Mapping[str, Any] | None]:
@@ -206,6 +218,18 @@ def _without_reasoning(messages: list[Message]) -> list[Message]:
     ]
 
 
+def _echoed_fields(request: ChatRequest) -> set[str]:
+    """The fields under which ``request`` sends reasoning back (empty for most requests)."""
+    return {m.reasoning_field for m in request.messages if isinstance(m, AiMessage) and m.reasoning_field}
+
+
+def _refuses(error: BadRequestError, fields: set[str]) -> bool:
+    """Whether ``error`` is the server refusing one of ``fields`` — named as a whole word (``reasoning``, not
+    ``reasoning_effort``) in a message that says it is not supported."""
+    message = error.message.lower()
+    return bool(_REFUSED.search(message)) and any(re.search(rf"\b{field}\b", message) for field in fields)
+
+
 class ChatModelClient(ProtocolClient[ChatModel, ChatRequest, ChatResponse]):
     """Runs agent prompts over the Chat Completions protocol through a ``ChatModel``.
 
@@ -266,7 +290,49 @@ class ChatModelClient(ProtocolClient[ChatModel, ChatRequest, ChatResponse]):
         return chat_result(response)
 
     def _send(self, request: ChatRequest) -> Awaitable[ChatResponse]:
-        return self._model.chat(request)
+        fields = _echoed_fields(request)
+        return self._send_echoing(request, fields) if fields else self._model.chat(request)
 
     def _open(self, request: ChatRequest) -> ModelStream[ChatResponse]:
-        return self._model.stream(request)
+        fields = _echoed_fields(request)
+        return self._open_echoing(request, fields) if fields else self._model.stream(request)
+
+    # Only requests that send reasoning back take these: the others keep the direct call.
+
+    async def _send_echoing(self, request: ChatRequest, fields: set[str]) -> ChatResponse:
+        try:
+            return await self._model.chat(request)
+        except BadRequestError as exc:
+            if not _refuses(exc, fields):
+                raise
+            return await self._model.chat(self._stop_echoing(request, exc))
+
+    def _open_echoing(self, request: ChatRequest, fields: set[str]) -> ModelStream[ChatResponse]:
+        async def events() -> AsyncGenerator[ModelEvent, None]:
+            started = False
+            try:
+                async with self._model.stream(request) as inner:
+                    async for event in inner:
+                        started = True  # the server took the request: a later error is not a refusal
+                        yield event
+                return
+            except BadRequestError as exc:
+                if started or not _refuses(exc, fields):
+                    raise
+                retry = self._stop_echoing(request, exc)
+            async with self._model.stream(retry) as inner:
+                async for event in inner:
+                    yield event
+
+        return ModelStream(events)
+
+    def _stop_echoing(self, request: ChatRequest, error: BadRequestError) -> ChatRequest:
+        """``request`` without reasoning, after the server refused it; this client sends none from now on."""
+        if self._echo_reasoning:
+            self._echo_reasoning = False
+            _log.warning(
+                "the server refused the reasoning sent back (%s): sending the request again without it, and "
+                "no reasoning from now on (ChatModelClient(model, echo_reasoning=False) says so up front)",
+                error.message,
+            )
+        return ChatRequest(_without_reasoning(list(request.messages)), request.parameters)
