@@ -556,8 +556,13 @@ def decode_chat_response(payload: Any, *, think_tags: ThinkTags | None = DEFAULT
     thought = None
     inline = None
     if type(text) is str:
-        # Most answers fail the first-character test, without the call (one per model call).
-        if think_tags is not None and text and (text[0] == think_tags[0][0] or text[0].isspace()):
+        # Most answers fail the first-character test, without the call (one per model call); an empty open
+        # tag (the prompt opened the block) always splits.
+        if (
+            think_tags is not None
+            and text
+            and (not think_tags[0] or text[0] == think_tags[0][0] or text[0].isspace())
+        ):
             split = split_think_block(text, think_tags)
             if split is not None:
                 # No answer after the block is no text, as a stream of it has none.

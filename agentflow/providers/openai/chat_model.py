@@ -66,8 +66,10 @@ class OpenAIChatModel:
       as a ``<think>…</think>`` block at the start of ``content``. An answer that *opens* with the open tag
       (after optional whitespace) has the block split off as its reasoning (``ReasoningDelta`` in a stream,
       ``message.reasoning``), the line breaks after the close tag dropped; a block never closed was all
-      reasoning. Text that merely mentions a tag is left alone. Another pair for other tags; ``None`` keeps
-      content exactly as sent (e.g. for MiniMax-M2, which wants its ``<think>`` blocks back in the history).
+      reasoning. Text that merely mentions a tag is left alone. Another pair for other tags;
+      ``("", "</think>")`` when the chat template opens the block in the prompt (DeepSeek-R1 distills: the
+      content starts inside it); ``None`` keeps content exactly as sent (e.g. for MiniMax-M2, which wants its
+      ``<think>`` blocks back in the history).
 
     One pooled HTTP session per model and event loop, opened on first use: close it with
     ``async with model:`` or ``await model.aclose()``.

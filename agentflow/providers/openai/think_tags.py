@@ -16,6 +16,10 @@ Both follow the same rules, so a stream's pieces joined are exactly the blocking
 - A block that is never closed (the answer ended inside it, usually at the token limit) was all reasoning:
   the answer is empty.
 - Only the first block is split; a later ``<think>`` is answer text.
+- An empty open tag, ``("", "</think>")``, is for a chat template that opens the block in the *prompt*
+  (DeepSeek-R1 and its distills end the generation prompt with ``<think>\n``): content starts inside the
+  block, everything up to the close tag is reasoning, and content without the close tag was all reasoning.
+  Only for a template that always opens it: an answer that did not think would be read as reasoning.
 
 A stream holds back no more than could still turn out to be a tag: before the decision, the leading
 whitespace and a partial open tag (``<thi``); inside the block, a partial close tag (``</thi``). Once the
@@ -63,9 +67,12 @@ def check_think_tags(tags: object) -> ThinkTags | None:
             f"to leave think blocks in the text; got {tags!r}"
         )
     open_tag, close_tag = tags
-    if not open_tag or not close_tag or open_tag == close_tag:
-        raise ValueError(f"think_tags must be two different, non-empty strings, got {tags!r}")
-    if open_tag[0].isspace():  # content is matched after its leading whitespace: such a tag never would be
+    if not close_tag or open_tag == close_tag:
+        raise ValueError(
+            f"think_tags must be two different strings, the close tag non-empty (an empty open tag: the "
+            f"chat template opens the block in the prompt), got {tags!r}"
+        )
+    if open_tag[:1].isspace():  # content is matched after its leading whitespace: such a tag never would be
         raise ValueError(f"the open think tag must not start with whitespace, got {open_tag!r}")
     return open_tag, close_tag
 

@@ -346,7 +346,7 @@ def test_the_model_splits_think_tags_by_default_and_takes_none_or_another_pair()
         ("<think>", TypeError),
         (("<think>",), TypeError),
         (("<think>", 1), TypeError),
-        (("", "</think>"), ValueError),
+        (("<think>", ""), ValueError),
         (("<t>", "<t>"), ValueError),
         ((" <think>", "</think>"), ValueError),
     ],
