@@ -149,6 +149,7 @@ _LAZY: dict[str, str] = {
     "SimplePlanner": "agentflow.runtimes.planner",
     "ModelPlanner": "agentflow.runtimes.planner",
     "PlanContext": "agentflow.runtimes.planner",
+    "CodeAction": "agentflow.runtimes.planner",
     "PlanningError": "agentflow.runtimes.planner",
     "PlanParseError": "agentflow.runtimes.planner",
     "CodeActOptions": "agentflow.runtimes.codeact",
@@ -238,6 +239,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
     from .runtimes.output import OutputType, OutputValidationError
     from .runtimes.output_validators import OutputContext, RejectOutput, ValidatorError
     from .runtimes.planner import (
+        CodeAction,
         ModelPlanner,
         PlanContext,
         Planner,
@@ -288,6 +290,7 @@ __all__ = [
     "CodeActOptions",
     "CodeActProtocolError",
     "CodeActRuntime",
+    "CodeAction",
     "CodeErrorType",
     "CodeExecuted",
     "CodeExecutor",

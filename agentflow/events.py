@@ -90,7 +90,8 @@ class ModelRequest(RunEvent):
     """The runtime is about to call the model.
 
     ``purpose`` is ``"step"`` for a step's call (its ``ModelCompleted`` is the agent's turn) and ``"plan"``
-    for a DeepResearch planner's call (its ``ModelCompleted`` holds the plan, not an answer to show): every
+    for a planner's call in a run that plans (DeepResearch, CodeAct with a planner: its ``ModelCompleted``
+    holds the plan, not an answer to show): every
     ``ModelCompleted`` belongs to the ``ModelRequest`` before it.
     """
 
@@ -188,14 +189,15 @@ class CodeExecuted(RunEvent):
 
 @attrs.frozen
 class PlanCreated(RunEvent):
-    """DeepResearch made its plan for the run (after the user input, before the first step)."""
+    """A run that plans (DeepResearch, CodeAct with a planner) made its plan (after the user input, before
+    the first step)."""
 
     plan: Plan
 
 
 @attrs.frozen
 class PlanUpdated(RunEvent):
-    """DeepResearch revised its plan between steps (``plan.revision`` counts the revisions)."""
+    """A run that plans revised its plan between steps (``plan.revision`` counts the revisions)."""
 
     plan: Plan
 

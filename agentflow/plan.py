@@ -1,8 +1,9 @@
-"""The plan of a DeepResearch run: ``Plan``, ``PlanStep`` and ``StepStatus``, as plain immutable values.
+"""The plan of a run that plans (DeepResearch; CodeAct given a planner): ``Plan``, ``PlanStep`` and
+``StepStatus``, as plain immutable values.
 
 They sit below the agent layer (the ``PlanCreated`` / ``PlanUpdated`` events carry them, as run events carry
 ``AgentResult``), so this module holds values and their text form only: no planning, no I/O. Planners live in
-``agentflow.runtimes.planner``, the runtime that uses them in ``agentflow.runtimes.deep_research``.
+``agentflow.runtimes.planner``, the planning the runtimes share in ``agentflow.runtimes.planning``.
 
 >>> plan = Plan.of("Compare two circles", ["Area of r=3", "Area of r=5", "Compare"])
 >>> print(plan.to_text(), end="")

@@ -15,12 +15,18 @@ from .options import ModelSettings
 
 if TYPE_CHECKING:
     from ..runtimes.codeact import CodeActOptions
-    from ..runtimes.deep_research import PlanHook, PlanRole
     from ..runtimes.planner import Planner
+    from ..runtimes.planning import PlanHook, PlanRole
 
 __all__ = ["Agents"]
 
 _T = TypeVar("_T")
+
+
+def _model_name(kwargs: dict[str, Any]) -> str | None:
+    """The model name the agent's own calls ask for (``ModelSettings.model``); a planner asks for it too."""
+    settings = kwargs.get("settings")
+    return settings.model if isinstance(settings, ModelSettings) else None
 
 
 class Agents:
@@ -72,6 +78,10 @@ class Agents:
         model: ModelLike,
         *,
         codeact: CodeActOptions | None = ...,
+        planner: Planner | Literal["simple", "model"] | None = ...,
+        replan_every: int | None = ...,
+        on_plan: PlanHook | None = ...,
+        plan_role: PlanRole | None = ...,
         output_type: None = ...,
         **kwargs: Any,
     ) -> Agent[str]: ...
@@ -82,6 +92,10 @@ class Agents:
         model: ModelLike,
         *,
         codeact: CodeActOptions | None = ...,
+        planner: Planner | Literal["simple", "model"] | None = ...,
+        replan_every: int | None = ...,
+        on_plan: PlanHook | None = ...,
+        plan_role: PlanRole | None = ...,
         output_type: type[_T] | OutputType[_T],
         **kwargs: Any,
     ) -> Agent[_T]: ...
@@ -92,6 +106,10 @@ class Agents:
         model: ModelLike,
         *,
         codeact: CodeActOptions | None = ...,
+        planner: Planner | Literal["simple", "model"] | None = ...,
+        replan_every: int | None = ...,
+        on_plan: PlanHook | None = ...,
+        plan_role: PlanRole | None = ...,
         output_type: TypeForm,
         **kwargs: Any,
     ) -> Agent[Any]: ...
@@ -101,19 +119,38 @@ class Agents:
         model: ModelLike,
         *,
         codeact: CodeActOptions | None = None,
+        planner: Planner | Literal["simple", "model"] | None = None,
+        replan_every: int | None = None,
+        on_plan: PlanHook | None = None,
+        plan_role: PlanRole | None = None,
         output_type: Any = None,
         **kwargs: Any,
     ) -> Agent[Any]:
         """An agent with the CodeAct runtime: the model writes Python that calls the tools, run in a sandbox.
 
         ``codeact``: the runtime's ``CodeActOptions`` (``react``, ``correct_format``, ``executor``,
-        ``limits``); ``kwargs`` go to ``Agent``.
+        ``limits``). To plan (smolagents' ``planning_interval``): ``planner`` as for ``deep_research``, and
+        ``replan_every=N`` to re-plan every N steps; ``replan_every`` alone plans with the agent's own model
+        (``planner="model"``). ``on_plan`` and ``plan_role`` are ``CodeActRuntime``'s; ``kwargs`` go to
+        ``Agent``.
         """
         from ..runtimes.codeact import CodeActRuntime
+        from ..runtimes.planning import planner_for
 
         if "runtime" in kwargs:
             raise TypeError("Agents.codeact() sets the runtime itself; use Agent(runtime=...) instead")
-        return Agent(model, runtime=CodeActRuntime(codeact), output_type=output_type, **kwargs)
+        if planner is None and replan_every is not None:
+            if not isinstance(model, ChatModel):
+                raise TypeError(
+                    f"replan_every plans with the agent's own model, which must then be a ChatModel, got "
+                    f"{type(model).__name__}; pass planner=ModelPlanner(chat_model) as well"
+                )
+            planner = "model"  # smolagents' planning_interval: the agent's own model plans
+        chosen = None if planner is None else planner_for(planner, model, model_name=_model_name(kwargs))
+        runtime = CodeActRuntime(
+            codeact, planner=chosen, replan_every=replan_every, on_plan=on_plan, plan_role=plan_role
+        )
+        return Agent(model, runtime=runtime, output_type=output_type, **kwargs)
 
     @overload
     @staticmethod
@@ -173,25 +210,10 @@ class Agents:
         ``DeepResearchRuntime``'s options; ``kwargs`` go to ``Agent``.
         """
         from ..runtimes.deep_research import DeepResearchRuntime
-        from ..runtimes.planner import ModelPlanner, SimplePlanner
+        from ..runtimes.planning import planner_for
 
         if "runtime" in kwargs:
             raise TypeError("Agents.deep_research() sets the runtime itself; use Agent(runtime=...) instead")
-        if planner is None or planner == "simple":
-            chosen: Planner = SimplePlanner()
-        elif planner == "model":
-            if not isinstance(model, ChatModel):
-                raise TypeError(
-                    f"planner='model' needs a ChatModel to plan with, got {type(model).__name__}; "
-                    "pass planner=ModelPlanner(chat_model) instead"
-                )
-            # The planner asks for the model name the agent's own calls use (ModelSettings.model), if set.
-            settings = kwargs.get("settings")
-            name = settings.model if isinstance(settings, ModelSettings) else None
-            chosen = ModelPlanner(model, parameters={"model": name} if name else None)
-        elif isinstance(planner, str):
-            raise ValueError(f"planner must be 'simple', 'model' or a Planner, got {planner!r}")
-        else:
-            chosen = planner
+        chosen = planner_for(planner or "simple", model, model_name=_model_name(kwargs))
         runtime = DeepResearchRuntime(chosen, replan_every=replan_every, on_plan=on_plan, plan_role=plan_role)
         return Agent(model, runtime=runtime, output_type=output_type, **kwargs)

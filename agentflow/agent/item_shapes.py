@@ -333,7 +333,7 @@ def is_user_item(item: Any) -> bool:
 
 
 RUNTIME_NOTE_PREFIXES: Final = (
-    # DeepResearch's plan and re-plan (``deep_research.plan_item``; ``Plan.to_text``'s header line).
+    # A plan and a re-plan (``Planning.plan_item``; ``Plan.to_text``'s header line).
     "Plan:\n",
     "Updated plan:\n",
     # CodeAct's observations (``codeact_protocol.CODE_RESULT_PREFIX`` / ``CODE_ERROR_PREFIX``, the

@@ -39,6 +39,13 @@ the model (a code step's in its ``CODE_ERROR``, a final message's as an ``OUTPUT
 ``OutputType.retries`` as ``read_output`` counts a ReAct answer (``OutputRejected``; then
 ``OutputValidationError``). The prompt names the type; no ``response_format`` is sent, in either ``mode``.
 
+With a ``planner`` (``CodeActRuntime(planner=ModelPlanner(chat_model), replan_every=3)``, smolagents'
+``planning_interval``) the run plans as DeepResearch does (``agentflow.runtimes.planning``): after the input,
+the plan goes into memory (a ``plan_role`` message) and ``PlanCreated`` is published before the first step;
+every ``replan_every`` steps while the run goes on, the planner gets the progress (the code steps since the
+plan, each with its outcome, and the tool calls the code made) and ``PlanUpdated`` follows. Without a
+planner nothing of it runs: prompts and events are what they were.
+
 Where this departs from the reference on purpose: a failed step with ``react=False`` goes back to the model
 (the reference ended the run with the error); with ``react=True`` the model may run more code after a
 successful step (no "FINALIZE_MODE" refusal; ``max_steps`` bounds the run); the step limit, token budget,
@@ -59,6 +66,7 @@ import attrs
 from ..agent.items import message_item, user_item
 from ..agent.prompt import AgentModelResult, AgentPrompt
 from ..events import CodeStarted, OutputRejected, ToolFailed
+from ..plan import Plan
 from ..result import AgentResult, StopReason
 from ..sandbox.code_api import code_api_text
 from ..sandbox.code_result import CodeErrorType, CodeResult
@@ -112,6 +120,8 @@ from .codeact_steps import (
 )
 from .context import RunContext
 from .output import OutputValidationError
+from .planner import CodeAction, Planner
+from .planning import PlanHook, Planning, PlanRole, PlanState
 
 __all__ = [
     "MAX_SEND_BACKS",
@@ -153,6 +163,17 @@ def _with_output_retry(ctx: RunContext, items: Iterable[Any]) -> tuple[Any, ...]
     return (retry, *items)
 
 
+def _said(text: str) -> str | None:
+    """What an earlier CodeAct turn said to the user, for a plan told the conversation (``TurnText``): a final
+    message's output, or prose; ``None`` for code and for text that could not be read (no answer)."""
+    answer = parse_answer(text)
+    if isinstance(answer, FinalMessage):
+        return answer.output
+    if isinstance(answer, NotProtocol) and answer.attempt is None:
+        return answer_body(text)
+    return None
+
+
 def _api_text(executor: CodeExecutor, limits: ExecutionLimits, *, per_run: bool) -> str:
     """How code reaches tools, worded for what this executor says it allows (``ProcessSandbox`` and any
     executor with ``persistent`` / ``network`` / ``site_packages`` attributes; else: persistent, no network,
@@ -174,10 +195,27 @@ def _api_text(executor: CodeExecutor, limits: ExecutionLimits, *, per_run: bool)
 class CodeActRuntime(AgentRuntime):
     """The CodeAct runtime: name ``codeact``; ``options`` are its ``CodeActOptions``.
 
-    One instance may serve any number of concurrent runs: each run gets its own executor.
+    Planning (smolagents' ``planning_interval``), off unless a ``planner`` is given:
+
+    - ``planner``: a ``Planner``, e.g. ``ModelPlanner(chat_model)`` (the model plans, as smolagents' does) or
+      ``Planner.simple()``. The run plans after its input: the plan goes into memory and ``PlanCreated`` is
+      published before the first step, as in DeepResearch.
+    - ``replan_every``: re-plan after every N steps (``None``: never), told the code steps since the plan
+      with their outcomes and the tool calls the code made; published as ``PlanUpdated``. It needs a
+      ``planner``: the runtime has no chat model of its own to plan with, and ``Planner.simple()`` never
+      changes its plan, so ``replan_every`` alone is refused rather than doing nothing.
+      (``Agents.codeact(chat_model, replan_every=3)`` plans with that model.)
+    - ``on_plan``: sees (and may edit) every plan before it is used, as in DeepResearch.
+    - ``plan_role``: the role of the plan's message; ``None`` (default): ``options.observation_role``, so a
+      chat template that needs user observations gets a user plan too.
+
+    ``planning`` is the resulting ``Planning`` (``None`` without a planner). One instance may serve any
+    number of concurrent runs: each run gets its own executor and plan.
 
     >>> CodeActRuntime(), CodeActRuntime(CodeActOptions(react=True))
     (CodeActRuntime(), CodeActRuntime(CodeActOptions(react=True, ...)))
+    >>> CodeActRuntime(planner=Planner.simple(), replan_every=3)
+    CodeActRuntime(planner=SimplePlanner(), replan_every=3)
     """
 
     name: ClassVar[str] = "codeact"
@@ -186,20 +224,82 @@ class CodeActRuntime(AgentRuntime):
     # ``response_format`` could shape, so none is sent and the prompt names the type instead.
     structured_output: ClassVar[bool] = True
 
-    def __init__(self, options: CodeActOptions | None = None) -> None:
+    def __init__(
+        self,
+        options: CodeActOptions | None = None,
+        *,
+        planner: Planner | None = None,
+        replan_every: int | None = None,
+        on_plan: PlanHook | None = None,
+        plan_role: PlanRole | None = None,
+    ) -> None:
         if options is not None and not isinstance(options, CodeActOptions):
             raise TypeError(f"options must be a CodeActOptions, got {type(options).__name__}")
         self.options = options if options is not None else CodeActOptions()
+        self.planning: Planning | None = None
+        if planner is not None:
+            role = self.options.observation_role if plan_role is None else plan_role
+            self.planning = Planning(
+                planner, replan_every=replan_every, on_plan=on_plan, plan_role=role, turn_text=_said
+            )
+            return
+        given = (("replan_every", replan_every), ("on_plan", on_plan), ("plan_role", plan_role))
+        unused = [name for name, value in given if value is not None]
+        if unused:
+            verb = "needs" if len(unused) == 1 else "need"
+            raise TypeError(
+                f"{' and '.join(unused)} {verb} a planner: pass planner=ModelPlanner(chat_model) to plan "
+                "with a model, as smolagents' planning_interval does (Agents.codeact(chat_model, "
+                "replan_every=N) plans with the agent's own model), or planner=Planner.simple()"
+            )
 
     def __repr__(self) -> str:
-        if self.options == CodeActOptions():
-            return f"{type(self).__name__}()"
-        changed = [
-            f"{a.name}={getattr(self.options, a.name)!r}"
-            for a in attrs.fields(CodeActOptions)
-            if getattr(self.options, a.name) != getattr(CodeActOptions(), a.name)
-        ]
-        return f"{type(self).__name__}(CodeActOptions({', '.join(changed)}, ...))"
+        parts = []
+        if self.options != CodeActOptions():
+            changed = [
+                f"{a.name}={getattr(self.options, a.name)!r}"
+                for a in attrs.fields(CodeActOptions)
+                if getattr(self.options, a.name) != getattr(CodeActOptions(), a.name)
+            ]
+            parts.append(f"CodeActOptions({', '.join(changed)}, ...)")
+        if self.planning is not None:
+            parts.append(self.planning.arguments(default_role=self.options.observation_role))
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    # -- planning --------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def plan_of(ctx: RunContext) -> Plan | None:
+        """The current plan of the run ``ctx`` (``None`` before it is made, or without a planner)."""
+        state = ctx.runtime_state
+        planning = state.planning if isinstance(state, RunState) else None
+        return planning.plan if planning is not None else None
+
+    async def start(self, ctx: RunContext) -> None:
+        """The user input → memory; with a planner, then the plan → memory and ``PlanCreated``."""
+        await super().start(ctx)
+        if self.planning is not None:
+            state = run_state(ctx).planning = PlanState(code_actions=[])
+            await self.planning.plan(ctx, state)
+
+    async def run_step(self, ctx: RunContext, *, final: bool = False) -> StopReason | None:
+        """One step of the base loop; with ``replan_every``, then a re-plan every N steps while the run goes
+        on."""
+        stop = await super().run_step(ctx, final=final)
+        planning = self.planning
+        if planning is not None and planning.replan_due(ctx, stop, final=final):
+            state = run_state(ctx).planning
+            assert state is not None  # made by ``start``
+            await planning.replan(ctx, state)
+        return stop
+
+    def _remember_outcome(self, ctx: RunContext, code: str, text: str) -> None:
+        """A code step's outcome → memory; when the run plans, also on the code steps a re-plan is told of."""
+        ctx.remember([self._observation(text)])
+        state = ctx.runtime_state
+        planning = state.planning if isinstance(state, RunState) else None
+        if planning is not None and planning.code_actions is not None:
+            planning.code_actions.append(CodeAction(ctx.step, code, text))
 
     # -- the executor of a run -------------------------------------------------------------------------------
 
@@ -468,7 +568,7 @@ class CodeActRuntime(AgentRuntime):
             stdout = output_preview(result.stdout, options.max_output_chars)
             text = code_error_text(feedback, stdout, output_preview(result.stderr, options.max_output_chars))
         # Memory is complete: a cancel from here on has nothing to settle.
-        ctx.remember([self._observation(text)])
+        self._remember_outcome(ctx, ran.code, text)
         if ran.live is not None:
             await ran.live.flush()
         for call, refused in ran.unanswered:
@@ -477,7 +577,7 @@ class CodeActRuntime(AgentRuntime):
 
     async def _write_outcome(self, ctx: RunContext, code: str, result: CodeResult) -> None:
         """A step that did not run: its ``CODE_ERROR`` to memory, then ``CodeExecuted``."""
-        ctx.remember([self._observation(step_text(result))])
+        self._remember_outcome(ctx, code, step_text(result))
         await publish_executed(ctx, code, result)
 
     async def _not_run(

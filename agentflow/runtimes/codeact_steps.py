@@ -27,6 +27,7 @@ from ..tools.outcome import cancelled_result
 from .codeact_calls import complete_arguments
 from .codeact_live import LiveOutput
 from .context import RunContext
+from .planning import PlanState
 
 __all__ = ["CodeStep", "RanStep", "RunState", "code_invoker", "publish_executed", "record_calls", "run_state"]
 
@@ -69,6 +70,8 @@ class RunState:
     """How many answers in a row were sent back, prose (``correct_format``) and unusable ones together
     (``MAX_SEND_BACKS``)."""
     limit_reached: bool = False
+    planning: PlanState | None = None
+    """The run's plan and the code steps a re-plan is told of, when the runtime plans (``planner=…``)."""
 
 
 def run_state(ctx: RunContext) -> RunState:

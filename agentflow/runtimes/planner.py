@@ -1,15 +1,17 @@
-"""Planners for DeepResearch: ``Planner`` (the interface), ``SimplePlanner`` and ``ModelPlanner``.
+"""Planners: ``Planner`` (the interface), ``SimplePlanner`` and ``ModelPlanner``, for any runtime that plans
+(DeepResearch always, CodeAct when given a planner; ``agentflow.runtimes.planning``).
 
 A planner turns a goal into a ``Plan`` (``agentflow.plan``); when the runtime re-plans, it also gets the
-progress so far (``PlanContext``). ``Planner.simple()`` does what the reference's planner does: the goal is
-the only step. ``ModelPlanner`` asks any ``ChatModel`` for a JSON list of steps and reads the answer
+progress so far (``PlanContext``): tool calls and their results, and for CodeAct the code steps with the
+outcome each was shown (``CodeAction``). ``Planner.simple()`` does what the reference's planner does: the
+goal is the only step. ``ModelPlanner`` asks any ``ChatModel`` for a JSON list of steps and reads the answer
 tolerantly (code fences, prose around the JSON, ``{"steps": [...]}``, step objects with a status, or a
 numbered list); an answer that is not a plan raises ``PlanParseError`` or falls back to the simple plan.
 
 ``parse_plan_steps`` and ``planning_input`` are pure (text in, values out). The one I/O here is
 ``ModelPlanner.plan``'s model call, made through ``PlanContext.model_call`` when the context has one. Nothing
-here knows about runs, memory or events: the runtime (``agentflow.runtimes.deep_research``) does that, and
-the ``model_call`` it passes is how a planner's model calls reach the run's events and usage.
+here knows about runs, memory or events: the runtime's ``Planning`` (``agentflow.runtimes.planning``) does
+that, and the ``model_call`` it passes is how a planner's model calls reach the run's events and usage.
 """
 
 from __future__ import annotations
@@ -34,8 +36,10 @@ from .json_text import MAX_SCANNED_CHARS, json_spans
 
 __all__ = [
     "MAX_PLANNED_CALLS",
+    "MAX_PLANNED_CODE_STEPS",
     "PLANNER_PROMPT",
     "REPLANNER_PROMPT",
+    "CodeAction",
     "ModelCall",
     "ModelPlanner",
     "OnInvalidPlan",
@@ -78,6 +82,11 @@ _INSTRUCTION_CHARS = 8000
 _NOTES_CHARS = 4000
 MAX_PLANNED_CALLS = 20
 """The most tool calls a re-planning request shows (the latest since the current plan; others are counted)."""
+MAX_PLANNED_CODE_STEPS = 5
+"""The most CodeAct code steps a re-planning request shows (the latest since the current plan; others are
+counted). Each shows at most 1,500 characters of its code and 800 of its outcome."""
+_CODE_CHARS = 1500
+_OUTCOME_CHARS = 800
 
 
 class PlanningError(Exception):
@@ -106,10 +115,10 @@ class PlanParseError(PlanningError):
 class ModelCall(Protocol):
     """How a planner calls a model in a run: ``await call(model, request, **overrides)``, as ``model.chat``.
 
-    The DeepResearch runtime passes one on ``PlanContext.model_call``. It makes the call with
-    ``model.chat`` and publishes it on the run's bus as the run's own model calls are (``ModelRequest``,
-    its retries, ``ModelCompleted``), and counts its usage towards the run's: a planner that calls its
-    model through it needs to do nothing else for its tokens to be seen and counted.
+    A planning runtime (``agentflow.runtimes.planning``) passes one on ``PlanContext.model_call``. It makes
+    the call with ``model.chat`` and publishes it on the run's bus as the run's own model calls are
+    (``ModelRequest``, its retries, ``ModelCompleted``), and counts its usage towards the run's: a planner
+    that calls its model through it needs to do nothing else for its tokens to be seen and counted.
     """
 
     def __call__(
@@ -117,6 +126,20 @@ class ModelCall(Protocol):
     ) -> Awaitable[ChatResponse]:
         """Send ``request`` to ``model`` (``overrides`` as for ``ChatModel.chat``); the whole response."""
         ...
+
+
+@attrs.frozen
+class CodeAction:
+    """One code step of a CodeAct run, as a re-plan is told of it: the run's step it ran in (0-based), its
+    code, and the outcome the model was shown (the ``CODE_RESULT: …`` / ``CODE_ERROR: …`` text).
+
+    A step whose code did not run (a limit was reached, the code was cut at the output-token limit) is one
+    too: its outcome says why.
+    """
+
+    step: int
+    code: str
+    outcome: str
 
 
 @attrs.frozen
@@ -130,6 +153,10 @@ class PlanContext:
     plan so far and the rest is the progress: the steps run, every tool call and its result, and the agent's
     latest text; ``tool_calls_seen`` of those calls had been made when ``current`` was planned (the planner
     saw them then), so a planner may show only the calls since (``planning_input`` does).
+
+    ``code_actions`` is set by a runtime that acts by running code (CodeAct; ``None`` for one that makes
+    native tool calls): every code step of the run with its outcome, of which ``code_actions_seen`` had run
+    when ``current`` was planned. The calls that code made are in ``tool_calls`` as native ones are.
 
     ``model_call`` (set by the runtime for a run, ``None`` elsewhere) is how a planner that asks a model
     should make the call (``ModelCall``), so the run publishes it and counts its tokens. When a planning
@@ -147,6 +174,8 @@ class PlanContext:
     system_prompt: str | None = None
     instructions: str | None = None
     tool_calls_seen: int = 0
+    code_actions: tuple[CodeAction, ...] | None = None
+    code_actions_seen: int = 0
     model_call: ModelCall | None = attrs.field(default=None, eq=False, repr=False)
 
     @property
@@ -292,8 +321,10 @@ def planning_input(goal: str, context: PlanContext | None = None) -> str:
     plan and the progress since it was made.
 
     The progress lists the tool calls made since the current plan (``PlanContext.tool_calls_seen`` on), at
-    most the latest ``MAX_PLANNED_CALLS`` of them, and counts the others, so the message stays the same size
-    however long the run.
+    most the latest ``MAX_PLANNED_CALLS`` of them, and counts the others; for a runtime that runs code
+    (``PlanContext.code_actions``) it lists first the code steps since the current plan, at most the latest
+    ``MAX_PLANNED_CODE_STEPS``, each with its code and outcome cut to a fixed size. So the message stays the
+    same size however long the run.
 
     >>> print(planning_input("Compare A and B"))
     Goal: Compare A and B
@@ -324,14 +355,48 @@ def planning_input(goal: str, context: PlanContext | None = None) -> str:
     return "\n\n".join(parts)
 
 
+def _clip_ends(text: str, limit: int) -> str:
+    """``text`` on one line, its start and its end kept (half each) when it is longer than ``limit``: a code
+    step's outcome begins with its value and ends with its traceback or its last output."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    head = limit // 2
+    tail = limit - head
+    return f"{text[:head]}… [{len(text) - limit} characters cut] …{text[-tail:]}"
+
+
+def _first_shown(count: int, seen: int, shown: int) -> int:
+    """Of ``count`` things (calls, code steps), the first ``seen`` known to the current plan: the index of the
+    first one to show, showing at most the latest ``shown``. Those before it are counted, not shown."""
+    return max(min(max(seen, 0), count), count - shown)
+
+
 def _progress(context: PlanContext) -> str:
+    """The progress since the current plan was made; the earlier part counted, not shown.
+
+    For a runtime that makes native tool calls: those calls, each with its result. For one that runs code
+    (``PlanContext.code_actions``): the code steps, each with its outcome, then the tool calls the code made.
+    """
+    head = f"Progress so far ({context.steps_run} steps run):"
+    calls = _call_lines(context)
+    if context.code_actions is None:
+        return "\n".join((head, *calls))
+    return "\n".join(
+        (
+            head,
+            "Code run since the current plan:",
+            *_code_lines(context),
+            "Tool calls made from the code:",
+            *calls,
+        )
+    )
+
+
+def _call_lines(context: PlanContext) -> list[str]:
     """The tool calls since the current plan was made, each with its result; the earlier ones counted."""
-    seen = min(max(context.tool_calls_seen, 0), len(context.tool_calls))
-    recent = context.tool_calls[seen:]
-    earlier = seen
-    if len(recent) > MAX_PLANNED_CALLS:
-        earlier += len(recent) - MAX_PLANNED_CALLS
-        recent = recent[-MAX_PLANNED_CALLS:]
+    earlier = _first_shown(len(context.tool_calls), context.tool_calls_seen, MAX_PLANNED_CALLS)
+    recent = context.tool_calls[earlier:]
     results = {r.call_id: r for r in context.tool_results}
     lines = []
     for call in recent:
@@ -344,7 +409,24 @@ def _progress(context: PlanContext) -> str:
         lines.append(
             "- no tool calls since the current plan" if context.tool_calls else "- no tool calls yet"
         )
-    return f"Progress so far ({context.steps_run} steps run):\n" + "\n".join(lines)
+    return lines
+
+
+def _code_lines(context: PlanContext) -> list[str]:
+    """The code steps since the current plan was made: each step's code (indented, cut at ``_CODE_CHARS``)
+    and its outcome (cut in the middle at ``_OUTCOME_CHARS``); the earlier steps counted."""
+    actions = context.code_actions or ()
+    earlier = _first_shown(len(actions), context.code_actions_seen, MAX_PLANNED_CODE_STEPS)
+    lines = [f"- ({earlier} earlier code steps not shown)"] if earlier else []
+    for action in actions[earlier:]:
+        lines.append(f"- step {action.step + 1}:")
+        code = _clip_block(action.code, _CODE_CHARS)
+        # Indented rather than fenced: the code may hold a fence of its own.
+        lines.extend(f"    {line}".rstrip() for line in code.splitlines() or ["(no code)"])
+        lines.append(f"  {_clip_ends(action.outcome, _OUTCOME_CHARS)}")
+    if earlier == len(actions):
+        lines.append("- no code run since the current plan" if actions else "- no code run yet")
+    return lines
 
 
 # --- reading an answer --------------------------------------------------------------------------------------

@@ -96,13 +96,16 @@ async def codeact_agent(
     protocol: Literal["chat", "responses"] = "chat",
     codeact: CodeActOptions | None = None,
     tools: Sequence[Any] = (get_price, stock_level),
+    planning: Mapping[str, Any] | None = None,
     **kwargs: Any,
 ) -> AsyncIterator[tuple[Agent, ScriptedServer]]:
-    """A CodeAct agent on the real OpenAI model classes, talking to a ScriptedServer playing ``turns``."""
+    """A CodeAct agent on the real OpenAI model classes, talking to a ScriptedServer playing ``turns``;
+    ``planning`` holds the runtime's planning arguments (``planner``, ``replan_every``…), if any."""
     async with ScriptedServer(turns) as server:
         model_class = OpenAIChatModel if protocol == "chat" else OpenAIResponsesModel
         model = model_class(base_url=server.base_url, api_key="sk-test", model="gpt-test")
-        agent = Agent(model, runtime=CodeActRuntime(codeact), tools=tools, **kwargs)
+        runtime = CodeActRuntime(codeact, **(planning or {}))
+        agent = Agent(model, runtime=runtime, tools=tools, **kwargs)
         try:
             yield agent, server
         finally:

@@ -198,3 +198,31 @@ def test_an_unknown_plan_role_is_refused() -> None:
     with pytest.raises(ValueError, match="plan_role must be 'system', 'user' or 'developer'"):
         DeepResearchRuntime(plan_role="assistant")  # type: ignore[arg-type]
     assert "plan_role='user'" in repr(DeepResearchRuntime(plan_role="user"))
+
+
+# --- the planning DeepResearch shares with CodeAct ----------------------------------------------------------
+
+
+async def test_a_react_re_plan_is_told_tool_calls_not_code() -> None:
+    answers = [chat_reply('{"steps": ["Find A"]}'), chat_reply('{"steps": ["Find A (done)"]}')]
+    chat = FakeChatModel(answers)
+    planner = ScriptedPlanner([["a"], ["a"]])
+    await Agent(looked_up(1), runtime=DeepResearchRuntime(planner, replan_every=1), tools=[lookup]).run(
+        "goal"
+    )
+    assert [context.code_actions for _, context in planner.calls if context is not None] == [None, None]
+
+    await Agent(
+        looked_up(1), runtime=DeepResearchRuntime(ModelPlanner(chat), replan_every=1), tools=[lookup]
+    ).run("goal")
+    replanning = str(chat.requests[1].messages[-1].text)
+    assert 'Progress so far (1 steps run):\n- lookup({"topic":"t0.0"}) -> facts about t0.0' in replanning
+    assert "Code run" not in replanning
+
+
+def test_the_runtime_holds_its_planning_and_reads_as_before() -> None:
+    planner = ScriptedPlanner([])
+    runtime = DeepResearchRuntime(planner, replan_every=2, plan_role="user")
+    assert runtime.planning.planner is runtime.planner is planner
+    assert (runtime.replan_every, runtime.plan_role, runtime.on_plan) == (2, "user", None)
+    assert repr(DeepResearchRuntime()) == "DeepResearchRuntime(planner=SimplePlanner(), replan_every=None)"
