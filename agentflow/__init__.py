@@ -123,6 +123,10 @@ _LAZY: dict[str, str] = {
     "ModelSettings": "agentflow.agent.options",
     "AgentRun": "agentflow.agent.run",
     "Session": "agentflow.agent.session",
+    "SessionStore": "agentflow.agent.stores",
+    "SessionStoreError": "agentflow.agent.stores",
+    "InMemoryStore": "agentflow.agent.stores",
+    "SQLiteStore": "agentflow.agent.sqlite_store",
     "AgentToolError": "agentflow.agent.as_tool",
     # runtimes
     "AgentRuntime": "agentflow.runtimes",
@@ -198,6 +202,8 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
     from .agent.responses_client import ResponsesModelClient
     from .agent.run import AgentRun
     from .agent.session import Session
+    from .agent.sqlite_store import SQLiteStore
+    from .agent.stores import InMemoryStore, SessionStore, SessionStoreError
     from .bus import BusClosedError, EventBus, Subscription
     from .events import (
         AgentEvent,
@@ -307,6 +313,7 @@ __all__ = [
     "HttpTransport",
     "ImagePart",
     "InMemoryMemory",
+    "InMemoryStore",
     "IncompleteResponseError",
     "MaxStepsExceeded",
     "Memory",
@@ -357,6 +364,7 @@ __all__ = [
     "RunFailed",
     "RunFinished",
     "RunStarted",
+    "SQLiteStore",
     "SandboxClosedError",
     "SandboxError",
     "SandboxIsolation",
@@ -364,6 +372,8 @@ __all__ = [
     "SandboxUnavailableError",
     "ServerError",
     "Session",
+    "SessionStore",
+    "SessionStoreError",
     "SimplePlanner",
     "StepFinished",
     "StepStarted",

@@ -38,3 +38,16 @@ def test_the_agent_layer_and_the_tools_leave_decimal_unloaded() -> None:
 def test_unknown_attribute_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="NoSuchThing"):
         _ = agentflow.NoSuchThing  # type: ignore[attr-defined]
+
+
+def test_session_stores_are_public_and_sqlite3_loads_only_when_a_store_connects() -> None:
+    code = (
+        "import sys, agentflow; before = 'sqlite3' in sys.modules; "
+        "store = agentflow.SQLiteStore(':memory:'); agentflow.InMemoryStore(); "
+        "built = 'sqlite3' in sys.modules; "
+        "assert isinstance(store, agentflow.SessionStore); "
+        "assert issubclass(agentflow.SessionStoreError, Exception); "
+        "print(before, built)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False False"

@@ -48,6 +48,7 @@ from .turns import Turns
 
 if TYPE_CHECKING:
     from ..tools.tool import Tool
+    from .stores import SessionStore
 
 __all__ = ["Agent", "AgentInput", "ModelLike", "as_model_client", "run_sync"]
 
@@ -344,18 +345,23 @@ class Agent(RunStarter[OutputT]):
         *,
         session_id: str | None = None,
         rollback_on_failure: bool = False,
+        store: SessionStore | None = None,
     ) -> Session[OutputT]:
         """A new conversation: its memory (``memory``, or a fresh one) persists across its runs.
 
         ``rollback_on_failure=True`` puts a failed run's memory back as the run found it, before the next run
         on the memory starts (see ``Session``). A memory with ``async`` methods is refused (``TypeError``).
+
+        ``store`` keeps the conversation between processes under ``session_id`` (required with a store):
+        ``agent.session(session_id="user-42", store=SQLiteStore("chats.db"))`` loads it on its first turn and
+        appends each run's items as the run ends (see ``Session`` and ``SessionStore``).
         """
         if memory is None:
             memory = self._memory_factory()
         elif not _is_memory(memory):
             what = f"the class {memory.__name__}" if isinstance(memory, type) else type(memory).__name__
             raise TypeError(f"session() takes a Memory instance (e.g. InMemoryMemory()), got {what}")
-        return Session(self, memory, session_id, rollback_on_failure=rollback_on_failure)
+        return Session(self, memory, session_id, rollback_on_failure=rollback_on_failure, store=store)
 
     def as_tool(
         self,

@@ -37,6 +37,7 @@ from ..model.events import Event
 from ..result import AgentResult, OutputT
 from ..runtimes.base import AgentRuntime
 from ..runtimes.context import RunContext
+from .stored_turns import StoredTurns
 
 if TYPE_CHECKING:
     from .turns import Turns
@@ -204,6 +205,10 @@ class AgentRun(Generic[OutputT]):
         lock = self._turns.lock()
         await lock.acquire()
         self._held = lock
+        if isinstance(self._turns, StoredTurns):
+            # The session's stored conversation, read on its first turn, before the run touches memory; a
+            # failure fails the run here (``SessionStoreError``), before its model is called.
+            await self._turns.load(self.ctx.memory)
         if self._rollback:
             self._snapshot = self.ctx.memory.snapshot()
 
@@ -222,31 +227,53 @@ class AgentRun(Generic[OutputT]):
                 self.ctx.error = exc
         finally:
             if self._turns is not None:
-                if self._snapshot is not None:
-                    self._roll_back()
-                self._release()  # in the task that took the session's lock, the one that must release it
+                undone = self._roll_back() if self._snapshot is not None else False
+                try:
+                    if self._held is not None and isinstance(self._turns, StoredTurns):
+                        await self._save(self._turns, () if undone else self.ctx.new_items)
+                finally:
+                    self._release()  # in the task that took the session's lock, the one that must release it
             self._ended = True
             if self._done is not None:
                 self._done.set()
 
-    def _roll_back(self) -> None:
+    def _roll_back(self) -> bool:
         """A failed run of a ``rollback_on_failure`` session: memory as the run found it, before the turn
         passes on (a run queued behind this one must not start on the failed turn, nor lose its own input
-        to a rollback done later)."""
+        to a rollback done later). Whether the run's items were taken back (then nothing of it is saved)."""
         snapshot, self._snapshot = self._snapshot, None
         error = self.ctx.error
         if snapshot is None or error is None:  # finished or cancelled: the run's work stays
-            return
+            return False
         try:
             self.ctx.memory.restore(snapshot)
         except Exception as exc:  # the run has failed already: say so on its error, raise nothing new
             error.add_note(f"Rolling the session's memory back failed as well: {type(exc).__name__}: {exc}")
+        return True
+
+    async def _save(self, turns: StoredTurns, items: Sequence[Any]) -> None:
+        """The end of a stored session's turn: append what the run wrote. Never raises (this is the run's
+        ending, maybe under a cancellation): a failure becomes the run's error, ``SessionStoreError`` carrying
+        its ``run_result``, or a note on the error of a run that failed anyway."""
+        error = await turns.save(items)
+        if error is None:
+            return
+        if self.ctx.error is not None:
+            cause = error.__cause__
+            self.ctx.error.add_note(
+                f"Saving the session's conversation failed as well ({type(cause).__name__}: {cause}); what "
+                "the run wrote stays in the session's memory, to be saved with the next run's"
+            )
+            return
+        error.run_result = self.ctx.result
+        self.ctx.error = error
 
     # -- events ----------------------------------------------------------------------------------------------
 
     def __aiter__(self) -> AsyncIterator[Event]:
-        # ``async for`` reads the subscription itself: one call less per event on the hot path.
-        if self._subscription is not None:
+        # ``async for`` reads the subscription itself: one call less per event on the hot path. Not for a
+        # stored session's run, whose turn goes on after its terminal event (the save).
+        if self._subscription is not None and not isinstance(self._turns, StoredTurns):
             return self._subscription
         return self  # whose __anext__ explains what is missing
 
@@ -257,7 +284,14 @@ class AgentRun(Generic[OutputT]):
                     "enter the run first: 'async with agent.stream(...) as run: async for e in run'"
                 )
             raise RuntimeError("this run was started without an event subscription")
-        return await self._subscription.__anext__()
+        try:
+            return await self._subscription.__anext__()
+        except StopAsyncIteration:
+            # After the terminal event: the loop ends once the run has (its conversation saved), so that
+            # ``run.result`` after the loop holds, as for any run.
+            if self._done is not None:
+                await self._done.wait()
+            raise
 
     # -- outcome ---------------------------------------------------------------------------------------------
 

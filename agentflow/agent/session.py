@@ -5,7 +5,9 @@ Runs of a session share its memory, so they take turns (``agentflow.agent.turns`
 memory, not to the session: two sessions over one memory (a web app calling ``agent.session(store[id])`` per
 request) take turns too, within one event loop. ``exclusive()`` takes a turn for your own code (editing or
 saving the memory between runs), and ``rollback_on_failure`` puts a failed run's memory back inside its turn.
-Nothing here talks to a model; the session hands its memory and its turns to the agent's runs.
+A session with a ``store`` keeps its conversation there too, loaded and saved at the boundaries of its turns
+(``agentflow.agent.stored_turns``). Nothing here talks to a model; the session hands its memory and its turns
+to the agent's runs.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 from ..result import OutputT
 from .memory import Memory, check_memory
 from .run_starter import RunStarter
+from .stored_turns import StoredTurns
+from .stores import SessionStore
 from .turns import Turns, turns_of
 
 if TYPE_CHECKING:
@@ -44,9 +48,21 @@ class Session(RunStarter[OutputT]):
     back before the next run on the memory starts, so the same input can be sent again. Cancelled runs and
     runs that stop at a limit keep what they finished, as always. A memory whose methods are ``async`` is
     refused (``TypeError``): see ``Memory``.
+
+    ``store`` (with ``session_id``, its key there): the conversation outlives the process. The session's first
+    turn loads it into memory, and each run's items are appended as the run ends, before the next run starts
+    (see ``SessionStore`` and ``agentflow.agent.stored_turns`` for what is stored when a run fails or is
+    cancelled)::
+
+        chat = agent.session(session_id="user-42", store=SQLiteStore("chats.db"))
+        await chat.run("What did I ask yesterday?")   # the model sees the stored conversation
+
+    A store that fails raises ``SessionStoreError``: before the run's model call when loading, after the run
+    when saving (with the run's result as ``run_result``; its items stay in memory and are saved with the
+    next run's).
     """
 
-    __slots__ = ("_turns", "agent", "id", "memory", "rollback_on_failure")
+    __slots__ = ("_stored", "_turns", "agent", "id", "memory", "rollback_on_failure", "store")
 
     def __init__(
         self,
@@ -55,18 +71,35 @@ class Session(RunStarter[OutputT]):
         session_id: str | None = None,
         *,
         rollback_on_failure: bool = False,
+        store: SessionStore | None = None,
     ) -> None:
         check_memory(memory)
         self.agent = agent
         self.memory = memory
         """The conversation (shared by every run of the session)."""
-        self.id = session_id or f"session_{uuid.uuid4().hex}"
         self.rollback_on_failure = bool(rollback_on_failure)
         """Whether a failed run's memory is put back as the run found it (before the next run starts)."""
+        self.store = store
+        """Where the conversation is kept between processes (``None``: in memory only)."""
         self._turns = turns_of(memory)
+        self._stored: StoredTurns | None = None
+        if store is not None:
+            if isinstance(store, type) or not isinstance(store, SessionStore):
+                what = f"the class {store.__name__}" if isinstance(store, type) else type(store).__name__
+                raise TypeError(
+                    f"store= takes a SessionStore instance (e.g. SQLiteStore('chats.db')), got {what}"
+                )
+            if not isinstance(session_id, str) or not session_id:
+                raise TypeError(
+                    "a session with a store needs session_id=..., the key of its conversation in the store "
+                    "(e.g. the user's or the chat's id)"
+                )
+            self._stored = StoredTurns(self._turns, store, session_id)
+        self.id = session_id or f"session_{uuid.uuid4().hex}"
 
     def __repr__(self) -> str:
-        return f"Session({self.id!r}, {len(self.memory.items)} items)"
+        stored = f", store={type(self.store).__name__}" if self.store is not None else ""
+        return f"Session({self.id!r}, {len(self.memory.items)} items{stored})"
 
     @property
     def items(self) -> tuple[Any, ...]:
@@ -93,9 +126,38 @@ class Session(RunStarter[OutputT]):
             async with chat.exclusive() as memory:
                 await db.save(conversation_id, dump_items(memory.items))
 
+        A session with a ``store`` loads its conversation first, so the block sees it (``SessionStoreError``
+        if that fails). Edits made in the block stay in memory: the store keeps what runs appended.
+
         A run of this session started by the task inside the block would wait for the block to end, which
         waits for it: that is a ``RuntimeError`` at once instead.
         """
+        async with self._turn():
+            if self._stored is not None:
+                await self._stored.load(self.memory)
+            yield self.memory
+
+    async def load(self) -> tuple[Any, ...]:
+        """The conversation, read from the session's store first if no turn has read it yet (in the session's
+        turn); e.g. to show a returning user their chat before they write. Runs load it themselves.
+
+        ``SessionStoreError`` if the store fails. Without a store, the memory's items.
+        """
+        async with self.exclusive() as memory:
+            return memory.items
+
+    async def clear(self) -> None:
+        """Forget the conversation, in the session's turn: the store's copy first (if the session has a
+        store), then memory. ``SessionStoreError`` if the store fails; memory is then left as it was."""
+        async with self._turn():
+            if self._stored is not None:
+                await self._stored.clear(self.memory)
+            else:
+                self.memory.clear()
+
+    @contextlib.asynccontextmanager
+    async def _turn(self) -> AsyncIterator[None]:
+        """Hold the memory's turn in this task (what ``exclusive()``, ``load()`` and ``clear()`` share)."""
         lock = self._turns.lock()
         await lock.acquire()
         task = asyncio.current_task()
@@ -103,7 +165,7 @@ class Session(RunStarter[OutputT]):
         entry = (self._turns, task)
         _EXCLUSIVE.add(entry)
         try:
-            yield self.memory
+            yield
         finally:
             _EXCLUSIVE.discard(entry)
             lock.release()
@@ -114,7 +176,9 @@ class Session(RunStarter[OutputT]):
                 "this task holds the session's turn (session.exclusive()): a run started here would wait for "
                 "the block, which waits for the run; start it after the block"
             )
-        return self.agent, self.memory, self._turns, self.rollback_on_failure
+        # A stored session's runs take the same turns, with its loading and saving at their boundaries.
+        turns = self._stored if self._stored is not None else self._turns
+        return self.agent, self.memory, turns, self.rollback_on_failure
 
 
 def _held_here(turns: Turns) -> bool:

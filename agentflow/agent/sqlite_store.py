@@ -1,0 +1,182 @@
+"""``SQLiteStore``: sessions' conversations in an SQLite file, with the standard library's ``sqlite3``.
+
+One table (``agentflow_session_items`` unless named otherwise), created on first use: ``(session_id, seq,
+item)``, the primary key ``(session_id, seq)``, ``item`` the item's JSON bytes (``encode_item``: orjson, as
+``dump_items`` writes it). How it stays correct under concurrency:
+
+- every call runs in a worker thread (``anyio.to_thread``), never on the event loop;
+- one connection per store, opened on first use, used by one thread at a time (a ``threading.Lock``): a
+  store may serve many sessions of one event loop, and ``run_sync`` calls in other threads with loops of
+  their own;
+- the WAL journal, so a reader never waits for a writer;
+- an append is one ``BEGIN IMMEDIATE`` transaction: its ``seq`` numbers follow the session's last, and a
+  second process appending to the same file waits for it (up to ``timeout``) instead of interleaving
+  rows or failing half-way; a failure rolls the whole append back;
+- worker threads are never abandoned on cancellation (anyio's default): a cancelled call finishes, or
+  rolls back, in its thread before the cancellation goes on, so no transaction is left open and no lock held.
+
+``sqlite3`` is imported when the first connection opens, not when this module is: ``import agentflow``
+stays light.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio.to_thread
+
+from .stores import decode_items, encode_item
+
+if TYPE_CHECKING:
+    import sqlite3
+
+__all__ = ["SQLiteStore"]
+
+_T = TypeVar("_T")
+_TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+class SQLiteStore:
+    """A ``SessionStore`` in an SQLite database file (``":memory:"``: in the connection, for tests).
+
+    >>> from agentflow.testing.fake import FakeModelClient, reply
+    >>> from agentflow import Agent
+    >>> import anyio
+    >>> store = SQLiteStore(":memory:")
+    >>> async def chat_twice():
+    ...     agent = Agent(FakeModelClient([reply("Hi Ada."), reply("Ada.")]))
+    ...     await agent.session(session_id="user-42", store=store).run("I am Ada.")
+    ...     later = agent.session(session_id="user-42", store=store)  # another request, same chat
+    ...     return (await later.run("Who am I?")).output_text, len(await store.load("user-42"))
+    >>> anyio.run(chat_twice)
+    ('Ada.', 4)
+    >>> store.close()
+
+    - ``path``: the database file (created if missing), or ``":memory:"``.
+    - ``table``: the table's name, for a database shared with other data.
+    - ``timeout``: how long a call waits for another connection's write lock, in seconds (SQLite's busy
+      timeout), before it fails with ``sqlite3.OperationalError`` ("database is locked").
+
+    ``close()`` (or ``async with store:``) closes the connection; a later call opens a new one (of a
+    ``":memory:"`` database, an empty one).
+    """
+
+    __slots__ = ("_connection", "_lock", "path", "table", "timeout")
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, table: str = "agentflow_session_items", timeout: float = 5.0
+    ) -> None:
+        if not isinstance(table, str) or not _TABLE_NAME.match(table):
+            raise ValueError(f"table must be a plain SQL name (letters, digits, _), got {table!r}")
+        self.path = os.fspath(path)
+        """The database file."""
+        self.table = table
+        """The table holding the items."""
+        self.timeout = float(timeout)
+        """SQLite's busy timeout, in seconds."""
+        self._connection: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self.path!r})"
+
+    # -- SessionStore ----------------------------------------------------------------------------------------
+
+    async def load(self, session_id: str) -> list[dict[str, Any]]:
+        """Every item of ``session_id``, oldest first (``[]`` for an unknown session)."""
+        return await self._in_thread(self._load, session_id)
+
+    async def append(self, session_id: str, items: Sequence[Mapping[str, Any]]) -> None:
+        """Add ``items`` after the session's last ones, in one transaction (all of them or none)."""
+        items = tuple(items)  # the caller's list may change while the thread works
+        if items:
+            await self._in_thread(self._append, session_id, items)
+
+    async def clear(self, session_id: str) -> None:
+        """Delete every item of ``session_id``."""
+        await self._in_thread(self._clear, session_id)
+
+    # -- connection ------------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connection (waiting for a call in progress); a later call opens a new one."""
+        with self._lock:
+            connection, self._connection = self._connection, None
+            if connection is not None:
+                connection.close()
+
+    async def aclose(self) -> None:
+        """``close()`` in a worker thread, so the event loop does not wait for a call in progress."""
+        await anyio.to_thread.run_sync(self.close)
+
+    async def __aenter__(self) -> SQLiteStore:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def _in_thread(self, function: Callable[..., _T], *args: Any) -> _T:
+        # Not abandoned on cancellation: the thread's transaction ends (commit or rollback) first.
+        return await anyio.to_thread.run_sync(function, *args)
+
+    def _connect(self) -> sqlite3.Connection:
+        """The connection (opened and the table created on first use); the caller holds ``_lock``."""
+        if self._connection is None:
+            import sqlite3  # here, not at import: most programs never open a store
+
+            # isolation_level=None: no implicit transactions; ``_append`` opens its own, IMMEDIATE.
+            connection = sqlite3.connect(
+                self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
+            )
+            try:
+                connection.execute("PRAGMA journal_mode=WAL")
+                connection.execute(
+                    f"CREATE TABLE IF NOT EXISTS {self.table} ("
+                    "session_id TEXT NOT NULL, seq INTEGER NOT NULL, item BLOB NOT NULL, "
+                    "PRIMARY KEY (session_id, seq))"
+                )
+            except BaseException:
+                connection.close()
+                raise
+            self._connection = connection
+        return self._connection
+
+    # -- in the worker thread --------------------------------------------------------------------------------
+
+    def _load(self, session_id: str) -> list[dict[str, Any]]:
+        with self._lock:
+            rows = self._connect().execute(
+                f"SELECT item FROM {self.table} WHERE session_id = ? ORDER BY seq", (session_id,)
+            )
+            data = [row[0] for row in rows]
+        return decode_items(data)
+
+    def _append(self, session_id: str, items: tuple[Mapping[str, Any], ...]) -> None:
+        rows = [encode_item(item) for item in items]  # every item, before the transaction starts
+        with self._lock:
+            connection = self._connect()
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                (last,) = connection.execute(
+                    f"SELECT COALESCE(MAX(seq), -1) FROM {self.table} WHERE session_id = ?", (session_id,)
+                ).fetchone()
+                connection.executemany(
+                    f"INSERT INTO {self.table} (session_id, seq, item) VALUES (?, ?, ?)",
+                    [(session_id, last + 1 + index, row) for index, row in enumerate(rows)],
+                )
+                connection.execute("COMMIT")
+            except BaseException:
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
+                raise
+
+    def _clear(self, session_id: str) -> None:
+        with self._lock:
+            self._connect().execute(f"DELETE FROM {self.table} WHERE session_id = ?", (session_id,))

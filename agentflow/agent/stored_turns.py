@@ -1,0 +1,161 @@
+"""``StoredTurns``: the turns of a session whose conversation is kept in a ``SessionStore``.
+
+A run reads and writes its memory synchronously, between model calls (``Memory``); the store's I/O happens at
+the boundaries of the run's turn, while it holds the memory's lock, and never in between:
+
+- **before**: the first turn of the session (a run, ``session.exclusive()``, ``session.load()``) reads the
+  stored items into memory. A stored conversation replaces what memory held; for a session the store does not
+  know, what memory holds (a seeded system message, say) is the start of the conversation and is saved with
+  the first run. A load that fails fails the run before its model is called (``SessionStoreError``);
+  memory is untouched and the next turn loads again.
+- **after**: the items the run wrote (its ``new_items``) are appended, before the next run on the memory
+  starts. By outcome: a finished run, its items; a cancelled run or one stopped at a limit, what memory kept
+  (valid: every tool call answered, synthetic ``cancelled`` results included); a failed run, what memory
+  kept, or nothing when ``rollback_on_failure`` put memory back.
+
+Items the store did not take (its append failed, or was cut off) stay in memory and in ``unsaved``; the next
+append sends them first, with the next run's, in one call: since an append is all or none, nothing is lost
+and nothing written twice. The save is shielded from cancellation (a run cancelled from outside is saved
+too, and a cancel never tears an append in two), and capped at ``_SAVE_SECONDS``, as the run's own ending is.
+
+The store is an append-only log of the runs' items, so memory may hold less than it (a ``WindowedMemory``
+trims; it reloads trimmed). Edits made to memory in ``session.exclusive()`` stay in memory;
+``session.clear()`` clears both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import anyio
+
+from .item_shapes import to_items
+from .memory import Memory
+from .stores import SessionStore, SessionStoreError, StoreOperation
+from .turns import Turns
+
+__all__ = ["StoredTurns"]
+
+_SAVE_SECONDS = 10.0
+"""How long an append or a clear may take. They are shielded from cancellation (a cancel must not tear one
+in two), so this bounds how long a cancelled run's ending waits for the store, as ``runtimes.base`` bounds
+its own; past it, the items stay unsaved and the next append takes them."""
+
+
+class StoredTurns(Turns):
+    """A session's turns (the memory's own locks, shared with every session over it) that also load the
+    conversation from ``store`` before the session's first turn and append each run's items after it."""
+
+    __slots__ = ("_loaded", "session_id", "store", "unsaved")
+
+    def __init__(self, shared: Turns, store: SessionStore, session_id: str) -> None:
+        super().__init__()
+        # The same per-loop locks: runs of other sessions over this memory still take turns with ours.
+        self._locks = shared._locks
+        self.store = store
+        self.session_id = session_id
+        self._loaded = False
+        self.unsaved: list[Any] = []
+        """Items in memory that the store has not taken yet (sent first by the next append)."""
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the stored conversation has been read into memory."""
+        return self._loaded
+
+    async def load(self, memory: Memory) -> None:
+        """Read the stored conversation into ``memory``, once (the caller holds the turn).
+
+        Raises ``SessionStoreError`` (memory untouched) if the store fails or gives back something that is
+        not a list of items.
+        """
+        if self._loaded:
+            return
+        try:
+            stored = await self.store.load(self.session_id)
+        except Exception as exc:
+            raise self._error("load", exc) from exc
+        try:
+            items = _checked_items(stored)
+        except TypeError as exc:
+            raise self._error("load", exc) from exc
+        if items:
+            try:
+                memory.restore(items)
+            except Exception as exc:  # a memory refusing the items: nothing was changed
+                raise self._error("load", exc) from exc
+            self.unsaved = []
+        else:
+            self.unsaved = to_items(memory.items)  # a new conversation starts from what memory holds
+        self._loaded = True
+
+    async def save(self, items: Iterable[Any]) -> SessionStoreError | None:
+        """Append the items a run wrote, after any left unsaved; the error instead of raising it (the caller
+        is a run's ending). Nothing happens before the conversation was loaded: a run that never got that
+        far wrote nothing."""
+        if not self._loaded:
+            return None
+        pending = [*self.unsaved, *to_items(items)]
+        if not pending:
+            return None
+        self.unsaved = pending  # until the store has taken them all
+        with anyio.move_on_after(_SAVE_SECONDS, shield=True) as scope:
+            try:
+                await self.store.append(self.session_id, tuple(pending))
+            except Exception as exc:
+                return self._error("append", exc, unsaved=len(pending))
+        if scope.cancelled_caught:
+            return self._error("append", _timed_out(), unsaved=len(pending))
+        self.unsaved = []
+        return None
+
+    async def clear(self, memory: Memory) -> None:
+        """Clear the stored conversation, then ``memory`` (the caller holds the turn). ``SessionStoreError``
+        if the store fails: memory is left as it was."""
+        with anyio.move_on_after(_SAVE_SECONDS, shield=True) as scope:
+            try:
+                await self.store.clear(self.session_id)
+            except Exception as exc:
+                raise self._error("clear", exc) from exc
+        if scope.cancelled_caught:
+            cause = _timed_out()
+            raise self._error("clear", cause) from cause
+        memory.clear()
+        self.unsaved = []
+        self._loaded = True  # both are empty: nothing left to read
+
+    def _error(
+        self, operation: StoreOperation, cause: BaseException, *, unsaved: int = 0
+    ) -> SessionStoreError:
+        store = type(self.store).__name__
+        what = {"load": "loading", "append": "saving", "clear": "clearing"}[operation]
+        where = {"load": "from", "append": "to", "clear": "in"}[operation]
+        message = (
+            f"{what} session {self.session_id!r} {where} its {store} failed: {type(cause).__name__}: {cause}"
+        )
+        if operation == "load":
+            message += " (memory is unchanged; the next turn loads again)"
+        elif operation == "append":
+            message += (
+                f"; {unsaved} item(s) stay unsaved in the session's memory, to be saved with the next run's "
+                "(the run itself ended: its result is this error's run_result)"
+            )
+        error = SessionStoreError(message, session_id=self.session_id, operation=operation)
+        error.__cause__ = cause
+        return error
+
+
+def _checked_items(stored: object) -> tuple[Any, ...]:
+    """What ``SessionStore.load`` gave back, as items (``TypeError`` if it is not a list of items)."""
+    if isinstance(stored, str | bytes | Mapping) or not isinstance(stored, Iterable):
+        raise TypeError(f"load() must return a list of items, got {type(stored).__name__}")
+    items = tuple(stored)
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise TypeError(f"load() gave a {type(item).__name__} as item {index}; items are JSON objects")
+    return items
+
+
+def _timed_out() -> TimeoutError:
+    return TimeoutError(f"the store did not answer within {_SAVE_SECONDS:g} s")
