@@ -125,6 +125,8 @@ _LAZY: dict[str, str] = {
     "Session": "agentflow.agent.session",
     "SessionStore": "agentflow.agent.stores",
     "SessionStoreError": "agentflow.agent.stores",
+    "SessionConflictError": "agentflow.agent.stores",
+    "StoreConflict": "agentflow.agent.stores",
     "InMemoryStore": "agentflow.agent.stores",
     "SQLiteStore": "agentflow.agent.sqlite_store",
     "AgentToolError": "agentflow.agent.as_tool",
@@ -203,7 +205,13 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
     from .agent.run import AgentRun
     from .agent.session import Session
     from .agent.sqlite_store import SQLiteStore
-    from .agent.stores import InMemoryStore, SessionStore, SessionStoreError
+    from .agent.stores import (
+        InMemoryStore,
+        SessionConflictError,
+        SessionStore,
+        SessionStoreError,
+        StoreConflict,
+    )
     from .bus import BusClosedError, EventBus, Subscription
     from .events import (
         AgentEvent,
@@ -372,6 +380,7 @@ __all__ = [
     "SandboxUnavailableError",
     "ServerError",
     "Session",
+    "SessionConflictError",
     "SessionStore",
     "SessionStoreError",
     "SimplePlanner",
@@ -379,6 +388,7 @@ __all__ = [
     "StepStarted",
     "StepStatus",
     "StopReason",
+    "StoreConflict",
     "StreamCutOffError",
     "SubprocessExecutor",
     "Subscription",

@@ -11,7 +11,8 @@ item)``, the primary key ``(session_id, seq)``, ``item`` the item's JSON bytes (
 - the WAL journal, so a reader never waits for a writer;
 - an append is one ``BEGIN IMMEDIATE`` transaction: its ``seq`` numbers follow the session's last, and a
   second process appending to the same file waits for it (up to ``timeout``) instead of interleaving
-  rows or failing half-way; a failure rolls the whole append back;
+  rows or failing half-way; a failure rolls the whole append back. The ``start`` check (``check_append``)
+  is made inside the transaction, so no other writer can come in between;
 - worker threads are never abandoned on cancellation (anyio's default): a cancelled call finishes, or
   rolls back, in its thread before the cancellation goes on, so no transaction is left open and no lock held.
 
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio.to_thread
 
-from .stores import decode_items, encode_item
+from .stores import check_append, decode_items, encode_item
 
 if TYPE_CHECKING:
     import sqlite3
@@ -91,11 +92,15 @@ class SQLiteStore:
         """Every item of ``session_id``, oldest first (``[]`` for an unknown session)."""
         return await self._in_thread(self._load, session_id)
 
-    async def append(self, session_id: str, items: Sequence[Mapping[str, Any]]) -> None:
-        """Add ``items`` after the session's last ones, in one transaction (all of them or none)."""
+    async def append(
+        self, session_id: str, items: Sequence[Mapping[str, Any]], *, start: int | None = None
+    ) -> None:
+        """Add ``items`` after the session's last ones, in one transaction (all of them or none); with
+        ``start``, only where the session holds ``start`` items (``StoreConflict`` else, see
+        ``check_append``)."""
         items = tuple(items)  # the caller's list may change while the thread works
         if items:
-            await self._in_thread(self._append, session_id, items)
+            await self._in_thread(self._append, session_id, items, start)
 
     async def clear(self, session_id: str) -> None:
         """Delete every item of ``session_id``."""
@@ -158,18 +163,28 @@ class SQLiteStore:
             data = [row[0] for row in rows]
         return decode_items(data)
 
-    def _append(self, session_id: str, items: tuple[Mapping[str, Any], ...]) -> None:
+    def _append(self, session_id: str, items: tuple[Mapping[str, Any], ...], start: int | None) -> None:
         rows = [encode_item(item) for item in items]  # every item, before the transaction starts
         with self._lock:
             connection = self._connect()
             connection.execute("BEGIN IMMEDIATE")
             try:
-                (last,) = connection.execute(
-                    f"SELECT COALESCE(MAX(seq), -1) FROM {self.table} WHERE session_id = ?", (session_id,)
+                (found, last) = connection.execute(
+                    f"SELECT COUNT(*), COALESCE(MAX(seq), -1) FROM {self.table} WHERE session_id = ?",
+                    (session_id,),
                 ).fetchone()
+
+                def tail() -> list[bytes]:
+                    stored = connection.execute(
+                        f"SELECT item FROM {self.table} WHERE session_id = ? ORDER BY seq LIMIT -1 OFFSET ?",
+                        (session_id, start),
+                    )
+                    return [row[0] for row in stored]
+
+                have = check_append(session_id, rows, start, found, tail)
                 connection.executemany(
                     f"INSERT INTO {self.table} (session_id, seq, item) VALUES (?, ?, ?)",
-                    [(session_id, last + 1 + index, row) for index, row in enumerate(rows)],
+                    [(session_id, last + 1 + index, row) for index, row in enumerate(rows[have:])],
                 )
                 connection.execute("COMMIT")
             except BaseException:

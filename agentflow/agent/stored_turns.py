@@ -15,8 +15,12 @@ the boundaries of the run's turn, while it holds the memory's lock, and never in
 
 Items the store did not take (its append failed, or was cut off) stay in memory and in ``unsaved``; the next
 append sends them first, with the next run's, in one call: since an append is all or none, nothing is lost
-and nothing written twice. The save is shielded from cancellation (a run cancelled from outside is saved
-too, and a cancel never tears an append in two), and capped at ``_SAVE_SECONDS``, as the run's own ending is.
+and nothing written twice. Every append says where it goes (``start``: the number of items the session knows
+the store holds), so an append that succeeded although the session was told it failed is not repeated, and a
+conversation another process wrote to in the meantime is not appended to blindly: that save fails with
+``SessionConflictError`` (the run's items in it), and the next turn reads the stored conversation again.
+The save is shielded from cancellation (a run cancelled from outside is saved too, and a cancel never tears
+an append in two), and capped at ``_SAVE_SECONDS``, as the run's own ending is.
 
 The store is an append-only log of the runs' items, so memory may hold less than it (a ``WindowedMemory``
 trims; it reloads trimmed). Edits made to memory in ``session.exclusive()`` stay in memory;
@@ -32,7 +36,7 @@ import anyio
 
 from .item_shapes import to_items
 from .memory import Memory
-from .stores import SessionStore, SessionStoreError, StoreOperation
+from .stores import SessionConflictError, SessionStore, SessionStoreError, StoreConflict, StoreOperation
 from .turns import Turns
 
 __all__ = ["StoredTurns"]
@@ -47,7 +51,7 @@ class StoredTurns(Turns):
     """A session's turns (the memory's own locks, shared with every session over it) that also load the
     conversation from ``store`` before the session's first turn and append each run's items after it."""
 
-    __slots__ = ("_loaded", "session_id", "store", "unsaved")
+    __slots__ = ("_loaded", "_stale", "session_id", "store", "stored", "unsaved")
 
     def __init__(self, shared: Turns, store: SessionStore, session_id: str) -> None:
         super().__init__()
@@ -56,6 +60,9 @@ class StoredTurns(Turns):
         self.store = store
         self.session_id = session_id
         self._loaded = False
+        self._stale = False  # memory diverged from the store (a conflict): the next load replaces it whole
+        self.stored = 0
+        """How many items the store holds for the session, as far as the session knows (``start``)."""
         self.unsaved: list[Any] = []
         """Items in memory that the store has not taken yet (sent first by the next append)."""
 
@@ -80,7 +87,7 @@ class StoredTurns(Turns):
             items = _checked_items(stored)
         except TypeError as exc:
             raise self._error("load", exc) from exc
-        if items:
+        if items or self._stale:
             try:
                 memory.restore(items)
             except Exception as exc:  # a memory refusing the items: nothing was changed
@@ -88,7 +95,9 @@ class StoredTurns(Turns):
             self.unsaved = []
         else:
             self.unsaved = to_items(memory.items)  # a new conversation starts from what memory holds
+        self.stored = len(items)
         self._loaded = True
+        self._stale = False
 
     async def save(self, items: Iterable[Any]) -> SessionStoreError | None:
         """Append the items a run wrote, after any left unsaved; the error instead of raising it (the caller
@@ -102,11 +111,18 @@ class StoredTurns(Turns):
         self.unsaved = pending  # until the store has taken them all
         with anyio.move_on_after(_SAVE_SECONDS, shield=True) as scope:
             try:
-                await self.store.append(self.session_id, tuple(pending))
+                await self.store.append(self.session_id, tuple(pending), start=self.stored)
+            except StoreConflict as exc:
+                # Memory no longer matches the store: read it again next turn, and hand back what is lost.
+                self._loaded = False
+                self._stale = True
+                self.unsaved = []
+                return self._conflict(exc, pending)
             except Exception as exc:
                 return self._error("append", exc, unsaved=len(pending))
         if scope.cancelled_caught:
             return self._error("append", _timed_out(), unsaved=len(pending))
+        self.stored += len(pending)
         self.unsaved = []
         return None
 
@@ -123,7 +139,20 @@ class StoredTurns(Turns):
             raise self._error("clear", cause) from cause
         memory.clear()
         self.unsaved = []
+        self.stored = 0
         self._loaded = True  # both are empty: nothing left to read
+
+    def _conflict(self, cause: StoreConflict, items: list[Any]) -> SessionConflictError:
+        error = SessionConflictError(
+            f"saving session {self.session_id!r} to its {type(self.store).__name__} failed: {cause}. Nothing "
+            f"was saved; the {len(items)} item(s) are this error's items (the run itself ended: its result "
+            "is run_result), and the session's next turn reads the stored conversation again",
+            session_id=self.session_id,
+            operation="append",
+            items=items,
+        )
+        error.__cause__ = cause
+        return error
 
     def _error(
         self, operation: StoreOperation, cause: BaseException, *, unsaved: int = 0

@@ -4,8 +4,13 @@ reference implementation) and ``SessionStoreError``.
 A store keeps, per session id, an append-only log of conversation items. Three operations, all async:
 
 - ``load(session_id)``: every item of the session, oldest first (``[]`` for a session it does not know);
-- ``append(session_id, items)``: add items at the end, **all or none** — a failure or a cancellation must not
-  leave some of them written;
+- ``append(session_id, items, start=n)``: add items at the end, **all or none** — a failure or a
+  cancellation must not leave some of them written. ``start`` is how many items the caller believes the
+  store holds (``None``: no check). The store appends when it holds exactly ``start``; when what it holds
+  after ``start`` is the first of these very items, an earlier append of them went through although the
+  caller heard of a failure (a dropped reply, a timeout after the commit), and it writes only the rest;
+  otherwise the conversation changed since the caller read it (another process wrote to it) and it raises
+  ``StoreConflict``, writing nothing (``check_append`` decides, for every store);
 - ``clear(session_id)``: forget the session.
 
 Why these three and no more. They are what every store does in one cheap, atomic statement: an ordered range
@@ -17,7 +22,9 @@ anything reaches the store, a cancelled run has completed its memory (every call
 appended, and a run that never got to the end of its turn appended nothing. There is no "replace", "pop" or
 "update": rewriting history in place is what a crash half-way through would corrupt. Items the store could not
 take stay in the session's memory and go with the next append, so an ``append`` that fails cleanly (all or
-none) loses nothing and writes nothing twice.
+none) loses nothing, and ``start`` makes one that succeeded unbeknown to the session harmless to repeat:
+nothing is written twice. ``start`` is also optimistic versioning: two processes running one conversation at
+once cannot interleave their turns, the second to save gets a conflict instead.
 
 Items are the memory's JSON-ready dicts. A store keeps each one in the form ``dump_items`` writes
 (``encode_item``) and reads them back as ``load_items`` does (``decode_items``), so a conversation comes back
@@ -29,7 +36,7 @@ This module does no I/O of its own and imports no database driver.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import anyio.lowlevel
@@ -39,7 +46,16 @@ from .item_json import dump_items, load_items
 if TYPE_CHECKING:
     from ..result import AgentResult
 
-__all__ = ["InMemoryStore", "SessionStore", "SessionStoreError", "decode_items", "encode_item"]
+__all__ = [
+    "InMemoryStore",
+    "SessionConflictError",
+    "SessionStore",
+    "SessionStoreError",
+    "StoreConflict",
+    "check_append",
+    "decode_items",
+    "encode_item",
+]
 
 StoreOperation = Literal["load", "append", "clear"]
 
@@ -57,8 +73,11 @@ class SessionStore(Protocol):
         """Every item stored for ``session_id``, oldest first; empty for an unknown session."""
         ...
 
-    async def append(self, session_id: str, items: Sequence[Mapping[str, Any]]) -> None:
-        """Add ``items`` after the session's last ones, all of them or none (even when cancelled)."""
+    async def append(
+        self, session_id: str, items: Sequence[Mapping[str, Any]], *, start: int | None = None
+    ) -> None:
+        """Add ``items`` after the session's last ones, all of them or none (even when cancelled). With
+        ``start``, only where the session holds ``start`` items (``check_append``: ``StoreConflict`` else)."""
         ...
 
     async def clear(self, session_id: str) -> None:
@@ -95,6 +114,59 @@ class SessionStoreError(Exception):
         """What failed: ``"load"``, ``"append"`` or ``"clear"``."""
         self.run_result = run_result
         """The result of the run whose conversation was being loaded or saved, if any."""
+
+
+class SessionConflictError(SessionStoreError):
+    """A session's save found the stored conversation changed since the session read it: another process (or
+    another session object) wrote to it. Nothing was saved. ``run_result`` is the run's result, and ``items``
+    what could not be saved (that run's items, and any left unsaved before); the session reads the stored
+    conversation again on its next turn, so its memory no longer holds them.
+    """
+
+    def __init__(self, message: str, *, items: Sequence[Any] = (), **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.items = tuple(items)
+        """The items that were not saved."""
+
+
+class StoreConflict(Exception):
+    """Raised by ``SessionStore.append`` when the session holds ``found`` items, not the ``expected``
+    ``start`` (nor the same items appended already): nothing was written."""
+
+    def __init__(self, session_id: str, *, expected: int, found: int) -> None:
+        super().__init__(
+            f"session {session_id!r} holds {found} item(s) in the store where {expected} were expected: the "
+            "conversation changed since it was read (another process wrote to it)"
+        )
+        self.session_id = session_id
+        self.expected = expected
+        self.found = found
+
+
+def check_append(
+    session_id: str,
+    rows: Sequence[bytes],
+    start: int | None,
+    found: int,
+    tail: Callable[[], Sequence[bytes]],
+) -> int:
+    """How many of ``rows`` (``encode_item`` bytes, to go at ``start``) a session holding ``found`` items has
+    already: write the rest. ``0`` when it holds exactly ``start`` (or ``start`` is ``None``); more when an
+    earlier append of the same items went through unbeknown to the caller (``tail()`` gives the stored rows
+    from ``start`` on, and they must be the first of ``rows``); ``StoreConflict`` otherwise. For stores to
+    call inside their transaction.
+
+    >>> check_append("s", [b"{}"], 2, 2, lambda: [])
+    0
+    >>> check_append("s", [b'{"a":1}', b'{"b":2}'], 2, 3, lambda: [b'{"a":1}'])
+    1
+    """
+    if start is None or found == start:
+        return 0
+    have = found - start
+    if 0 < have <= len(rows) and list(tail()) == list(rows[:have]):
+        return have
+    raise StoreConflict(session_id, expected=start, found=found)
 
 
 def encode_item(item: Any) -> bytes:
@@ -144,12 +216,17 @@ class InMemoryStore:
         await anyio.lowlevel.checkpoint()
         return decode_items(self._sessions.get(session_id, ()))
 
-    async def append(self, session_id: str, items: Sequence[Mapping[str, Any]]) -> None:
-        """Add ``items`` at the end of ``session_id``: every item is encoded before any is kept."""
+    async def append(
+        self, session_id: str, items: Sequence[Mapping[str, Any]], *, start: int | None = None
+    ) -> None:
+        """Add ``items`` at the end of ``session_id`` (at ``start``: see ``check_append``); every item is
+        encoded before any is kept."""
         await anyio.lowlevel.checkpoint()
         rows = [encode_item(item) for item in items]
-        if rows:
-            self._sessions.setdefault(session_id, []).extend(rows)
+        stored = self._sessions.get(session_id, [])
+        have = check_append(session_id, rows, start, len(stored), lambda: stored[start or 0 :])
+        if len(rows) > have:
+            self._sessions.setdefault(session_id, []).extend(rows[have:])
 
     async def clear(self, session_id: str) -> None:
         """Forget ``session_id``."""

@@ -48,6 +48,7 @@ class ScriptedStore(InMemoryStore):
         "fail_appends",
         "fail_loads",
         "loads",
+        "lose_replies",
         "pause_appends",
         "release",
     )
@@ -58,6 +59,7 @@ class ScriptedStore(InMemoryStore):
         self.appends: list[int] = []  # the item count of every append the store took
         self.fail_loads = 0
         self.fail_appends = 0
+        self.lose_replies = 0
         self.pause_appends = False
         self.append_started = anyio.Event()
         self.release = anyio.Event()
@@ -69,12 +71,18 @@ class ScriptedStore(InMemoryStore):
             raise ConnectionError("the store is down")
         return await super().load(session_id)
 
-    async def append(self, session_id: str, items: Sequence[Mapping[str, Any]]) -> None:
+    async def append(
+        self, session_id: str, items: Sequence[Mapping[str, Any]], *, start: int | None = None
+    ) -> None:
         if self.pause_appends:
             self.append_started.set()
             await self.release.wait()
         if self.fail_appends:
             self.fail_appends -= 1
             raise ConnectionError("the store is down")
-        await super().append(session_id, items)
+        await super().append(session_id, items, start=start)
         self.appends.append(len(items))
+        if self.lose_replies:
+            # Written, but the session hears of a failure (a dropped reply, a timeout after the commit).
+            self.lose_replies -= 1
+            raise ConnectionError("the reply was lost")
