@@ -179,20 +179,53 @@ _LAZY: dict[str, str] = {
 }
 
 
+def _read_version() -> str:
+    """This copy's version (``agentflow.__version__``).
+
+    In a source checkout (an editable install, or the checkout on ``sys.path``) the ``pyproject.toml`` beside
+    the package says it: installed metadata there can be stale (an editable install keeps the version it was
+    installed with) or another project's (PyPI's unrelated ``agentflow`` installed alongside). Otherwise the
+    installed distribution's metadata; ``"0+unknown"`` when there is neither.
+    """
+    from pathlib import Path
+
+    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    if pyproject.is_file():
+        import tomllib
+
+        try:
+            project = tomllib.loads(pyproject.read_text("utf-8")).get("project", {})
+        except (OSError, ValueError):  # unreadable, or not TOML: not our checkout's
+            project = {}
+        if project.get("name") == "agentflow" and isinstance(project.get("version"), str):
+            return str(project["version"])
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("agentflow")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agentflow' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    if name == "__version__":
+        value: Any = _read_version()  # on first use: importlib.metadata alone costs ~25 ms to import
+    else:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module 'agentflow' has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
     globals()[name] = value  # later lookups skip this function
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | {"__version__"})
 
 
 if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
+    __version__: str
+    """This copy's version: its ``pyproject.toml``'s in a source checkout, else its installed metadata's."""
     from .agent.agent import Agent, run_sync
     from .agent.agents import Agents
     from .agent.as_tool import AgentToolError

@@ -7,6 +7,7 @@
     agentflow run "…" --base-url http://localhost:11434/v1 --model llama3.2   # any compatible server
     agentflow run "…" --offline                                            # the bundled scripted model
     agentflow run "…" --json | jq .type                                    # one JSON event per line
+    agentflow --version                                                    # "agentflow" and its version
 
 The agent has two safe built-in tools, ``calculator`` (arithmetic only) and ``utc_now`` (see
 ``agentflow.demo.tools``). The endpoint comes from ``--base-url`` or ``OPENAI_BASE_URL`` (default: the
@@ -59,7 +60,10 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``agentflow`` argument parser."""
+    from . import __version__
+
     parser = _Parser(prog=PROG, description="Run agentflow agents from the command line.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     run = commands.add_parser(
         "run",

@@ -1,7 +1,11 @@
-"""The public names: every name in ``agentflow.__all__`` resolves, and the agent layer loads lazily."""
+"""The public names: every name in ``agentflow.__all__`` resolves, and the agent layer loads lazily; so does
+``agentflow.__version__``."""
 
+import importlib.metadata
 import subprocess
 import sys
+import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -51,3 +55,40 @@ def test_session_stores_are_public_and_sqlite3_loads_only_when_a_store_connects(
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False False"
+
+
+def test_the_version_is_the_checkout_s_and_costs_import_agentflow_nothing() -> None:
+    pyproject = Path(agentflow.__file__).resolve().parents[1] / "pyproject.toml"
+    expected = tomllib.loads(pyproject.read_text("utf-8"))["project"]["version"]
+    assert agentflow.__version__ == expected == importlib.metadata.version("agentflow")
+    assert "__version__" in dir(agentflow)
+    # Read on first use: importlib.metadata and tomllib are not loaded by ``import agentflow`` itself.
+    code = (
+        "import sys, agentflow; print([m for m in ('importlib.metadata', 'tomllib') if m in sys.modules]); "
+        "print(agentflow.__version__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["[]", expected]
+
+
+def test_outside_a_checkout_the_version_comes_from_the_installed_metadata(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path
+    (root / "agentflow").mkdir()
+    monkeypatch.setattr(agentflow, "__file__", str(root / "agentflow" / "__init__.py"))
+    installed = importlib.metadata.version("agentflow")
+    assert agentflow._read_version() == installed  # no pyproject.toml beside the package
+
+    (root / "pyproject.toml").write_text('[project]\nname = "someone-else"\nversion = "9.9"\n')
+    assert agentflow._read_version() == installed  # another project's pyproject.toml is not ours
+
+    (root / "pyproject.toml").write_text('[project]\nname = "agentflow"\nversion = "2.0.0.dev1"\n')
+    assert agentflow._read_version() == "2.0.0.dev1"  # a checkout says what it is
+
+    def missing(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    (root / "pyproject.toml").unlink()
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    assert agentflow._read_version() == "0+unknown"

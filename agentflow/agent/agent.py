@@ -6,6 +6,7 @@ are in ``agents``.
     agent = Agent(model=OpenAIChatModel(model="gpt-4.1-mini"), tools=[get_weather],
                   system_prompt="You are a weather assistant.")
     result = await agent.run("Weather in Paris?")           # the whole run, then its AgentResult
+    result = await agent.run("Once more?", settings=ModelSettings(temperature=0))  # this run's own settings
     async with agent.stream("Weather in Paris?") as run:    # the same run as events, as they happen
         async for event in run: ...
     chat = agent.session()                                  # a conversation: memory kept across runs
@@ -38,7 +39,7 @@ from .chat_client import ChatModelClient
 from .client_base import ProtocolClient
 from .items import user_item
 from .memory import InMemoryMemory, Memory, check_memory
-from .options import AgentOptions, ModelSettings
+from .options import AgentOptions, ModelSettings, explain_keywords, merge_settings
 from .prompt import ModelClient
 from .responses_client import ResponsesModelClient
 from .run import AgentRun
@@ -82,9 +83,24 @@ def as_model_client(model: object) -> ModelClient:
         return ChatModelClient(model)
     if isinstance(model, ModelClient):
         return model
+    if isinstance(model, str):
+        raise TypeError(_model_name_given(model))
     raise TypeError(
         f"model must be a ChatModel (e.g. OpenAIChatModel), an OpenAIResponsesModel or a ModelClient, "
         f"got {type(model).__name__}"
+    )
+
+
+def _model_name_given(name: str) -> str:
+    """What ``Agent("gpt-4o")`` is told: the model object to build from the name (pydantic-ai's
+    ``"openai:gpt-4o"`` form included)."""
+    provider, _, model = name.partition(":")
+    if not model or provider != "openai":
+        model = name
+    return (
+        f"model must be a model object, not a model name: Agent(OpenAIChatModel(model={model!r}, "
+        "api_key=...)) for OpenAI's Chat Completions API (add base_url=... for another OpenAI-compatible "
+        "server; OpenAIResponsesModel takes the same for the Responses API)"
     )
 
 
@@ -129,6 +145,28 @@ def input_items(value: AgentInput) -> tuple[str, tuple[Any, ...]]:
     raise TypeError(
         f"the run input must be text, a Message, an item dict or a list of items, not {type(value).__name__}"
     )
+
+
+_C = TypeVar("_C", AgentOptions, ModelSettings)
+
+
+def _checked(value: object, kind: type[_C]) -> _C:
+    """``value``, an ``AgentOptions`` or a ``ModelSettings`` as ``options=`` or ``settings=`` wants it."""
+    if isinstance(value, kind):
+        return value
+    if kind is AgentOptions:
+        keyword, other, wanted, example = "options", "settings", "an AgentOptions", "max_steps=5"
+    else:
+        keyword, other, wanted, example = "settings", "options", "a ModelSettings", "temperature=0"
+    example = f"{keyword}={kind.__name__}({example})"
+    if isinstance(value, AgentOptions | ModelSettings):
+        raise TypeError(f"{keyword}= takes {wanted}; this {type(value).__name__} goes in {other}=")
+    if isinstance(value, Mapping):
+        raise TypeError(
+            f"{keyword}= takes {wanted}, not a {type(value).__name__}: "
+            f"{keyword}={kind.__name__}(**your_dict), e.g. {example}"
+        )
+    raise TypeError(f"{keyword}= takes {wanted}, e.g. {example}, got {type(value).__name__}")
 
 
 def _is_memory(value: object) -> TypeGuard[Memory]:
@@ -188,8 +226,10 @@ class Agent(RunStarter[OutputT]):
       ``{"type": "web_search"}`` (run by the provider; Responses models only), or a ``ToolRegistry``.
     - ``system_prompt`` / ``instructions``: where each lands depends on the protocol (see
       ``ChatModelClient`` and ``ResponsesModelClient``).
-    - ``options``: limits and loop behaviour (``AgentOptions``); ``settings``: model parameters
-      (``ModelSettings``).
+    - ``options``: limits and loop behaviour (``AgentOptions``: ``max_steps``, ``timeout``, the run's token
+      budget ``max_tokens``…); ``settings``: model parameters (``ModelSettings``: ``temperature``,
+      ``max_output_tokens``…). A run may bring its own of either (``agent.run(x, settings=…, options=…)``).
+      A keyword that belongs in one of them (``Agent(model, temperature=0)``) is a ``TypeError`` saying so.
     - ``memory``: ``None`` gives every ``run()`` a fresh ``InMemoryMemory`` (runs are independent; use
       ``session()`` for a conversation); a zero-argument factory is used instead of ``InMemoryMemory``; a
       ``Memory`` instance makes ``run()``/``stream()`` continue that one conversation (runs serialised). A
@@ -254,6 +294,7 @@ class Agent(RunStarter[OutputT]):
         output_type: TypeForm,
     ) -> None: ...
 
+    @explain_keywords("run")
     def __init__(
         self,
         model: ModelLike,
@@ -280,12 +321,8 @@ class Agent(RunStarter[OutputT]):
             )
         self.system_prompt = _optional_text("system_prompt", system_prompt)
         self.instructions = _optional_text("instructions", instructions)
-        self.options = options if options is not None else AgentOptions()
-        if not isinstance(self.options, AgentOptions):
-            raise TypeError(f"options must be an AgentOptions, got {type(self.options).__name__}")
-        self.settings = settings if settings is not None else ModelSettings()
-        if not isinstance(self.settings, ModelSettings):
-            raise TypeError(f"settings must be a ModelSettings, got {type(self.settings).__name__}")
+        self.options = _checked(options, AgentOptions) if options is not None else AgentOptions()
+        self.settings = _checked(settings, ModelSettings) if settings is not None else ModelSettings()
         self.name = _optional_text("name", name) or self.runtime.name
         self.output_type: OutputType[OutputT] | None = self._output_type(output_type)
         self._memory_factory: Callable[[], Memory] = InMemoryMemory
@@ -420,6 +457,23 @@ class Agent(RunStarter[OutputT]):
                 )
         return spec
 
+    def _run_config(
+        self, settings: object, options: object, spec: OutputType[Any] | None
+    ) -> tuple[ModelSettings, AgentOptions]:
+        """One run's model settings and options (``run(x, settings=..., options=...)``): ``settings`` merged
+        over the agent's (``merge_settings``: what the run sets wins, what it leaves unset is the agent's),
+        ``options`` in place of the agent's (every limit is the run's own: ``None`` there means no limit)."""
+        run_settings = self.settings
+        if settings is not None:
+            run_settings = merge_settings(self.settings, _checked(settings, ModelSettings))
+            if spec is not None and run_settings.response_format is not None:
+                raise TypeError(
+                    "this run's settings set response_format, and it has an output_type (its own or the "
+                    "agent's), which sends its own: give one or the other (output_type=None reads free text)"
+                )
+        run_options = self.options if options is None else _checked(options, AgentOptions)
+        return run_settings, run_options
+
     def _new_run(
         self,
         input: AgentInput,
@@ -435,8 +489,13 @@ class Agent(RunStarter[OutputT]):
         output_type: Any = AGENT_DEFAULT,
         history: tuple[Any, ...] | None = None,
         listeners: Sequence[tuple[EventTypes, Callable[[Any], Any]]] | None = None,
+        settings: ModelSettings | None = None,
+        options: AgentOptions | None = None,
     ) -> AgentRun[Any]:
         spec = self.output_type if output_type is AGENT_DEFAULT else self._output_type(output_type)
+        run_settings, run_options = self.settings, self.options
+        if settings is not None or options is not None:  # the run's own (rare): nothing to build otherwise
+            run_settings, run_options = self._run_config(settings, options, spec)
         text, items = input_items(input)
         if memory is None:
             memory = self._memory_factory()
@@ -450,7 +509,7 @@ class Agent(RunStarter[OutputT]):
         if listeners:
             for types_, callback in listeners:  # this run's own, after the agent's (``on=``)
                 bus.on(types_, callback)
-        stream_model = self.options.stream
+        stream_model = run_options.stream
         if stream_model is None:
             # Streamed when someone sees the answer arrive: a consumer of ``agent.stream()``, or a callback
             # (``on=``, ``agent.on``) that takes deltas; a plain call otherwise (cheaper, same result).
@@ -463,8 +522,8 @@ class Agent(RunStarter[OutputT]):
             memory=memory,
             model=self.model_client,
             tools=self.tools,
-            options=self.options,
-            settings=self.settings,
+            options=run_options,
+            settings=run_settings,
             system_prompt=self.system_prompt,
             instructions=self.instructions,
             input_text=text,

@@ -1,22 +1,39 @@
 """How agent runs are bounded (``AgentOptions``) and how their model calls are set up (``ModelSettings``).
 
 Plain immutable values, validated when they are built (a bad limit fails at construction, not mid-run).
-Nothing here runs anything; the runtime in ``agentflow.runtimes.base`` reads them.
+Nothing here runs anything; the runtime in ``agentflow.runtimes.base`` reads them. An agent has one of
+each, and a run may bring its own (``agent.run(x, settings=…, options=…)``): ``merge_settings`` says how a
+run's settings combine with the agent's, and a run's options replace the agent's.
+
+Also here: what a keyword given in the wrong place is told (``explain_keywords``), since only this module
+knows which fields are settings and which are options: ``Agent(model, temperature=0)`` says
+``settings=ModelSettings(temperature=0)``, ``ModelSettings(max_tokens=5)`` says ``max_output_tokens``.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
+import inspect
 import math
-from collections.abc import Mapping
-from typing import Any, Literal
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, TypeVar, cast
 
 import attrs
 
 from ..model.tools import ToolChoice
 from .prompt import ToolChoiceLike, reasoning_effort
 
-__all__ = ["DEFAULT_FINAL_ANSWER_PROMPT", "AgentOptions", "MaxStepsPolicy", "ModelSettings"]
+__all__ = [
+    "DEFAULT_FINAL_ANSWER_PROMPT",
+    "AgentOptions",
+    "MaxStepsPolicy",
+    "ModelSettings",
+    "merge_settings",
+]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+_C = TypeVar("_C", bound=type)
 
 MaxStepsPolicy = Literal["stop", "final_answer", "raise"]
 
@@ -71,9 +88,209 @@ def _policy(_inst: object, _attr: object, value: str) -> None:
         )
 
 
+# -- keywords given in the wrong place ---------------------------------------------------------------------
+
+_Owner = Literal["run", "ModelSettings", "AgentOptions"]
+
+
+# What other libraries (the openai SDK, pydantic-ai, the Agents SDK, smolagents, LangChain) call a field.
+_SETTING_ALIASES = {"max_completion_tokens": "max_output_tokens", "max_new_tokens": "max_output_tokens"}
+_OPTION_ALIASES = {
+    "max_turns": "max_steps",
+    "max_iterations": "max_steps",
+    "max_iter": "max_steps",
+    "request_limit": "max_steps",
+    "tool_calls_limit": "max_tool_calls",
+    "total_tokens_limit": "max_tokens",
+}
+# Model parameters ModelSettings has no field for: they travel in ``extra_body``.
+_EXTRA_BODY = frozenset(
+    (
+        "seed",
+        "stop",
+        "frequency_penalty",
+        "presence_penalty",
+        "logit_bias",
+        "logprobs",
+        "top_logprobs",
+        "top_k",
+        "min_p",
+        "repetition_penalty",
+        "service_tier",
+        "metadata",
+        "prediction",
+    )
+)
+# What an agent holds for all its runs, which a run cannot change.
+_AGENT_ONLY = frozenset(("tools", "system_prompt", "instructions", "runtime", "memory", "name"))
+_WHOLE = {
+    "model_settings": "settings=ModelSettings(...)",
+    "usage_limits": "options=AgentOptions(max_steps=..., max_tool_calls=..., max_tokens=...)",
+    "run_config": "settings=ModelSettings(...) and options=AgentOptions(...)",
+    "config": "settings=ModelSettings(...) and options=AgentOptions(...)",
+}
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else "..."
+
+
+def _where(name: str, value: object, owner: _Owner, accepted: tuple[str, ...]) -> str | None:
+    """Where the keyword ``name=value`` belongs, said to a caller of ``owner`` (``None``: no idea)."""
+    shown = _shown(value)
+    if name == "max_tokens":  # a settings field elsewhere, a budget here: say which is which
+        cap = f"ModelSettings(max_output_tokens={shown})"
+        if owner == "run":
+            return (
+                f"to cap each model answer pass settings={cap}; options=AgentOptions(max_tokens={shown}) "
+                "is instead a token budget for the whole run (input tokens included)"
+            )
+        return (
+            f"the cap on each model answer is {cap} (AgentOptions(max_tokens=...) is a token budget for a "
+            "whole run, input tokens included)"
+        )
+    setting = _SETTING_ALIASES.get(name, name if name in _ALL_SETTINGS_FIELDS else None)
+    if name == "reasoning_effort":
+        setting, shown = "reasoning", f"{{'effort': {shown}}}"
+    option = _OPTION_ALIASES.get(name, name if name in _OPTIONS_FIELDS else None)
+    if setting is not None:
+        if owner == "ModelSettings":
+            return f"did you mean ModelSettings({setting}={shown})?"
+        if owner == "run":
+            return f"it is a model setting: settings=ModelSettings({setting}={shown})"
+        return (
+            f"it is a model setting, not a run option: ModelSettings({setting}={shown}), passed as settings= "
+            "to Agent(...) or to a run"
+        )
+    if option is not None:
+        if owner == "AgentOptions":
+            return f"did you mean AgentOptions({option}={shown})?"
+        if owner == "run":
+            return f"it is a run limit or loop option: options=AgentOptions({option}={shown})"
+        return (
+            f"it is a run limit or loop option, not a model setting: AgentOptions({option}={shown}), "
+            "passed as options= to Agent(...) or to a run"
+        )
+    if name in _EXTRA_BODY:
+        body = f"extra_body={{{name!r}: {shown}}}"
+        return f"send it as {body if owner == 'ModelSettings' else f'settings=ModelSettings({body})'}"
+    if owner == "run":
+        if name in _WHOLE:
+            return f"pass {_WHOLE[name]}"
+        if name == "message_history" and "history" in accepted:
+            return "the conversation so far is history=[...]"
+        if name in _AGENT_ONLY and name not in accepted:
+            return f"{name}= belongs to the agent: Agent(model, {name}=...)"
+    import difflib  # the error path only
+
+    close = difflib.get_close_matches(name, accepted, n=1)
+    if close:
+        return f"did you mean {close[0]}=?"
+    return None
+
+
+def _accepted(fn: Callable[..., Any]) -> tuple[str, ...]:
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return tuple(
+        p.name for p in inspect.signature(fn).parameters.values() if p.kind in kinds and p.name != "self"
+    )
+
+
+def _unexpected(label: str, owner: _Owner, fn: Callable[..., Any], kwargs: Mapping[str, Any]) -> str | None:
+    """The message for a call of ``fn`` with keywords it does not take (``None``: it takes them all)."""
+    accepted = _accepted(fn)
+    unknown = [name for name in kwargs if name not in accepted]
+    if not unknown:
+        return None
+    takes = f"it takes {', '.join(accepted)}"
+    hints = [f"{name!r}: {_where(name, kwargs[name], owner, accepted) or takes}" for name in unknown]
+    if len(hints) == 1:
+        return f"{label} got an unexpected keyword argument {hints[0]}"
+    return f"{label} got unexpected keyword arguments: {'; '.join(hints)}"
+
+
+def explain_keywords(owner: _Owner, label: str | None = None) -> Callable[[_F], _F]:
+    """A decorator: a call of the function with a keyword it does not take says where that keyword belongs.
+
+    ``Agent(model, temperature=0)`` is told ``settings=ModelSettings(temperature=0)``, ``agent.run(x,
+    max_turns=3)`` ``options=AgentOptions(max_steps=3)``, a typo the name it resembles. The signature stays
+    as it is (no ``**kwargs``: type checkers still see every keyword, ``inspect.signature`` the function's
+    own); only the ``TypeError`` Python raises when it binds the call is translated. ``owner``: what the
+    function is to the hints (``"run"``: it takes ``settings=`` and ``options=``); ``label``: how the message
+    names the call (default: the class of its first argument, and the method unless it is ``__init__``).
+
+    >>> @explain_keywords("run", label="go()")
+    ... def go(input: str, *, settings: ModelSettings | None = None) -> str:
+    ...     return input
+    >>> go("hi", temperature=0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: go() got an unexpected keyword argument 'temperature': ...settings=ModelSettings(temperature=0)
+    """
+
+    def decorate(fn: _F) -> _F:
+        def message(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str | None:
+            name = label
+            if name is None:
+                owner_name = type(args[0]).__name__ if args else fn.__qualname__.split(".")[0]
+                name = f"{owner_name}()" if fn.__name__ == "__init__" else f"{owner_name}.{fn.__name__}()"
+            return _unexpected(name, owner, fn, kwargs)
+
+        if inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def call_async(*args: Any, **kwargs: Any) -> Any:
+                try:
+                    coroutine = fn(*args, **kwargs)
+                except TypeError:
+                    # A keyword it does not take means the call never bound: nothing of ``fn`` ran.
+                    explained = message(args, kwargs) if kwargs else None
+                    if explained is None:
+                        raise
+                    raise TypeError(explained) from None
+                return await coroutine
+
+            return cast(_F, call_async)
+
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except TypeError:
+                # Only a call that never bound has a keyword ``fn`` does not take; any other TypeError (one
+                # ``fn`` raised itself) is re-raised as it is.
+                explained = message(args, kwargs) if kwargs else None
+                if explained is None:
+                    raise
+                raise TypeError(explained) from None
+
+        return cast(_F, call)
+
+    return decorate
+
+
+def _explained(owner: Literal["ModelSettings", "AgentOptions"]) -> Callable[[_C], _C]:
+    """A class decorator: ``explain_keywords`` for the ``__init__`` that attrs wrote
+    (``ModelSettings(max_tokens=5)`` is told ``max_output_tokens``)."""
+
+    def decorate(cls: _C) -> _C:
+        cls.__init__ = explain_keywords(owner, label=f"{owner}()")(cls.__init__)  # type: ignore[misc]
+        return cls
+
+    return decorate
+
+
+@_explained("AgentOptions")
 @attrs.frozen
 class AgentOptions:
-    """Limits and loop behaviour of every run of an agent.
+    """Limits and loop behaviour of every run of an agent (``Agent(model, options=AgentOptions(...))``), or of
+    one run (``agent.run(x, options=...)``, which replaces the agent's options for that run).
+
+    **``max_tokens`` is not the length of an answer**: it is a token budget for the *whole run*, input
+    tokens included, summed over every model call (a long system prompt or conversation spends it at each
+    step). To cap each model answer, as OpenAI's ``max_tokens`` / ``max_completion_tokens`` do, use
+    ``ModelSettings(max_output_tokens=...)``.
 
     - ``max_steps`` (default 20): model calls before the run stops with ``StopReason.MAX_STEPS``; what
       happens then is ``on_max_steps``: ``"stop"`` returns the partial result, ``"final_answer"`` makes one
@@ -81,8 +298,9 @@ class AgentOptions:
       ``MaxStepsExceeded``.
     - ``max_tool_calls``: tool calls executed over the whole run; a call beyond it is not run (the model
       sees a ``TOOL_ERROR``) and the run stops with ``StopReason.MAX_TOOL_CALLS``.
-    - ``max_tokens``: a token budget (``total_tokens`` summed over every model call); once reached the run
-      stops with ``StopReason.MAX_TOKENS`` instead of calling tools or the model again.
+    - ``max_tokens``: the run's token budget (``total_tokens``, input and output, summed over every model
+      call); once reached the run stops with ``StopReason.MAX_TOKENS`` instead of calling tools or the model
+      again. Not sent to the model (see the note above).
     - ``timeout``: wall-clock seconds for the whole run, a cancel scope that interrupts even a hanging model
       call or tool; the run then ends with ``RunCancelled`` whose partial result says ``StopReason.DEADLINE``.
       A session's run counts from its start, its wait for the runs ahead of it included.
@@ -100,7 +318,9 @@ class AgentOptions:
       result's ``output_text``; ``True`` also writes it to memory as a text-only assistant turn, so a
       session's next turn sees the answer it cut (as chat UIs show it). A tool call being streamed is never
       kept.
-    ``None`` means "no limit" for every limit.
+    ``None`` means "no limit" for every limit, so there is no "unset" value: a run's own ``AgentOptions``
+    replaces the agent's whole, and ``attrs.evolve(agent.options, max_steps=3)`` changes one field of the
+    agent's.
 
     >>> AgentOptions(max_steps=5, on_max_steps="final_answer").max_steps
     5
@@ -184,17 +404,29 @@ def _response_format(value: Any) -> Mapping[str, Any] | None:
     return copy.deepcopy(dict(value))
 
 
+@_explained("ModelSettings")
 @attrs.frozen
 class ModelSettings:
-    """Per-call model parameters an agent puts on every ``AgentPrompt``; ``None`` means "not sent".
+    """Per-call model parameters an agent puts on every ``AgentPrompt``; ``None`` means "not sent" (the
+    model's own default applies).
 
-    ``model`` overrides the model name the model object was built with. ``parallel_tool_calls`` is sent to
-    the model when set, and ``False`` also makes the runtime execute a step's tool calls one at a time.
-    ``response_format`` is Chat's (``{"type": "json_object"}``, ``{"type": "json_schema", …}``; on Responses
-    it becomes ``text.format``); ``Agent(output_type=…)`` builds one from a type and reads the answer into it.
+    ``max_output_tokens`` caps each model answer (sent as Chat's ``max_completion_tokens``, or the model's
+    ``max_tokens_field``, and as Responses' ``max_output_tokens``); it is what OpenAI's ``max_tokens`` means.
+    (``AgentOptions.max_tokens`` is something else: the run's whole token budget.) ``model`` overrides the
+    model name the model object was built with. ``parallel_tool_calls`` is sent to the model when set, and
+    ``False`` also makes the runtime execute a step's tool calls one at a time. ``response_format`` is Chat's
+    (``{"type": "json_object"}``, ``{"type": "json_schema", …}``; on Responses it becomes ``text.format``);
+    ``Agent(output_type=…)`` builds one from a type and reads the answer into it. ``extra_body`` holds any
+    other top-level field of the request (``{"seed": 7}``, a server's own ``top_k``).
+
+    A run's own settings (``agent.run(x, settings=...)``) merge over the agent's: see ``merge_settings``.
 
     >>> ModelSettings(model="gpt-4.1-mini", temperature=0).temperature
     0
+    >>> ModelSettings(max_tokens=5)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: ModelSettings() got an unexpected keyword argument 'max_tokens': ...(max_output_tokens=5)...
     """
 
     model: str | None = attrs.field(default=None, validator=_optional(str, "model"))
@@ -212,3 +444,37 @@ class ModelSettings:
         factory=dict, converter=_to_mapping, validator=_is(Mapping, "extra_body", "ModelSettings")
     )
     response_format: Mapping[str, Any] | None = attrs.field(default=None, converter=_response_format)
+
+
+_SETTINGS_FIELDS = tuple(f.name for f in attrs.fields(ModelSettings) if f.name != "extra_body")
+_ALL_SETTINGS_FIELDS = (*_SETTINGS_FIELDS, "extra_body")
+_OPTIONS_FIELDS = tuple(f.name for f in attrs.fields(AgentOptions))
+
+
+def merge_settings(agent: ModelSettings, run: ModelSettings) -> ModelSettings:
+    """A run's settings over its agent's: each field ``run`` sets (not ``None``) wins, each field it leaves
+    unset is ``agent``'s; ``extra_body`` merges key by key (``run``'s keys win), since each key is a
+    parameter of its own.
+
+    What ``agent.run(x, settings=ModelSettings(temperature=0))`` runs with, as pydantic-ai's per-run
+    ``model_settings`` and the Agents SDK's ``RunConfig.model_settings`` do. A run cannot unset a field the
+    agent sets; it can set it to the value it wants.
+
+    >>> agent = ModelSettings(temperature=0.7, max_output_tokens=500, extra_body={"top_k": 40})
+    >>> run = merge_settings(agent, ModelSettings(temperature=0, extra_body={"seed": 7}))
+    >>> run.temperature, run.max_output_tokens, dict(run.extra_body)
+    (0, 500, {'top_k': 40, 'seed': 7})
+    """
+    if agent == _NO_SETTINGS:
+        return run  # as given: a run that passes the same settings object again reuses its parameters
+    changes: dict[str, Any] = {}
+    for name in _SETTINGS_FIELDS:
+        value = getattr(run, name)
+        if value is not None:
+            changes[name] = value
+    if run.extra_body:
+        changes["extra_body"] = {**agent.extra_body, **run.extra_body}
+    return attrs.evolve(agent, **changes) if changes else agent
+
+
+_NO_SETTINGS = ModelSettings()

@@ -25,11 +25,13 @@ from ..model.messages import Message
 from ..result import AgentResult, OutputT
 from ..runtimes.output import AGENT_DEFAULT, AgentDefault, OutputType, TypeForm
 from .item_shapes import to_items
+from .options import explain_keywords
 from .run import AgentRun
 
 if TYPE_CHECKING:
     from .agent import Agent, AgentInput
     from .memory import Memory
+    from .options import AgentOptions, ModelSettings
     from .turns import Turns
 
 __all__ = ["RunListeners", "RunStarter", "run_sync"]
@@ -51,7 +53,10 @@ class RunStarter(Generic[OutputT]):
     each get a fresh memory (holding ``history``, if given) and run at once.
 
     Every way of starting a run takes ``on=[(types, callback), …]``: callbacks for that run alone, as
-    ``agent.on`` registers them for every run (see ``EventBus.on``), checked at the call (``TypeError``).
+    ``agent.on`` registers them for every run (see ``EventBus.on``), checked at the call (``TypeError``);
+    and ``settings=`` / ``options=``: that run's model settings (merged over the agent's) and limits (in
+    place of the agent's). A keyword none of them takes is told where it belongs (``temperature=0``:
+    ``settings=ModelSettings(temperature=0)``; see ``explain_keywords``).
     """
 
     __slots__ = ()
@@ -73,6 +78,8 @@ class RunStarter(Generic[OutputT]):
         output_type: AgentDefault = ...,
         history: Iterable[Any] | None = ...,
         on: RunListeners | None = ...,
+        settings: ModelSettings | None = ...,
+        options: AgentOptions | None = ...,
     ) -> AgentRun[OutputT]: ...
 
     @overload
@@ -87,6 +94,8 @@ class RunStarter(Generic[OutputT]):
         output_type: None,
         history: Iterable[Any] | None = ...,
         on: RunListeners | None = ...,
+        settings: ModelSettings | None = ...,
+        options: AgentOptions | None = ...,
     ) -> AgentRun[str]: ...
 
     @overload
@@ -101,6 +110,8 @@ class RunStarter(Generic[OutputT]):
         output_type: type[_T] | OutputType[_T],
         history: Iterable[Any] | None = ...,
         on: RunListeners | None = ...,
+        settings: ModelSettings | None = ...,
+        options: AgentOptions | None = ...,
     ) -> AgentRun[_T]: ...
 
     @overload
@@ -115,8 +126,11 @@ class RunStarter(Generic[OutputT]):
         output_type: TypeForm,
         history: Iterable[Any] | None = ...,
         on: RunListeners | None = ...,
+        settings: ModelSettings | None = ...,
+        options: AgentOptions | None = ...,
     ) -> AgentRun[Any]: ...
 
+    @explain_keywords("run")
     def stream(
         self,
         input: AgentInput,
@@ -128,6 +142,8 @@ class RunStarter(Generic[OutputT]):
         output_type: Any = AGENT_DEFAULT,
         history: Iterable[Any] | None = None,
         on: RunListeners | None = None,
+        settings: ModelSettings | None = None,
+        options: AgentOptions | None = None,
     ) -> AgentRun[Any]:
         """A run whose events you iterate: ``async with agent.stream(x) as run: async for event in run``.
 
@@ -135,7 +151,7 @@ class RunStarter(Generic[OutputT]):
         or a tuple of those), ``buffer``/``policy`` shape the subscription (see ``EventBus.subscribe``); all
         three are checked here, not when the block is entered. Model calls stream unless ``options.stream``
         is ``False``. ``output_type`` replaces the agent's for this run (``None``: the answer's text).
-        ``history`` and ``on`` are as for ``run``.
+        ``history``, ``on``, ``settings`` and ``options`` are as for ``run``.
         """
         kinds = normalise_event_types(types)
         check_subscription_options(buffer, policy)
@@ -153,6 +169,8 @@ class RunStarter(Generic[OutputT]):
             output_type=output_type,
             history=_history(history, memory),
             listeners=_listeners(on),
+            settings=settings,
+            options=options,
         )
 
     @overload
@@ -164,6 +182,8 @@ class RunStarter(Generic[OutputT]):
         output_type: AgentDefault = ...,
         history: Iterable[Any] | None = ...,
         on: RunListeners | None = ...,
+        settings: ModelSettings | None = ...,
+        options: AgentOptions | None = ...,
     ) -> AgentResult[OutputT]: ...
 
     @overload
@@ -175,6 +195,8 @@ class RunStarter(Generic[OutputT]):
         output_type: None,
         history: Iterable[Any] | None = ...,
         on: RunListeners | None = ...,
+        settings: ModelSettings | None = ...,
+        options: AgentOptions | None = ...,
     ) -> AgentResult[str]: ...
 
     @overload
@@ -186,6 +208,8 @@ class RunStarter(Generic[OutputT]):
         output_type: type[_T] | OutputType[_T],
         history: Iterable[Any] | None = ...,
         on: RunListeners | None = ...,
+        settings: ModelSettings | None = ...,
+        options: AgentOptions | None = ...,
     ) -> AgentResult[_T]: ...
 
     @overload
@@ -197,8 +221,11 @@ class RunStarter(Generic[OutputT]):
         output_type: TypeForm,
         history: Iterable[Any] | None = ...,
         on: RunListeners | None = ...,
+        settings: ModelSettings | None = ...,
+        options: AgentOptions | None = ...,
     ) -> AgentResult[Any]: ...
 
+    @explain_keywords("run")
     async def run(
         self,
         input: AgentInput,
@@ -207,6 +234,8 @@ class RunStarter(Generic[OutputT]):
         output_type: Any = AGENT_DEFAULT,
         history: Iterable[Any] | None = None,
         on: RunListeners | None = None,
+        settings: ModelSettings | None = None,
+        options: AgentOptions | None = None,
     ) -> AgentResult[Any]:
         """Run to the end and return the result.
 
@@ -220,6 +249,14 @@ class RunStarter(Generic[OutputT]):
 
         ``on``: callbacks for this run alone, ``[(TextDelta, send), (ToolSucceeded, log)]``, as
         ``agent.on`` registers for every run (a web handler's callbacks on a shared agent go here).
+
+        ``settings``: model parameters for this run, merged over the agent's: each field it sets wins, each
+        it leaves ``None`` is the agent's, ``extra_body`` merges key by key (``merge_settings``), e.g.
+        ``settings=ModelSettings(temperature=0)`` keeps the agent's model and ``max_output_tokens``.
+
+        ``options``: this run's limits and loop behaviour, in place of the agent's ``AgentOptions`` (every
+        field: an ``AgentOptions`` has no "unset", ``None`` means no limit). To change one limit and keep
+        the others: ``options=attrs.evolve(agent.options, max_steps=3)``.
 
         A failed run raises its exception (a ``ModelError``, ``MaxStepsExceeded``…); a run cut short by
         ``options.timeout`` returns its partial result (``StopReason.DEADLINE``); cancelling the calling task
@@ -236,6 +273,8 @@ class RunStarter(Generic[OutputT]):
             output_type=output_type,
             history=_history(history, memory),
             listeners=_listeners(on),
+            settings=settings,
+            options=options,
         )
         return await run._run_here()
 
@@ -248,6 +287,8 @@ class RunStarter(Generic[OutputT]):
         output_type: AgentDefault = ...,
         history: Iterable[Any] | None = ...,
         on: RunListeners | None = ...,
+        settings: ModelSettings | None = ...,
+        options: AgentOptions | None = ...,
     ) -> AgentResult[OutputT]: ...
 
     @overload
@@ -259,6 +300,8 @@ class RunStarter(Generic[OutputT]):
         output_type: None,
         history: Iterable[Any] | None = ...,
         on: RunListeners | None = ...,
+        settings: ModelSettings | None = ...,
+        options: AgentOptions | None = ...,
     ) -> AgentResult[str]: ...
 
     @overload
@@ -270,6 +313,8 @@ class RunStarter(Generic[OutputT]):
         output_type: type[_T] | OutputType[_T],
         history: Iterable[Any] | None = ...,
         on: RunListeners | None = ...,
+        settings: ModelSettings | None = ...,
+        options: AgentOptions | None = ...,
     ) -> AgentResult[_T]: ...
 
     @overload
@@ -281,8 +326,11 @@ class RunStarter(Generic[OutputT]):
         output_type: TypeForm,
         history: Iterable[Any] | None = ...,
         on: RunListeners | None = ...,
+        settings: ModelSettings | None = ...,
+        options: AgentOptions | None = ...,
     ) -> AgentResult[Any]: ...
 
+    @explain_keywords("run")
     def run_sync(
         self,
         input: AgentInput,
@@ -291,9 +339,20 @@ class RunStarter(Generic[OutputT]):
         output_type: Any = AGENT_DEFAULT,
         history: Iterable[Any] | None = None,
         on: RunListeners | None = None,
+        settings: ModelSettings | None = None,
+        options: AgentOptions | None = None,
     ) -> AgentResult[Any]:
         """``run`` for scripts and notebooks without a running event loop (see ``agentflow.run_sync``)."""
-        return run_sync(self, input, run_id=run_id, output_type=output_type, history=history, on=on)
+        return run_sync(
+            self,
+            input,
+            run_id=run_id,
+            output_type=output_type,
+            history=history,
+            on=on,
+            settings=settings,
+            options=options,
+        )
 
 
 def _history(history: Iterable[Any] | None, memory: Memory | None) -> tuple[Any, ...] | None:
@@ -353,6 +412,8 @@ def run_sync(
     output_type: AgentDefault = ...,
     history: Iterable[Any] | None = ...,
     on: RunListeners | None = ...,
+    settings: ModelSettings | None = ...,
+    options: AgentOptions | None = ...,
 ) -> AgentResult[_T]: ...
 
 
@@ -365,6 +426,8 @@ def run_sync(
     output_type: None,
     history: Iterable[Any] | None = ...,
     on: RunListeners | None = ...,
+    settings: ModelSettings | None = ...,
+    options: AgentOptions | None = ...,
 ) -> AgentResult[str]: ...
 
 
@@ -377,6 +440,8 @@ def run_sync(
     output_type: type[_U] | OutputType[_U],
     history: Iterable[Any] | None = ...,
     on: RunListeners | None = ...,
+    settings: ModelSettings | None = ...,
+    options: AgentOptions | None = ...,
 ) -> AgentResult[_U]: ...
 
 
@@ -389,9 +454,12 @@ def run_sync(
     output_type: TypeForm,
     history: Iterable[Any] | None = ...,
     on: RunListeners | None = ...,
+    settings: ModelSettings | None = ...,
+    options: AgentOptions | None = ...,
 ) -> AgentResult[Any]: ...
 
 
+@explain_keywords("run", label="run_sync()")
 def run_sync(
     target: RunStarter[Any],
     input: AgentInput,
@@ -400,12 +468,15 @@ def run_sync(
     output_type: Any = AGENT_DEFAULT,
     history: Iterable[Any] | None = None,
     on: RunListeners | None = None,
+    settings: ModelSettings | None = None,
+    options: AgentOptions | None = None,
 ) -> AgentResult[Any]:
     """Run an agent (or a session's next turn) from synchronous code, in a fresh event loop.
 
     For scripts and notebooks without a running loop. The agent's model connections are closed before it
     returns, since they belong to that loop (the next call opens new ones). Inside async code, ``await
-    agent.run(...)`` instead. ``run_id``, ``output_type``, ``history`` and ``on`` are as for ``agent.run``.
+    agent.run(...)`` instead. ``run_id``, ``output_type``, ``history``, ``on``, ``settings`` and ``options``
+    are as for ``agent.run``.
     """
     agent = target._run_on()[0]
 
@@ -413,7 +484,13 @@ def run_sync(
         try:
             # ``output_type`` is ``Any`` here, so every overload of ``run`` matches and mypy infers ``Any``.
             result: AgentResult[Any] = await target.run(
-                input, run_id=run_id, output_type=output_type, history=history, on=on
+                input,
+                run_id=run_id,
+                output_type=output_type,
+                history=history,
+                on=on,
+                settings=settings,
+                options=options,
             )
             return result
         finally:

@@ -19,9 +19,11 @@ import pytest
 
 from agentflow import (
     Agent,
+    AgentOptions,
     AgentResult,
     AgentRun,
     Agents,
+    ModelSettings,
     OutputContext,
     OutputType,
     RejectOutput,
@@ -117,6 +119,30 @@ async def typed_runs(model: FakeModelClient) -> None:
     assert_type(run_sync(typed, "Sum up.", output_type=OutputType(Summary)), AgentResult[Summary])
     assert_type(run_sync(typed, "Just talk.", output_type=None, run_id="r1"), AgentResult[str])
     assert_type(run_sync(typed, "Yes or no?", output_type=Literal["yes", "no"]), AgentResult[Any])
+
+    # A run's own settings and options leave its output type alone, on every way of starting a run.
+    cold = ModelSettings(temperature=0)
+    short = AgentOptions(max_steps=3)
+    assert_type(await typed.run("Paris?", settings=cold), AgentResult[City])
+    assert_type(await typed.run("Paris?", options=short, settings=None), AgentResult[City])
+    assert_type(
+        await typed.run("Sum up.", output_type=Summary, settings=cold, options=short), AgentResult[Summary]
+    )
+    assert_type(await plain.run("Just talk.", output_type=None, options=short), AgentResult[str])
+    assert_type(await chat.run("Paris?", settings=cold, options=short), AgentResult[City])
+    assert_type(typed.stream("Paris?", settings=cold, options=short), AgentRun[City])
+    assert_type(typed.stream("Sum up.", output_type=Summary, settings=cold), AgentRun[Summary])
+    assert_type(typed.run_sync("Paris?", settings=cold, options=short), AgentResult[City])
+    assert_type(chat.run_sync("Sum up.", output_type=Summary, options=short), AgentResult[Summary])
+    assert_type(run_sync(typed, "Paris?", settings=cold, options=short), AgentResult[City])
+    assert_type(run_sync(plain, "As data.", output_type=City, settings=cold), AgentResult[City])
+    # Typed as what they are: a keyword that is not there, or a value of the wrong kind, is an error still.
+    await plain.run("hi", temperature=0)  # type: ignore[call-overload]
+    plain.stream("hi", max_steps=3)  # type: ignore[call-overload]
+    plain.run_sync("hi", settings={"temperature": 0})  # type: ignore[call-overload]
+    await plain.run("hi", options=cold)  # type: ignore[call-overload]
+    Agent(model, temperature=0)  # type: ignore[call-overload]
+    ModelSettings(max_tokens=5)  # type: ignore[call-arg]
 
     # The runtime shortcuts are typed as ``Agent(...)`` is.
     assert_type(Agents.react(model), Agent[str])
