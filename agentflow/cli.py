@@ -11,8 +11,9 @@
 
 The agent has two safe built-in tools, ``calculator`` (arithmetic only) and ``utc_now`` (see
 ``agentflow.demo.tools``). The endpoint comes from ``--base-url`` or ``OPENAI_BASE_URL`` (default: the
-OpenAI API), the key from the environment variable ``--api-key-env`` names (default ``OPENAI_API_KEY``; the
-key is never printed), the model from ``--model`` or ``AGENTFLOW_MODEL`` (default ``gpt-4o-mini``).
+OpenAI API), the key from the environment variable ``--api-key-env`` names (default ``OPENAI_API_KEY``,
+sent to a ``--base-url`` other than OpenAI's only when ``--api-key-env`` names it; the key is never
+printed), the model from ``--model`` or ``AGENTFLOW_MODEL`` (default ``gpt-4o-mini``).
 
 Output is the live rendering of ``agentflow.demo.render`` (colours only on a terminal without ``NO_COLOR``),
 or with ``--json`` newline-delimited ``event.to_dict()`` JSON. Errors are one line on stderr. Exit codes:
@@ -122,6 +123,7 @@ def resolve_config(args: argparse.Namespace, environ: Mapping[str, str]) -> CliC
     CliConfig(model='gpt-4o-mini', base_url='https://api.openai.com/v1', api_key=<set>, offline=False)
     """
     from .providers.openai.client import DEFAULT_BASE_URL
+    from .providers.openai.environment import is_openai_url
 
     model = args.model or environ.get("AGENTFLOW_MODEL") or DEFAULT_MODEL
     if args.offline:
@@ -139,6 +141,10 @@ def resolve_config(args: argparse.Namespace, environ: Mapping[str, str]) -> CliC
             "AGENTFLOW_MODEL), pass --base-url for a local OpenAI-compatible server, or add --offline "
             "to try the bundled scripted model"
         )
+    if api_key is not None and args.base_url and not args.api_key_env and not is_openai_url(args.base_url):
+        # OPENAI_API_KEY is OpenAI's key: it goes to a server named on the command line only when
+        # --api-key-env says so (the model classes keep the same rule for OPENAI_API_KEY).
+        api_key = None
     return CliConfig(model=model, base_url=base_url or DEFAULT_BASE_URL, api_key=api_key)
 
 

@@ -18,6 +18,7 @@ one loop serves both.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -40,6 +41,7 @@ from .client_base import ProtocolClient
 from .items import user_item
 from .memory import InMemoryMemory, Memory, check_memory
 from .options import AgentOptions, ModelSettings, explain_keywords, merge_settings
+from .overrides import active_override, override
 from .prompt import ModelClient
 from .responses_client import ResponsesModelClient
 from .run import AgentRun
@@ -199,6 +201,17 @@ def _check_factory(factory: Callable[..., Any]) -> None:
         ) from None
 
 
+def check_hosted_tools(tools: ToolRegistry, client: ModelClient) -> None:
+    """Refuse hosted tools with a Chat model, when the agent is built: not at the first model call of every
+    run (Chat Completions has no hosted tools)."""
+    if tools.hosted and isinstance(client, ChatModelClient):
+        kinds = ", ".join(repr(t.get("type")) for t in tools.hosted)
+        raise TypeError(
+            f"hosted tools ({kinds}) run on the Responses API only, and this model is used over Chat "
+            "Completions; pass an OpenAIResponsesModel as the model, or drop the hosted tools"
+        )
+
+
 class _SyncMemoryFactory:
     """A memory factory that is not a class: what it makes is checked (``check_memory``) by type, once."""
 
@@ -312,13 +325,7 @@ class Agent(RunStarter[OutputT]):
         self.model_client = as_model_client(model)
         self.runtime = resolve_runtime(runtime)
         self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
-        if self.tools.hosted and isinstance(self.model_client, ChatModelClient):
-            # Said now, not at the first model call of every run: Chat Completions has no hosted tools.
-            kinds = ", ".join(repr(t.get("type")) for t in self.tools.hosted)
-            raise TypeError(
-                f"hosted tools ({kinds}) run on the Responses API only, and this model is used over Chat "
-                "Completions; pass an OpenAIResponsesModel as the model, or drop the hosted tools"
-            )
+        check_hosted_tools(self.tools, self.model_client)
         self.system_prompt = _optional_text("system_prompt", system_prompt)
         self.instructions = _optional_text("instructions", instructions)
         self.options = _checked(options, AgentOptions) if options is not None else AgentOptions()
@@ -442,6 +449,27 @@ class Agent(RunStarter[OutputT]):
             self, name, description, timeout=timeout, forward_events=forward_events, session=session
         )
 
+    def override(
+        self,
+        *,
+        model: ModelLike | None = None,
+        tools: Iterable[ToolLike] | ToolRegistry | None = None,
+        settings: ModelSettings | None = None,
+        options: AgentOptions | None = None,
+    ) -> contextlib.AbstractContextManager[None]:
+        """Within the block, runs of this agent use ``model``, ``tools``, ``settings`` (merged over the
+        agent's, as a run's are) or ``options`` (in place of the agent's) — those given; for tests of code
+        that builds its agents itself. Only the task that enters the block, and tasks it starts there, see
+        it (``agentflow.agent.overrides``); the agent itself is left as it is.
+
+        >>> from agentflow.testing.fake import FakeModelClient, reply
+        >>> agent = Agent(FakeModelClient([]))
+        >>> with agent.override(model=FakeModelClient([reply("Hi!")])):
+        ...     agent.run_sync("Hello").output_text
+        'Hi!'
+        """
+        return override(self, model=model, tools=tools, settings=settings, options=options)
+
     def _output_type(self, value: Any) -> OutputType[Any] | None:
         """``value`` as this agent's runs can use it (``TypeError`` for a runtime or settings that cannot)."""
         spec = output_type_of(value)
@@ -458,20 +486,25 @@ class Agent(RunStarter[OutputT]):
         return spec
 
     def _run_config(
-        self, settings: object, options: object, spec: OutputType[Any] | None
+        self,
+        settings: object,
+        options: object,
+        spec: OutputType[Any] | None,
+        base_settings: ModelSettings,
+        base_options: AgentOptions,
     ) -> tuple[ModelSettings, AgentOptions]:
         """One run's model settings and options (``run(x, settings=..., options=...)``): ``settings`` merged
         over the agent's (``merge_settings``: what the run sets wins, what it leaves unset is the agent's),
         ``options`` in place of the agent's (every limit is the run's own: ``None`` there means no limit)."""
-        run_settings = self.settings
+        run_settings = base_settings
         if settings is not None:
-            run_settings = merge_settings(self.settings, _checked(settings, ModelSettings))
+            run_settings = merge_settings(base_settings, _checked(settings, ModelSettings))
             if spec is not None and run_settings.response_format is not None:
                 raise TypeError(
                     "this run's settings set response_format, and it has an output_type (its own or the "
                     "agent's), which sends its own: give one or the other (output_type=None reads free text)"
                 )
-        run_options = self.options if options is None else _checked(options, AgentOptions)
+        run_options = base_options if options is None else _checked(options, AgentOptions)
         return run_settings, run_options
 
     def _new_run(
@@ -494,8 +527,15 @@ class Agent(RunStarter[OutputT]):
     ) -> AgentRun[Any]:
         spec = self.output_type if output_type is AGENT_DEFAULT else self._output_type(output_type)
         run_settings, run_options = self.settings, self.options
+        model, tools = self.model_client, self.tools
+        override = active_override(self)
+        if override is not None:  # ``agent.override()`` (tests): the block's values, then the run's
+            model, tools = override.model or model, override.tools or tools
+            if override.settings is not None:
+                run_settings = merge_settings(run_settings, override.settings)
+            run_options = override.options or run_options
         if settings is not None or options is not None:  # the run's own (rare): nothing to build otherwise
-            run_settings, run_options = self._run_config(settings, options, spec)
+            run_settings, run_options = self._run_config(settings, options, spec, run_settings, run_options)
         text, items = input_items(input)
         if memory is None:
             memory = self._memory_factory()
@@ -520,8 +560,8 @@ class Agent(RunStarter[OutputT]):
             run_id=run_id,
             bus=bus,
             memory=memory,
-            model=self.model_client,
-            tools=self.tools,
+            model=model,
+            tools=tools,
             options=run_options,
             settings=run_settings,
             system_prompt=self.system_prompt,

@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 
-from ..model.errors import ModelError, header
+from ..model.errors import ModelError, ModelTimeoutError, header
 
 __all__ = ["NEVER_RETRIED_STATUSES", "RetryPolicy", "retry_after_seconds"]
 
@@ -85,6 +85,12 @@ class RetryPolicy:
 
     ``max_retries=2`` (the default) means at most 3 attempts. ``RetryPolicy.none()`` never retries.
 
+    A read timeout (``ModelTimeoutError`` with ``limit="read"``: the request was sent, and no answer came
+    within ``Timeout.read``) is not retried unless ``retry_read_timeouts=True``: the server got the request
+    and may still be generating the answer, and billing it, and the likeliest cause is an answer that takes
+    longer than the limit, which a retry repeats at the same cost. (The openai SDK retries it.) Connect
+    timeouts are retried: nothing was sent.
+
     >>> policy = RetryPolicy(jitter=0)
     >>> [policy.delay(n) for n in (1, 2, 3, 6)]
     [0.5, 1.0, 2.0, 8.0]
@@ -96,6 +102,7 @@ class RetryPolicy:
     multiplier: float = attrs.field(default=2.0, validator=_non_negative)
     jitter: float = attrs.field(default=0.25, validator=[_non_negative, attrs.validators.le(1.0)])
     max_retry_after: float = attrs.field(default=60.0, validator=_non_negative)
+    retry_read_timeouts: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
     rng: Callable[[], float] = attrs.field(default=random.random, repr=False, eq=False)
 
     @classmethod
@@ -112,6 +119,8 @@ class RetryPolicy:
         """Whether this failure is worth another attempt (ignoring how many were made)."""
         if not isinstance(error, ModelError):
             return False
+        if isinstance(error, ModelTimeoutError) and error.limit == "read":
+            return self.retry_read_timeouts
         if error.status in NEVER_RETRIED_STATUSES:
             return False
         should = header(error.headers, "x-should-retry") if error.headers else None

@@ -1,6 +1,7 @@
 """``Timeout``: the time limits of one model call, as a single value object (httpx style).
 
-Only data and validation live here; the client turns the limits into anyio cancel scopes.
+Only data and validation live here; the transport and the client enforce the limits (see
+``agentflow.http.transport`` for how).
 """
 
 from __future__ import annotations
@@ -43,19 +44,38 @@ def _check(_instance: object, attribute: attrs.Attribute[Any], value: float | No
 class Timeout:
     """Time limits in seconds; ``None`` means no limit.
 
-    - ``connect``: establishing the TCP/TLS connection (default 10 s, seed 003's connect timeout); waiting
-      for a free pooled connection is not part of it (only ``total`` bounds that);
-    - ``read``: the longest wait for the next piece of data — the response headers once the request is
-      sent, then every body chunk (default 60 s, seed 003's read timeout). A stream may last any time while
-      it flows;
+    - ``connect``: establishing the TCP/TLS connection (default 10 s); waiting for a free pooled
+      connection is not part of it (only ``total`` bounds that);
+    - ``read``: the longest wait for data, and so the time the model may take before its answer begins:
+      for a call that is not streamed, the whole answer (a server sends it only once all of it is
+      generated); for a stream, its response headers and then everything until its first event (text,
+      reasoning, a tool call). Default 600 s, as in the openai SDK: a reasoning model may think for
+      minutes before it writes anything;
+    - ``idle``: once a stream's answer has begun, the longest gap between two chunks (default 60 s), so a
+      stalled stream fails in a minute instead of ten. ``read`` bounds these gaps too: the shorter wins;
     - ``total``: the whole call, retries and back-off included (default none).
 
-    Exceeding any of them raises ``ModelTimeoutError`` (retryable).
+    Exceeding any of them raises ``ModelTimeoutError``, whose ``limit`` names the one. A ``read`` timeout is
+    not retried by default: the server got the request and may still be working on it (see
+    ``RetryPolicy.retry_read_timeouts``).
 
     >>> Timeout(read=5)
-    Timeout(connect=10.0, read=5, total=None)
+    Timeout(connect=10.0, read=5, total=None, idle=60.0)
+    >>> Timeout(read=5).stream_gap, Timeout().stream_gap, Timeout(read=None, idle=None).stream_gap
+    (5, 60.0, None)
     """
 
     connect: float | None = attrs.field(default=10.0, validator=_check)
-    read: float | None = attrs.field(default=60.0, validator=_check)
+    read: float | None = attrs.field(default=600.0, validator=_check)
     total: float | None = attrs.field(default=None, validator=_check)
+    # Last, so that the positional order of the first three stays what it always was.
+    idle: float | None = attrs.field(default=60.0, validator=_check)
+
+    @property
+    def stream_gap(self) -> float | None:
+        """The limit on a gap between chunks once a stream's answer began: the shorter of ``idle`` and
+        ``read`` (``None``: no limit)."""
+        idle, read = self.idle, self.read
+        if idle is None or read is None:
+            return read if idle is None else idle
+        return min(idle, read)

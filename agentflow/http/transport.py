@@ -3,11 +3,12 @@
 A transport sends one request. With ``stream=False`` it returns once the whole body is in (``read``
 hands it back); with ``stream=True`` once the headers are in, and the body is then read chunk by chunk
 (``next_chunk``). A transport enforces two of the ``Timeout`` limits itself: ``connect`` (opening a
-connection) and ``read`` (the longest wait for data: for the response once the request is sent, then
-for each next body chunk). Failures come out typed: ``ModelConnectionError`` (with the network error as
-``__cause__``) and ``ModelTimeoutError``, so the client above never sees aiohttp. Transports know
-nothing about JSON, SSE, retries or the total timeout (the client's anyio cancel scope). Request
-headers (which carry the API key) never appear in a repr or an error message.
+connection) and ``read`` / ``idle`` (the longest wait for data: ``read`` for the response once the request
+is sent, and for each next body chunk until the caller says the answer began; ``idle`` after that).
+Failures come out typed: ``ModelConnectionError`` (with the network error as ``__cause__``) and
+``ModelTimeoutError`` (whose ``limit`` names the limit), so the client above never sees aiohttp.
+Transports know nothing about JSON, SSE, retries or the total timeout (the client's anyio cancel scope).
+Request headers (which carry the API key) never appear in a repr or an error message.
 
 How ``AiohttpTransport`` enforces the limits — chosen for the per-chunk cost, which decides streaming CPU:
 - ``connect``: aiohttp's ``connect`` and ``sock_connect``: resolving the host name and opening a new
@@ -23,7 +24,11 @@ How ``AiohttpTransport`` enforces the limits — chosen for the per-chunk cost, 
   re-arm it on every chunk;
 - ``read``, streaming, between chunks: a watchdog timer armed once per ``read`` period, which counts only
   the time spent *waiting* in ``next_chunk`` (a slow consumer is not a slow server). Re-arming a timer or
-  entering a cancel scope per chunk would cost as much as a raw aiohttp loop spends per delta.
+  entering a cancel scope per chunk would cost as much as a raw aiohttp loop spends per delta;
+- ``idle``: once the client calls the response's ``answer_began`` (the stream's first model event), the
+  watchdog's period becomes ``Timeout.stream_gap``. Until then the wait is ``read``'s: a reasoning model may
+  think for minutes after the headers (and after the Responses API's ``response.created``) before its first
+  token, and a short idle limit there would cut it off, or worse, have it sent again.
 
 Closing the transport (``aclose``, which a model's ``aclose`` calls) while another task still waits on one of
 its calls fails that call with ``ModelConnectionError`` saying the session was closed: aiohttp itself would
@@ -68,7 +73,7 @@ from urllib.parse import urlsplit
 import aiohttp
 import anyio
 
-from ..model.errors import ModelConnectionError, ModelTimeoutError
+from ..model.errors import ModelConnectionError, ModelTimeoutError, TimeoutLimit, redact_url
 from .timeouts import Timeout
 
 if TYPE_CHECKING:
@@ -179,11 +184,17 @@ def _where(url: str) -> str:
 
 
 class AiohttpResponse:
-    """``HttpResponse`` over an ``aiohttp.ClientResponse`` (see the module notes on the read timeout)."""
+    """``HttpResponse`` over an ``aiohttp.ClientResponse`` (see the module notes on the read timeout).
+
+    A wait for the next chunk is bounded by ``read_timeout`` until the caller says the answer began
+    (``answer_began``), then by ``stream_gap`` (``Timeout.stream_gap``: the idle limit).
+    """
 
     __slots__ = (
         "_body",
         "_content",
+        "_gap",
+        "_limit",
         "_loop",
         "_read_timeout",
         "_reading",
@@ -201,11 +212,15 @@ class AiohttpResponse:
         body: bytes | None = None,
         loop: asyncio.AbstractEventLoop | None = None,
         reading: dict[aiohttp.StreamReader, str] | None = None,
+        *,
+        stream_gap: float | None = None,
     ) -> None:
         self._response = response
         self._content = response.content
         self._url = url
         self._read_timeout = read_timeout
+        self._gap = stream_gap
+        self._limit: TimeoutLimit = "read"  # which limit ``_read_timeout`` is now
         self._body = body
         self._loop = asyncio.get_running_loop() if loop is None else loop
         self._waiting_since = -1.0  # loop time when the pending next_chunk began waiting; -1: none
@@ -250,17 +265,31 @@ class AiohttpResponse:
         finally:
             self._waiting_since = -1.0
 
+    def answer_began(self) -> None:
+        """The caller's answer has begun (a stream's first event): from now on a wait for the next chunk is
+        bounded by the idle limit (``Timeout.stream_gap``) instead of ``Timeout.read``.
+
+        Not part of ``HttpResponse``: the client calls it when a response has it. Without it every wait is
+        bounded by ``read``.
+        """
+        if self._limit == "idle":
+            return
+        self._limit = "idle"
+        if self._gap != self._read_timeout:
+            self._read_timeout = self._gap
+            if self._watchdog is not None:
+                # Armed for the longer limit: the next wait arms one for the new limit.
+                self._watchdog.cancel()
+                self._watchdog = None
+
     def _check_stall(self) -> None:
         read = self._read_timeout
         assert read is not None
         since = self._waiting_since
         if since >= 0 and self._loop.time() - since >= read:
             self._watchdog = None
-            where = _where(self._url)
             # Wakes the pending readany() with this error; the response is unusable afterwards.
-            self._content.set_exception(
-                ModelTimeoutError(f"no data from {where} within the read timeout of {read} s")
-            )
+            self._content.set_exception(_stalled(self._url, read, self._limit))
             return
         base = since if since >= 0 else self._loop.time()
         self._watchdog = self._loop.call_at(base + read, self._check_stall)
@@ -278,13 +307,68 @@ class AiohttpResponse:
             self._response.close()
 
 
+def _stalled(url: str, seconds: float, limit: TimeoutLimit) -> ModelTimeoutError:
+    """The error of a stream that sent nothing for ``seconds``: before its answer began (``read``), or
+    during it (``idle``)."""
+    where = redact_url(url)
+    if limit == "idle":
+        return ModelTimeoutError(
+            f"the stream from {where} stalled: no data for {seconds:g} s once the answer had begun (the "
+            "idle timeout; Timeout(idle=...) sets it)",
+            limit="idle",
+        )
+    return ModelTimeoutError(
+        f"no answer from {where} within the read timeout of {seconds:g} s: the stream began but its answer "
+        "did not (a reasoning model may think for minutes first); raise read_timeout= (or Timeout(read=...))",
+        limit="read",
+    )
+
+
 def _failure(
     url: str, exc: BaseException, read_timeout: float | None
 ) -> ModelConnectionError | ModelTimeoutError:
-    where = _where(url)
     if isinstance(exc, aiohttp.ServerTimeoutError):
-        return ModelTimeoutError(f"no data from {where} within the read timeout of {read_timeout} s")
-    return ModelConnectionError(f"connection to {where} lost while reading the response: {_describe(exc)}")
+        return ModelTimeoutError(
+            f"no data from {redact_url(url)} within the read timeout of {read_timeout} s", limit="read"
+        )
+    return ModelConnectionError(
+        f"connection to {_where(url)} lost while reading the response: {_describe(exc)}"
+    )
+
+
+def _not_sent(url: str, exc: BaseException) -> ModelConnectionError:
+    """The error of a request that failed on the network: it names the URL and says what to check."""
+    target = redact_url(url)
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        host = urlsplit(url).hostname
+        return ModelConnectionError(
+            f"could not reach {target}: the host name {host!r} does not resolve ({_describe(exc)}); check "
+            "base_url's host, or your network (or proxy: AiohttpTransport(trust_env=True) uses HTTPS_PROXY)"
+        )
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return ModelConnectionError(
+            f"could not connect to {target} ({_describe(exc)}): is the server running, and is base_url's "
+            "host and port right?"
+        )
+    return ModelConnectionError(f"request to {target} failed: {_describe(exc)}")
+
+
+def _no_answer(url: str, read: float, stream: bool) -> ModelTimeoutError:
+    """The error of a request that got no answer within the read timeout (aiohttp's ``sock_read``)."""
+    where = redact_url(url)
+    if stream:
+        return ModelTimeoutError(
+            f"no response headers from {where} within the read timeout of {read:g} s; raise read_timeout= "
+            "(or Timeout(read=...)) if the server answers that slowly",
+            limit="read",
+        )
+    return ModelTimeoutError(
+        f"no answer from {where} within the read timeout of {read:g} s: a call that is not streamed gets its "
+        "answer only once all of it is generated, which can take minutes (a reasoning model, a long output); "
+        "raise read_timeout= (or Timeout(read=...)), or stream the call (model.stream(), agent.stream()): "
+        "once a stream's answer begins only the gaps between its chunks are limited (Timeout.idle)",
+        limit="read",
+    )
 
 
 def _closed_by_aiohttp(exc: RuntimeError) -> bool:
@@ -615,7 +699,10 @@ class AiohttpTransport:
             if stream:
                 if scope is not None and scope.cancelled_caught:
                     raise ModelTimeoutError(
-                        f"no response headers from {_where(url)} within {wait:g} s (connect + read)"
+                        f"no response headers from {redact_url(url)} within {wait:g} s (the connect and "
+                        "read timeouts: the server got the request and has not answered); raise "
+                        "read_timeout= (or Timeout(read=...)) if the server answers that slowly",
+                        limit="read",
                     )
                 _stop_socket_timer(response)
                 data = None
@@ -628,19 +715,19 @@ class AiohttpTransport:
                 finally:
                     reading.pop(response.content, None)
         except aiohttp.ConnectionTimeoutError as exc:
-            where = _where(url)
-            raise ModelTimeoutError(f"connecting to {where} timed out after {timeout.connect} s") from exc
+            raise ModelTimeoutError(
+                f"connecting to {_where(url)} timed out after {timeout.connect or 0.0:g} s: is the host "
+                "reachable (base_url, a firewall, a proxy)? Timeout(connect=...) sets the limit",
+                limit="connect",
+            ) from exc
         except aiohttp.ServerTimeoutError as exc:
-            where = _where(url)
-            awaited = "response headers" if stream else "complete response"
-            message = f"no {awaited} from {where} within the read timeout of {timeout.read} s"
-            raise ModelTimeoutError(message) from exc
+            raise _no_answer(url, timeout.read or 0.0, stream) from exc
         except (aiohttp.ClientError, OSError) as exc:
             if pool.closed:  # the server did not drop it: we did
                 raise _closed(url, "waiting for the response from") from exc
             if isinstance(exc, SSLCertVerificationError):  # aiohttp's certificate error is one too
                 raise _certificate_failure(url, exc) from exc
-            raise ModelConnectionError(f"request to {_where(url)} failed: {_describe(exc)}") from exc
+            raise _not_sent(url, exc) from exc
         except RuntimeError as exc:
             if not _closed_by_aiohttp(exc):
                 raise
@@ -655,7 +742,11 @@ class AiohttpTransport:
                 "every host): keep one of them",
                 retryable=False,
             ) from exc
-        return AiohttpResponse(response, url, timeout.read, data, loop, pool.reading if stream else None)
+        if not stream:
+            return AiohttpResponse(response, url, timeout.read, data, loop)
+        return AiohttpResponse(
+            response, url, timeout.read, data, loop, pool.reading, stream_gap=timeout.stream_gap
+        )
 
     async def aclose(self) -> None:
         """Close the calling event loop's pool (a session passed in stays open).

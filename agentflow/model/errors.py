@@ -6,8 +6,10 @@ the request URL, never from request headers.
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import orjson
@@ -27,8 +29,11 @@ __all__ = [
     "ResponseNotFinishedError",
     "ServerError",
     "StreamCutOffError",
+    "TimeoutLimit",
     "error_from_payload",
     "error_from_status",
+    "extend_message",
+    "page_summary",
 ]
 
 
@@ -101,10 +106,30 @@ class ServerError(ModelError):
     retryable_by_default = True
 
 
+TimeoutLimit = Literal["connect", "read", "idle", "total"]
+"""Which ``Timeout`` limit a ``ModelTimeoutError`` exceeded."""
+
+
 class ModelTimeoutError(ModelError):
-    """Connecting or waiting for the next chunk took longer than the configured timeout."""
+    """A call exceeded one of its ``Timeout`` limits; ``limit`` says which (``None`` when a transport of
+    your own did not say).
+
+    - ``"connect"``: opening the connection. The request was not sent: retryable.
+    - ``"read"``: the answer did not come (or begin, for a stream) in time. The request was sent, and the
+      server may still be working on it, and billing it: not retryable unless the ``RetryPolicy`` says
+      ``retry_read_timeouts=True``.
+    - ``"idle"``: a stream whose answer had begun stalled. Never retried (its answer began), but marked
+      retryable: the same request could well succeed.
+    - ``"total"``: the whole call, retries included, ran out of time.
+    """
 
     retryable_by_default = True
+
+    def __init__(self, message: str, *, limit: TimeoutLimit | None = None, **kwargs: Any) -> None:
+        if limit == "read":
+            kwargs.setdefault("retryable", False)
+        super().__init__(message, **kwargs)
+        self.limit = limit
 
 
 class ModelConnectionError(ModelError):
@@ -175,6 +200,15 @@ class ResponseNotFinishedError(ModelError):
 
 
 _EXCERPT_CHARS = 200  # of a body, in an error message
+# An HTML page (a proxy's, a web server's error page) is shown by its title, not as markup.
+_HTML_START = re.compile(r"\s*(<!--.*?-->\s*)*<(!doctype\s+html|html|head|body|title)\b", re.I | re.S)
+_HTML_TITLE = re.compile(r"<title[^>]*>(.*?)</title\s*>", re.I | re.S)
+_HTML_HIDDEN = re.compile(r"<(head|script|style)\b.*?</\1\s*>", re.I | re.S)
+_HTML_TAG = re.compile(r"<[^>]*>")
+# What a server says when the route itself is unknown (nginx, Go's mux as in Ollama, FastAPI as in vLLM):
+# the base URL is wrong, not the model.
+_NO_SUCH_ROUTE = frozenset({"not found", "404 page not found", "404 not found", "404: not found"})
+_ENDPOINTS = ("/chat/completions", "/responses")
 _DETAIL_ITEMS = 5  # validation errors named in a message; the rest are counted
 
 
@@ -186,6 +220,37 @@ def body_excerpt(text: str) -> str:
     """
     excerpt = " ".join(text.split())
     return excerpt if len(excerpt) <= _EXCERPT_CHARS else excerpt[:_EXCERPT_CHARS] + "…"
+
+
+def page_summary(text: str) -> str:
+    """A body as an error message shows it: an HTML page by its ``<title>`` (else its text, tags dropped),
+    anything else by its start; at most 200 characters. The body itself stays whole in ``ModelError.body``.
+
+    >>> page_summary("<!DOCTYPE html><html><head><title>404 Not Found</title></head><body>…</body></html>")
+    "an HTML page titled '404 Not Found'"
+    >>> page_summary("<html><body><h1>Welcome to nginx!</h1></body></html>")
+    'an HTML page: Welcome to nginx!'
+    >>> page_summary("404 page not found")
+    '404 page not found'
+    """
+    if not _HTML_START.match(text):
+        return body_excerpt(text)
+    title = _HTML_TITLE.search(text)
+    if title is not None and title.group(1).strip():
+        return f"an HTML page titled {body_excerpt(html.unescape(title.group(1)))!r}"
+    words = body_excerpt(html.unescape(_HTML_TAG.sub(" ", _HTML_HIDDEN.sub(" ", text))))
+    return f"an HTML page: {words}" if words else "an HTML page"
+
+
+def extend_message(error: ModelError, detail: str) -> ModelError:
+    """Append ``detail`` (a hint, the attempts made) to ``error``'s message, in place; return ``error``.
+
+    >>> extend_message(ModelError("HTTP 500: boom"), "gave up after 3 attempts").message
+    'HTTP 500: boom; gave up after 3 attempts'
+    """
+    error.message = f"{error.message}; {detail}"
+    error.args = (error.message,)
+    return error
 
 
 def redact_url(url: str) -> str:
@@ -411,12 +476,15 @@ def error_from_status(
     """A typed error for a non-2xx HTTP response, with the body kept verbatim.
 
     The message is the server's: its error object's message (any shape ``error_from_payload`` reads), else
-    the start of the body (plain text, an HTML error page), and names ``url`` (the request's, redacted), so
-    a wrong ``base_url`` shows in it. A redirect (3xx) is a ``RedirectError`` naming its ``Location``,
-    resolved against ``url``.
+    the start of the body (plain text; an HTML error page by its title: ``page_summary``), and names ``url``
+    (the request's, redacted), so a wrong ``base_url`` shows in it. A 404 that names no model (a bare
+    "Not Found", a page) means the path is unknown: the message then says how to fix ``base_url``. A
+    redirect (3xx) is a ``RedirectError`` naming its ``Location``, resolved against ``url``.
 
-    >>> error_from_status(404, b"404 page not found", url="http://localhost/v1/chat/completions")
-    NotFoundError('HTTP 404: 404 page not found (POST http://localhost/v1/chat/completions)', status=404)
+    >>> error_from_status(404, b"404 page not found", url="http://localhost:11434/v1/v1/chat/completions")
+    ... # doctest: +NORMALIZE_WHITESPACE
+    NotFoundError('HTTP 404: 404 page not found (POST http://localhost:11434/v1/v1/chat/completions); the
+    server has no /v1/v1/chat/completions: check base_url', status=404)
     """
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
     if 300 <= status < 400:
@@ -426,7 +494,36 @@ def error_from_status(
     except orjson.JSONDecodeError:
         payload = None
     # A body with no message the error shapes name (plain text, HTML, unknown JSON) is its own best message.
-    default = body_excerpt(text) or f"request failed with HTTP {status}"
-    return error_from_payload(
+    default = page_summary(text) or f"request failed with HTTP {status}"
+    error = error_from_payload(
         payload, status=status, body=text, default_message=default, headers=headers, url=url
     )
+    if status == 404 and url is not None and _no_such_route(payload):
+        extend_message(error, _endpoint_hint(url))
+    return error
+
+
+def _no_such_route(payload: Any) -> bool:
+    """Whether a 404's body says the path is unknown (no error object, or a bare "Not Found"), rather than
+    naming what was not found (a model: OpenAI's ``model_not_found``, vLLM's, Ollama's messages)."""
+    message = _error_object(payload).get("message")
+    return not message or (isinstance(message, str) and message.strip(" .").lower() in _NO_SUCH_ROUTE)
+
+
+def _endpoint_hint(url: str) -> str:
+    """What to do about a 404 for an unknown path: the base URL is wrong."""
+    parts = urlsplit(url)
+    path = parts.path.rstrip("/")
+    for endpoint in _ENDPOINTS:
+        if path.endswith(endpoint + endpoint):
+            return (
+                f"base_url already ends with {endpoint}: drop it (base_url is the part before the endpoint, "
+                f"such as {parts.scheme}://{parts.netloc.rpartition('@')[2]}/v1)"
+            )
+    hint = f"the server has no {path or '/'}: check base_url"
+    if "v1" not in path.split("/"):
+        root = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
+        hint += f" (OpenAI-compatible servers usually serve under /v1: base_url='{root}/v1')"
+    elif path.endswith("/responses"):
+        hint += ", or the server lacks the Responses API (OpenAIChatModel speaks Chat Completions)"
+    return hint

@@ -7,6 +7,7 @@ server's own defaults apply otherwise.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from difflib import get_close_matches
 from typing import Any
 
 import attrs
@@ -164,20 +165,76 @@ class ChatRequest:
 
 
 _OVERRIDABLE = frozenset(field.name for field in attrs.fields(ChatParameters)) - {"custom"}
+_EXTRA_BODY = "extra_body"
+
+# Names an openai SDK user (or a reader of ChatParameters) tries, and where each thing goes instead. Per call:
+_CALL_HINTS: dict[str, str] = {
+    "custom_parameters": "provider-specific body fields for one call go in extra_body={...} (or "
+    "ChatParameters(custom={...}) in a ChatRequest); custom_parameters= on the model sets them for every "
+    "call",
+    "extra_headers": "headers are set on the model, for every call: custom_headers={...} (a model with "
+    "other headers for other calls)",
+    "extra_query": "query parameters go in the model's base_url ('https://host/v1?api-version=...'), sent "
+    "with every call",
+    "timeout": "time limits are set on the model: read_timeout=..., or timeout=Timeout(...)",
+    "stream": "call model.stream(...) for a streamed answer",
+}
+_CALL_HINTS["custom"] = _CALL_HINTS["custom_parameters"]
+_CALL_HINTS["custom_headers"] = _CALL_HINTS["default_headers"] = _CALL_HINTS["extra_headers"]
+# On a model, as keywords of its constructor (the HTTP options are checked before these):
+_MODEL_HINTS: dict[str, str] = {
+    "custom": "provider-specific body fields go in custom_parameters={...} (or extra_body={...})",
+}
 
 
-def parameters_from(values: Mapping[str, Any], where: str) -> ChatParameters:
-    """``ChatParameters`` from keyword values (a model's defaults, a call's overrides), named ``where`` in
-    the error. ``TypeError`` for a name that is no field (``custom`` included: provider-specific fields go
-    in the model's ``custom_parameters``); a bad value raises its own error.
+def parameters_from(values: Mapping[str, Any], where: str, *, per_call: bool = True) -> ChatParameters:
+    """``ChatParameters`` from keyword values: a call's overrides (``per_call``) or a model's defaults
+    (``per_call=False``), named ``where`` in the error.
 
-    >>> parameters_from({"temperature": 0}, "override").temperature
-    0
+    ``extra_body`` (the openai SDK's name) is accepted as ``custom``: provider-specific top-level body
+    fields. Any other name that is no field raises ``TypeError`` saying where that option goes instead
+    (``custom_parameters`` and ``extra_headers`` on a call, a misspelt field…); a bad value raises its own
+    error.
+
+    >>> parameters_from({"temperature": 0, "extra_body": {"top_k": 5}}, "override")
+    ... # doctest: +ELLIPSIS
+    ChatParameters(model=None, temperature=0, ..., custom={'top_k': 5})
+    >>> parameters_from({"temprature": 0}, "parameter override(s)")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: unknown parameter override(s) ['temprature'] (did you mean 'temperature'?); ...
     """
-    unknown = set(values) - _OVERRIDABLE
+    unknown = set(values) - _OVERRIDABLE - {_EXTRA_BODY}
     if unknown:
+        raise TypeError(_unknown_message(unknown, where, per_call))
+    if _EXTRA_BODY not in values:
+        return ChatParameters(**values)
+    fields = dict(values)
+    extra = fields.pop(_EXTRA_BODY)
+    if extra is None:
+        return ChatParameters(**fields)
+    if not isinstance(extra, Mapping):
         raise TypeError(
-            f"unknown {where} {sorted(unknown)}; expected ChatParameters fields: {sorted(_OVERRIDABLE)} "
-            "(put provider-specific fields in custom_parameters)"
+            f"extra_body must be a mapping of provider-specific body fields, such as {{'top_k': 20}}, not "
+            f"{type(extra).__name__}"
         )
-    return ChatParameters(**values)
+    return ChatParameters(**fields, custom=dict(extra))
+
+
+def _unknown_message(unknown: set[str], where: str, per_call: bool) -> str:
+    names = sorted(unknown)
+    hints = _CALL_HINTS if per_call else _MODEL_HINTS
+    notes = [hints[name] for name in names if name in hints]
+    guesses = {
+        name: close[0]
+        for name in names
+        if name not in hints and (close := get_close_matches(name, _OVERRIDABLE, 1))
+    }
+    guess = "".join(f" (did you mean {guessed!r}?)" for guessed in guesses.values())
+    if not notes:
+        home = "extra_body={...} on the call" if per_call else "custom_parameters={...}"
+        notes.append(f"provider-specific body fields go in {home}")
+    return (
+        f"unknown {where} {names}{guess}; expected ChatParameters fields: {sorted(_OVERRIDABLE)}; "
+        + "; ".join(notes)
+    )

@@ -99,10 +99,27 @@ async def test_agent_logic_without_http() -> None:
 # --8<-- [end:fake]
 
 
+# --8<-- [start:override]
+support_agent = Agent(FakeModelClient([]), tools=[get_price])  # built once by the application
+
+
+async def test_the_application_s_agent_over_a_fake_model() -> None:
+    fake = FakeModelClient([reply("We are open 9 to 5.")])
+    with support_agent.override(model=fake):
+        result = await support_agent.run("When are you open?")  # or the app code that runs it
+
+    assert result.output_text == "We are open 9 to 5."
+    assert fake.prompts[0].tools[0].name == "get_price"
+
+
+# --8<-- [end:override]
+
+
 async def main() -> None:
     await test_agent_answers_with_the_tool_result()
     await test_rate_limit_is_retried_then_reported()
     await test_agent_logic_without_http()
+    await test_the_application_s_agent_over_a_fake_model()
     print("all passed")
 
 

@@ -201,9 +201,13 @@ def test_the_endpoint_comes_from_the_arguments_then_the_environment() -> None:
     )
     env = {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": "http://gw/v1", "AGENTFLOW_MODEL": "m1"}
     assert resolve_config(_args(), env) == CliConfig("m1", "http://gw/v1", "k")
+    # OpenAI's key from the environment goes to a server named on the command line only when asked
     assert resolve_config(_args("--base-url", "http://x/v1", "--model", "m2"), env) == CliConfig(
-        "m2", "http://x/v1", "k"
+        "m2", "http://x/v1", None
     )
+    named = _args("--base-url", "http://x/v1", "--api-key-env", "OPENAI_API_KEY")
+    assert resolve_config(named, env).api_key == "k"
+    assert resolve_config(_args("--base-url", "https://api.openai.com/v1"), env).api_key == "k"
     # a local server needs no key
     assert resolve_config(_args("--base-url", "http://localhost:11434/v1"), {}).api_key is None
     assert resolve_config(_args("--api-key-env", "K2"), {"K2": "k2"}).api_key == "k2"

@@ -114,11 +114,15 @@ def test_policy_values_are_validated() -> None:
         RetryPolicy(jitter=1.5)
 
 
-def test_timeout_defaults_follow_seed_003() -> None:
-    assert Timeout() == Timeout(connect=10.0, read=60.0, total=None)
+def test_timeout_defaults_give_an_answer_ten_minutes_and_a_stream_gap_one() -> None:
+    # read: the openai SDK's 600 s, the time a reasoning model may take; idle: seed 003's 60 s read timeout,
+    # between the chunks of a stream whose answer began.
+    assert Timeout() == Timeout(connect=10.0, read=600.0, total=None, idle=60.0)
+    assert Timeout().stream_gap == 60.0
+    assert Timeout(read=5).stream_gap == 5  # read bounds every wait, the gaps of a stream too
 
 
-@pytest.mark.parametrize("field", ["connect", "read", "total"])
+@pytest.mark.parametrize("field", ["connect", "read", "total", "idle"])
 def test_timeout_rejects_non_positive_values(field: str) -> None:
     with pytest.raises(ValueError, match=field):
         Timeout(**{field: 0})

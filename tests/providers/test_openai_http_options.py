@@ -70,7 +70,9 @@ def test_retry_as_a_count_says_how_to_make_a_policy(build: Build) -> None:
 @BUILDERS
 def test_base_url_and_api_key_must_be_text(build: Build) -> None:
     with pytest.raises(
-        TypeError, match=r"^base_url must be a str such as 'https://api\.openai\.com/v1', got int 1$"
+        TypeError,
+        match=r"^base_url must be a str such as 'https://api\.openai\.com/v1' \(or None: \$OPENAI_BASE_URL, "
+        r"else OpenAI's\), got int 1$",
     ):
         build(base_url=1)
     with pytest.raises(TypeError) as caught:

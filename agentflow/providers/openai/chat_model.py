@@ -17,7 +17,6 @@ import attrs
 from ...http.retry import RetryPolicy
 from ...http.timeouts import Timeout
 from ...http.transport import HttpTransport
-from ...model.events import ModelRetry
 from ...model.messages import Message
 from ...model.protocol import RequestLike
 from ...model.request import ChatParameters, ChatRequest, coerce_messages, parameters_from
@@ -31,7 +30,7 @@ from .chat_codec import (
     encode_parameters,
 )
 from .chat_stream import ChatStreamDecoder
-from .client import DEFAULT_BASE_URL, OpenAIHttpClient, check_sdk_keywords, redact_url
+from .client import OnRetry, OpenAIHttpClient, check_sdk_keywords, redact_url
 from .think_tags import DEFAULT_THINK_TAGS, ThinkTags, check_think_tags
 
 __all__ = ["OpenAIChatModel"]
@@ -43,11 +42,17 @@ class OpenAIChatModel:
     """A chat model speaking OpenAI Chat Completions, blocking (``chat``) and streaming (``stream``).
 
     ``OpenAIChatModel(base_url=…, api_key=…, model=…, **defaults)``: ``defaults`` are ``ChatParameters``
-    fields (``temperature=0.2``, ``max_tokens=…``, ``tools=…``); ``custom_parameters`` are extra top-level
-    body fields (standard fields win over them); ``custom_headers`` are sent after the standard headers.
-    ``connect_timeout`` / ``read_timeout`` (seconds) adjust ``timeout`` (a ``Timeout``); ``retry`` is the
-    ``RetryPolicy``. ``api_key`` is sent as ``Authorization: Bearer …`` only when set — it is never read
-    from the environment implicitly and never shown in a repr, an error or an event.
+    fields (``temperature=0.2``, ``max_tokens=…``, ``tools=…``); ``custom_parameters`` (or ``extra_body``,
+    the openai SDK's name) are extra top-level body fields (standard fields win over them);
+    ``custom_headers`` are sent after the standard headers. ``connect_timeout`` / ``read_timeout``
+    (seconds) adjust ``timeout`` (a ``Timeout``); ``retry`` is the ``RetryPolicy``; ``sleep`` (async) the
+    back-off's wait; ``on_retry`` (a plain or an async function) hears of every retry.
+
+    ``api_key`` is sent as ``Authorization: Bearer …`` when set, and never shown in a repr, an error or an
+    event. Left out, it is read from ``OPENAI_API_KEY``, but only for OpenAI's own base URL or one that
+    came from ``OPENAI_BASE_URL`` (which ``base_url`` left out is read from): a key from the environment
+    never goes to a server you named yourself. ``api_key=""`` sends no key at all (see
+    ``agentflow.providers.openai.environment``).
 
     Options for compatible servers (see docs/model/chat-completions.md):
 
@@ -93,7 +98,7 @@ class OpenAIChatModel:
     def __init__(
         self,
         *,
-        base_url: str = DEFAULT_BASE_URL,
+        base_url: str | None = None,
         api_key: str | None = None,
         model: str | None = None,
         custom_parameters: Mapping[str, Any] | None = None,
@@ -104,7 +109,7 @@ class OpenAIChatModel:
         read_timeout: float | None = None,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], Awaitable[None]] | None = None,
-        on_retry: Callable[[ModelRetry], None] | None = None,
+        on_retry: OnRetry | None = None,
         stream_usage: bool = True,
         max_tokens_field: MaxTokensField | None = None,
         max_event_bytes: int | None = None,
@@ -119,8 +124,10 @@ class OpenAIChatModel:
         # Bound once: ``post_json`` and ``stream`` take a one-argument decoder and a decoder factory.
         self._decode: Callable[[Any], ChatResponse] = functools.partial(decode_chat_response, think_tags=tags)
         self._decoder: Callable[[], ChatStreamDecoder] = functools.partial(ChatStreamDecoder, think_tags=tags)
-        params = parameters_from(defaults, "OpenAIChatModel keyword(s)")
-        self._defaults = attrs.evolve(params, model=model, custom=dict(custom_parameters or {}))
+        params = parameters_from(defaults, "OpenAIChatModel keyword(s)", per_call=False)
+        # ``extra_body=`` (in ``params.custom``) joins ``custom_parameters``; its keys win, as on Responses.
+        custom = {**(custom_parameters or {}), **params.custom}
+        self._defaults = attrs.evolve(params, model=model, custom=custom)
         self._last_merge: tuple[ChatParameters, ChatParameters] | None = None
         self._last_encoding: tuple[ChatParameters, dict[str, Any]] | None = None
         self._client = OpenAIHttpClient(
@@ -228,7 +235,8 @@ class OpenAIChatModel:
     async def chat(self, request: RequestLike, /, **overrides: Any) -> ChatResponse:
         """Send the request and return the whole response (retried per the policy).
 
-        ``overrides`` are ``ChatParameters`` fields for this call only, e.g. ``temperature=0``.
+        ``overrides`` are ``ChatParameters`` fields for this call only, e.g. ``temperature=0``, and
+        ``extra_body={...}`` for provider-specific body fields (``ChatParameters.custom``).
         """
         messages, params = self._merge(request, overrides)
         body = self._body(messages, params, stream=False)

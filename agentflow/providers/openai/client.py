@@ -10,11 +10,16 @@ other modules import from here (``DEFAULT_BASE_URL``, ``StreamDecoder``, ``check
 ``normalize_base_url``, ``redact_url``) are re-exported.
 
 The API key lives only in the ``Authorization`` header sent on the wire: never in a repr, a log line, an
-exception message or an event.
+exception message or an event. Where it comes from when none is given is ``environment``'s rule.
+
+Callbacks: ``on_retry`` may be a plain or an async function (its awaitable is awaited); one that raises is
+logged (``ERROR`` on ``agentflow.http``) and the call goes on, as an event callback's failure leaves a run
+going. ``sleep`` must be an async function: a blocking one (``time.sleep``) would stall the event loop.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
@@ -30,17 +35,20 @@ from ...http.sse import DEFAULT_MAX_EVENT_BYTES, SseDecoder
 from ...http.timeouts import Timeout
 from ...http.transport import AiohttpTransport, HttpResponse, HttpTransport
 from ...model.errors import (
+    AuthenticationError,
     ModelConnectionError,
     ModelError,
     ModelTimeoutError,
     ProtocolError,
     body_excerpt,
     error_from_status,
+    extend_message,
     redact_url,
 )
 from ...model.events import ModelEvent, ModelRetry
 from ...model.retries import retry_listener
 from .base_url import DEFAULT_BASE_URL, join_url, normalize_base_url
+from .environment import ENV_API_KEY, ENV_BASE_URL, resolve_endpoint
 from .http_options import check_http_options, check_sdk_keywords
 from .stream_decoding import StreamDecoder, not_a_stream, partial_of
 
@@ -66,6 +74,12 @@ _EXCERPT_BYTES = 4096  # read of such a page, kept as the error's body
 _JSON_BODY_BYTES = 64 * 1024  # read of a JSON body answered in place of an event stream
 # Failures of a stream's body, not of what it said: the decoder still holds what arrived before them.
 _BODY_FAILURES = (ModelConnectionError, ModelTimeoutError)
+# Custom headers that carry a credential of their own (Azure's api-key, gateways' keys and tokens): with one,
+# a request without Authorization is not a request without a key.
+_CREDENTIAL_WORDS = ("auth", "key", "token", "secret")
+
+OnRetry = Callable[[ModelRetry], object]
+"""An ``on_retry`` callback: a plain function, or an async one (whatever awaitable it returns is awaited)."""
 
 log = logging.getLogger("agentflow.http")
 
@@ -75,21 +89,26 @@ T = TypeVar("T")
 class OpenAIHttpClient:
     """HTTP client for OpenAI-compatible servers: JSON POSTs and SSE streams, with retries and timeouts.
 
+    ``base_url`` and ``api_key`` left out (``None``) are looked up as ``environment.resolve_endpoint`` says:
+    ``OPENAI_BASE_URL``, else OpenAI's; ``OPENAI_API_KEY`` only for OpenAI's own URL or one that came from
+    ``OPENAI_BASE_URL``. ``api_key=""`` sends no key whatever the environment holds.
     ``transport`` defaults to an ``AiohttpTransport`` owned (and closed) by this client; a transport you
     pass is yours to close. ``headers`` are sent after the standard ones (so they may replace them).
     ``timeout`` defaults to ``Timeout()``; ``connect_timeout`` / ``read_timeout`` (seconds) override its two
-    limits. ``retry`` defaults to ``RetryPolicy()``. ``sleep`` replaces ``anyio.sleep`` for the back-off
-    (tests record delays with it); ``on_retry`` is told about every retry, before its wait (a stream also
-    yields it as a ``ModelRetry`` event). ``max_event_bytes`` caps one server-sent event of a stream (default
-    8 MiB): a larger one raises ``ProtocolError`` instead of growing without bound. Both models build their
-    client from their own keywords of the same names. Each option's type is checked here, so a wrong one
-    (``timeout=30``, ``retry=3``) fails at construction with a ``TypeError`` that says what to pass.
+    limits. ``retry`` defaults to ``RetryPolicy()``. ``sleep`` (an async function) replaces ``anyio.sleep``
+    for the back-off (tests record delays with it); ``on_retry`` (plain or async) is told about every retry,
+    before its wait (a stream also yields it as a ``ModelRetry`` event). ``max_event_bytes`` caps one
+    server-sent event of a stream (default 8 MiB): a larger one raises ``ProtocolError`` instead of growing
+    without bound. Both models build their client from their own keywords of the same names. Each option's
+    type is checked here, so a wrong one (``timeout=30``, ``retry=3``, ``sleep=time.sleep``) fails at
+    construction with a ``TypeError`` that says what to pass.
 
     >>> OpenAIHttpClient(base_url="http://127.0.0.1:8000", api_key="sk-secret")
     OpenAIHttpClient(base_url='http://127.0.0.1:8000/v1', api_key=<set>)
     """
 
     __slots__ = (
+        "_auth_note",
         "_base",
         "_has_key",
         "_json_headers",
@@ -107,7 +126,7 @@ class OpenAIHttpClient:
     def __init__(
         self,
         *,
-        base_url: str = DEFAULT_BASE_URL,
+        base_url: str | None = None,
         api_key: str | None = None,
         headers: Mapping[str, str] | None = None,
         transport: HttpTransport | None = None,
@@ -116,7 +135,7 @@ class OpenAIHttpClient:
         read_timeout: float | None = None,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], Awaitable[None]] | None = None,
-        on_retry: Callable[[ModelRetry], None] | None = None,
+        on_retry: OnRetry | None = None,
         max_event_bytes: int | None = None,
     ) -> None:
         check_http_options(
@@ -132,8 +151,17 @@ class OpenAIHttpClient:
             on_retry=on_retry,
             max_event_bytes=max_event_bytes,
         )
-        self._base, self._query = normalize_base_url(base_url)
+        endpoint = resolve_endpoint(base_url, api_key, headers)
+        try:
+            self._base, self._query = normalize_base_url(endpoint.base_url)
+        except ValueError as exc:
+            if not endpoint.base_from_env:
+                raise
+            raise ValueError(f"{exc} (it came from the {ENV_BASE_URL} environment variable)") from None
+        api_key = endpoint.api_key
         extra = _EMPTY if headers is None else headers
+        if endpoint.headers:
+            extra = {**endpoint.headers, **extra}
         limits = Timeout() if timeout is None else timeout
         if connect_timeout is not None:
             limits = attrs.evolve(limits, connect=connect_timeout)
@@ -146,12 +174,13 @@ class OpenAIHttpClient:
         # Custom headers come last, so a gateway may replace any default (e.g. its own auth header).
         self._json_headers = {**common, "Accept": "application/json", **extra}
         self._stream_headers = {**common, "Accept": "text/event-stream", **extra}
+        self._auth_note = _auth_note(api_key, endpoint.key_from_env, extra)
         self._owns_transport = transport is None
         self._transport: HttpTransport = AiohttpTransport() if transport is None else transport
         self._timeout = limits
         self._retry = RetryPolicy() if retry is None else retry
         self._sleep: Callable[[float], Awaitable[None]] = anyio.sleep if sleep is None else sleep
-        self._on_retry = on_retry
+        self._on_retry: OnRetry | None = on_retry
         self._max_event_bytes = DEFAULT_MAX_EVENT_BYTES if max_event_bytes is None else max_event_bytes
 
     def __repr__(self) -> str:
@@ -196,7 +225,7 @@ class OpenAIHttpClient:
 
     @overload
     async def post_json(
-        self, path: str, body: Mapping[str, Any], *, on_retry: Callable[[ModelRetry], None] | None = None
+        self, path: str, body: Mapping[str, Any], *, on_retry: OnRetry | None = None
     ) -> Any: ...
 
     @overload
@@ -206,7 +235,7 @@ class OpenAIHttpClient:
         body: Mapping[str, Any],
         *,
         decode: Callable[[Any], T],
-        on_retry: Callable[[ModelRetry], None] | None = None,
+        on_retry: OnRetry | None = None,
     ) -> T: ...
 
     async def post_json(
@@ -215,7 +244,7 @@ class OpenAIHttpClient:
         body: Mapping[str, Any],
         *,
         decode: Callable[[Any], Any] | None = None,
-        on_retry: Callable[[ModelRetry], None] | None = None,
+        on_retry: OnRetry | None = None,
     ) -> Any:
         """POST ``body`` as JSON and return the decoded JSON answer, retrying per the policy.
 
@@ -243,7 +272,7 @@ class OpenAIHttpClient:
                     await response.aclose()
                 status = response.status
                 if not 200 <= status < 300:
-                    raise error_from_status(status, raw, response.headers, url=url)
+                    raise self._status_error(status, raw, response, url)
                 try:
                     payload = orjson.loads(raw)
                 except orjson.JSONDecodeError as exc:
@@ -263,11 +292,11 @@ class OpenAIHttpClient:
                     raise
             for callback in (self._on_retry, on_retry):
                 if callback is not None:
-                    callback(retry)
+                    await _notify(callback, retry)
             listener = retry_listener.get()
             if listener is not None:
                 await listener(retry)
-            await self._sleep(retry.delay)
+            await self._wait(retry.delay)
             attempt += 1
 
     # --- streaming ---------------------------------------------------------------------------
@@ -316,7 +345,12 @@ class OpenAIHttpClient:
                     for sse_event in sse.feed(chunk) if chunk else sse.close():
                         events = feed(sse_event)
                         if events:
-                            emitted = True
+                            if not emitted:
+                                emitted = True
+                                # The answer began: the idle limit takes over from the read limit.
+                                began = getattr(response, "answer_began", None)
+                                if began is not None:
+                                    began()
                             for event in events:
                                 yield event
                         if decode.done:
@@ -355,16 +389,16 @@ class OpenAIHttpClient:
                 if response is not None:
                     await response.aclose()
             if self._on_retry is not None:
-                self._on_retry(retry)
+                await _notify(self._on_retry, retry)
             yield retry
-            await self._sleep(retry.delay)
+            await self._wait(retry.delay)
             attempt += 1
 
     async def _check_stream_response(self, response: HttpResponse, deadline: float | None, url: str) -> None:
         status = response.status
         if not 200 <= status < 300:
             raw = await self._read_body(response, deadline, url)
-            raise error_from_status(status, raw, response.headers, url=url)
+            raise self._status_error(status, raw, response, url)
         content_type = response.headers.get("Content-Type", "")
         if "json" in content_type:
             # Some servers answer a stream request with one JSON object: an error, or no stream at all.
@@ -419,7 +453,10 @@ class OpenAIHttpClient:
 
     def _total_timeout(self, url: str) -> ModelTimeoutError:
         total = self._timeout.total
-        return ModelTimeoutError(f"the call to {redact_url(url)} exceeded its total timeout of {total} s")
+        return ModelTimeoutError(
+            f"the call to {redact_url(url)} exceeded its total timeout of {total} s (Timeout(total=...))",
+            limit="total",
+        )
 
     async def _within(self, call: Callable[[], Awaitable[T]], deadline: float | None, url: str) -> T:
         """``await call()`` under the total deadline (the transport enforces connect and read itself)."""
@@ -448,17 +485,59 @@ class OpenAIHttpClient:
     async def _read_chunk(self, response: HttpResponse, deadline: float | None, url: str) -> bytes:
         return await self._within(response.next_chunk, deadline, url)
 
+    def _status_error(self, status: int, raw: bytes, response: HttpResponse, url: str) -> ModelError:
+        """The typed error of a non-2xx answer; a 401/403 also says what was (not) sent as the key."""
+        error = error_from_status(status, raw, response.headers, url=url)
+        note = self._auth_note
+        if note is not None and isinstance(error, AuthenticationError) and status in (401, 403):
+            extend_message(error, note)
+        return error
+
+    async def _wait(self, delay: float) -> None:
+        """The back-off before a retry, through ``sleep`` (which must be async: checked as it is used,
+        since a plain function returning an awaitable is fine and cannot be told apart before)."""
+        pending = self._sleep(delay)
+        if not inspect.isawaitable(pending):
+            raise TypeError(
+                f"sleep= must be an async function of seconds, such as anyio.sleep, but {_name(self._sleep)}"
+                f"({delay!r}) returned {type(pending).__name__}, not an awaitable (a blocking sleep such as "
+                "time.sleep stalls every task of the event loop)"
+            )
+        await pending
+
     def _plan_retry(
         self, error: ModelError, attempt: int, deadline: float | None, url: str
     ) -> ModelRetry | None:
-        """The retry to make after ``attempt`` failed, or ``None`` to give up and raise ``error``."""
+        """The retry to make after ``attempt`` failed, or ``None`` to give up and raise ``error`` (whose
+        message then says how many attempts were made, and why there is no other)."""
         policy = self._retry
-        if not policy.should_retry(error, attempt):
+        if not policy.is_retryable(error):
+            if isinstance(error, ModelTimeoutError) and error.limit == "read":
+                extend_message(
+                    error,
+                    f"{_attempts(attempt)}: a read timeout is not retried, since the server got the request "
+                    "and may still be generating (and billing) it; RetryPolicy(retry_read_timeouts=True) "
+                    "retries it",
+                )
+            elif attempt > 1:
+                extend_message(error, f"after {_attempts(attempt)}")
+            return None
+        if attempt > policy.max_retries:
+            if attempt > 1:
+                extend_message(
+                    error,
+                    f"gave up after {_attempts(attempt)} (retry=RetryPolicy(max_retries="
+                    f"{policy.max_retries}) sets how many)",
+                )
             return None
         delay = policy.delay(attempt, error)
-        if deadline is not None and anyio.current_time() + delay >= deadline:
-            return None
-        if not math.isfinite(delay):
+        if not math.isfinite(delay) or (deadline is not None and anyio.current_time() + delay >= deadline):
+            if not (isinstance(error, ModelTimeoutError) and error.limit == "total"):  # that one says so
+                extend_message(
+                    error,
+                    f"gave up after {_attempts(attempt)}: the total timeout (Timeout(total=...)) leaves no "
+                    f"time for the next one, {delay:g} s from now",
+                )
             return None
         log.info(
             "retrying POST %s in %.2f s (attempt %d of %d) after: %s",
@@ -470,4 +549,43 @@ class OpenAIHttpClient:
         )
         return ModelRetry(
             attempt=attempt + 1, max_attempts=policy.max_attempts, delay=delay, reason=error.message
+        )
+
+
+def _attempts(count: int) -> str:
+    return f"{count} attempt" if count == 1 else f"{count} attempts"
+
+
+def _name(fn: object) -> str:
+    return getattr(fn, "__qualname__", None) or type(fn).__name__
+
+
+def _auth_note(api_key: str | None, key_from_env: bool, headers: Mapping[str, str]) -> str | None:
+    """What a 401/403 message adds about the key: where the one sent came from, or that none was sent."""
+    if api_key:
+        return f"the API key sent came from the {ENV_API_KEY} environment variable" if key_from_env else None
+    sent = {name.lower() for name in headers}
+    if "authorization" in sent or any(word in name for name in sent for word in _CREDENTIAL_WORDS):
+        return None  # a credential of the gateway's own kind went (Azure's api-key…)
+    return (
+        "no API key was sent: pass api_key=... (or custom_headers= for a gateway's own header, such as "
+        f"Azure's api-key); {ENV_API_KEY} is only read for OpenAI's own base URL or one given by "
+        f"{ENV_BASE_URL}"
+    )
+
+
+async def _notify(callback: OnRetry, retry: ModelRetry) -> None:
+    """Tell ``callback`` about ``retry``, awaiting what an async one returns; a failure is logged, never
+    raised: an observer must not break the call it observes."""
+    try:
+        result = callback(retry)
+        if inspect.isawaitable(result):
+            await result
+    except Exception:
+        log.error(
+            "on_retry callback %s failed on the retry (attempt %d of %d); the call goes on",
+            _name(callback),
+            retry.attempt,
+            retry.max_attempts,
+            exc_info=True,
         )

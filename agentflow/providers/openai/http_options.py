@@ -7,6 +7,8 @@ and header values are never shown in a message.
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Mapping
 from typing import Any
 
@@ -43,8 +45,11 @@ def check_http_options(
     Without it a wrong value (``timeout=30``, ``retry=3``, as the openai SDK takes them) would be accepted
     and fail later, inside a call, as an ``AttributeError``. The API key and header values are never shown.
     """
-    if not isinstance(base_url, str):
-        raise TypeError(f"base_url must be a str such as {DEFAULT_BASE_URL!r}, got {_got(base_url)}")
+    if base_url is not None and not isinstance(base_url, str):
+        raise TypeError(
+            f"base_url must be a str such as {DEFAULT_BASE_URL!r} (or None: $OPENAI_BASE_URL, else "
+            f"OpenAI's), got {_got(base_url)}"
+        )
     if api_key is not None and not isinstance(api_key, str):
         raise TypeError(f"api_key must be a str or None, got {type(api_key).__name__}")
     if timeout is not None and not isinstance(timeout, Timeout):
@@ -81,6 +86,12 @@ def check_http_options(
                 raise TypeError(f"custom header {name!r} must have a str value, got {type(value).__name__}")
     if sleep is not None and not callable(sleep):
         raise TypeError(f"sleep must be an async function of seconds (like anyio.sleep), got {_got(sleep)}")
+    if sleep is not None and _blocking(sleep):
+        raise TypeError(
+            f"sleep must be an async function of seconds (like anyio.sleep), got {_got(sleep)}: a function "
+            "that blocks would stall every task of the event loop for the whole back-off (instead of "
+            "time.sleep use anyio.sleep or asyncio.sleep)"
+        )
     if on_retry is not None and not callable(on_retry):
         raise TypeError(f"on_retry must be a function taking a ModelRetry, got {_got(on_retry)}")
     if max_event_bytes is not None:
@@ -88,6 +99,39 @@ def check_http_options(
             raise TypeError(f"max_event_bytes must be an int (bytes), got {_got(max_event_bytes)}")
         if max_event_bytes <= 0:
             raise ValueError(f"max_event_bytes must be positive, got {max_event_bytes}")
+
+
+def _blocking(sleep: object) -> bool:
+    """Whether ``sleep`` is certainly no async function: a builtin (``time.sleep``), also in a partial.
+
+    A plain Python function may still return an awaitable (``lambda s: anyio.sleep(s)``): it is accepted
+    here and checked when it is used.
+    """
+    while isinstance(sleep, functools.partial):
+        sleep = sleep.func
+    return inspect.isbuiltin(sleep) or inspect.isclass(sleep)
+
+
+_AZURE = (
+    "for Azure OpenAI use base_url='https://<resource>.openai.azure.com/openai/deployments/<deployment>"
+    "?api-version=...' and custom_headers={'api-key': ...} (see docs/model/providers.md)"
+)
+# The openai SDK's client options that agentflow spells differently (``max_retries``, with its count, is
+# apart), and what to use instead.
+_SDK_OPTIONS: dict[str, str] = {
+    "default_headers": "custom_headers=",
+    "extra_headers": "custom_headers=",
+    "organization": "custom_headers={'OpenAI-Organization': ...} (OPENAI_ORG_ID is read for OpenAI's own "
+    "base URL)",
+    "project": "custom_headers={'OpenAI-Project': ...} (OPENAI_PROJECT_ID is read for OpenAI's own base URL)",
+    "default_query": "a query string in base_url ('https://host/v1?api-version=...')",
+    "extra_query": "a query string in base_url ('https://host/v1?api-version=...')",
+    "http_client": "transport=AiohttpTransport(...) (to share an aiohttp session: "
+    "AiohttpTransport(session=...))",
+    "azure_endpoint": _AZURE,
+    "azure_deployment": _AZURE,
+    "api_version": _AZURE,
+}
 
 
 def check_sdk_keywords(owner: str, keywords: Mapping[str, Any]) -> None:
@@ -103,5 +147,6 @@ def check_sdk_keywords(owner: str, keywords: Mapping[str, Any]) -> None:
         example = count if isinstance(count, int) and not isinstance(count, bool) else "…"
         use = f"retry=RetryPolicy(max_retries={example})"
         raise TypeError(f"{owner} takes no max_retries= (an openai SDK option): use {use}")
-    if "default_headers" in keywords:
-        raise TypeError(f"{owner} takes no default_headers= (an openai SDK option): use custom_headers=")
+    for name, use in _SDK_OPTIONS.items():
+        if name in keywords:
+            raise TypeError(f"{owner} takes no {name}= (an openai SDK option): use {use}")

@@ -15,12 +15,11 @@ from typing import Any
 from ...http.retry import RetryPolicy
 from ...http.timeouts import Timeout
 from ...http.transport import HttpTransport
-from ...model.events import ModelRetry
 from ...model.protocol import RequestLike
 from ...model.request import ChatRequest, parameters_from
 from ...model.response import ChatResponse
 from ...model.stream import ModelStream
-from .client import DEFAULT_BASE_URL, OpenAIHttpClient, check_sdk_keywords, redact_url
+from .client import OnRetry, OpenAIHttpClient, check_sdk_keywords, redact_url
 from .responses_codec import (
     IncompletePolicy,
     check_response,
@@ -55,9 +54,11 @@ class OpenAIResponsesModel:
 
     The HTTP options are those of ``OpenAIChatModel``: ``custom_headers`` (sent after the standard ones),
     ``transport``, ``timeout`` / ``connect_timeout`` / ``read_timeout``, ``retry``, ``sleep``, ``on_retry``,
-    ``max_event_bytes``. The API key is sent as ``Authorization: Bearer …`` only when set and never shown in
-    a repr, an error or an event. One pooled HTTP session per model and event loop, opened on first use: close
-    it with ``async with model:`` or ``await model.aclose()``.
+    ``max_event_bytes``. The API key is sent as ``Authorization: Bearer …`` when set and never shown in a
+    repr, an error or an event; ``base_url`` and ``api_key`` left out are read from the environment as for
+    ``OpenAIChatModel`` (``OPENAI_API_KEY`` only for OpenAI's own base URL or one from ``OPENAI_BASE_URL``).
+    One pooled HTTP session per model and event loop, opened on first use: close it with
+    ``async with model:`` or ``await model.aclose()``.
 
     >>> OpenAIResponsesModel(base_url="http://127.0.0.1:8000/v1", api_key="sk-secret", model="gpt-5-mini")
     OpenAIResponsesModel(base_url='http://127.0.0.1:8000/v1', model='gpt-5-mini', api_key=<set>)
@@ -76,7 +77,7 @@ class OpenAIResponsesModel:
     def __init__(
         self,
         *,
-        base_url: str = DEFAULT_BASE_URL,
+        base_url: str | None = None,
         api_key: str | None = None,
         model: str | None = None,
         custom_parameters: Mapping[str, Any] | None = None,
@@ -87,7 +88,7 @@ class OpenAIResponsesModel:
         read_timeout: float | None = None,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], Awaitable[None]] | None = None,
-        on_retry: Callable[[ModelRetry], None] | None = None,
+        on_retry: OnRetry | None = None,
         on_incomplete: IncompletePolicy = "raise",
         max_event_bytes: int | None = None,
         **defaults: Any,

@@ -7,6 +7,7 @@ I/O or knows about HTTP.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from difflib import get_close_matches
 from typing import Any, TypeAlias
 
 import attrs
@@ -219,18 +220,39 @@ class ResponsesRequest:
 
 
 _REQUEST_FIELDS = frozenset(f.name for f in attrs.fields(ResponsesRequest)) - {"input"}
+_HEADERS_HINT = "headers are set on the model, for every call: custom_headers={...}"
+# Names an openai SDK user tries, and where each thing goes instead.
+_FIELD_HINTS: dict[str, str] = {
+    "custom_parameters": "provider-specific body fields go in extra_body={...}",
+    "custom": "provider-specific body fields go in extra_body={...}",
+    "extra_headers": _HEADERS_HINT,
+    "default_headers": _HEADERS_HINT,
+    "custom_headers": _HEADERS_HINT,
+    "extra_query": "query parameters go in the model's base_url ('https://host/v1?api-version=...')",
+    "timeout": "time limits are set on the model: read_timeout=..., or timeout=Timeout(...)",
+}
 
 
 def check_request_fields(fields: Mapping[str, Any]) -> Mapping[str, Any]:
     """``fields`` unchanged if every name is a ``ResponsesRequest`` field other than ``input``.
 
-    Raises ``TypeError`` naming the unknown keys, so a typo never turns into a silently ignored option.
+    Raises ``TypeError`` naming the unknown keys, and where each option goes instead (a misspelt field, a
+    header, a provider-specific body field), so a typo never turns into a silently ignored option.
     """
     unknown = set(fields) - _REQUEST_FIELDS
     if unknown:
+        names = sorted(unknown)
+        notes = [_FIELD_HINTS[name] for name in names if name in _FIELD_HINTS]
+        guesses = "".join(
+            f" (did you mean {close[0]!r}?)"
+            for name in names
+            if name not in _FIELD_HINTS and (close := get_close_matches(name, _REQUEST_FIELDS, 1))
+        )
+        if not notes:
+            notes.append("provider-specific body fields go in extra_body={...}")
         raise TypeError(
-            f"unknown Responses request option(s) {sorted(unknown)}; expected some of "
-            f"{sorted(_REQUEST_FIELDS)} (put provider-specific fields in extra_body)"
+            f"unknown Responses request option(s) {names}{guesses}; expected some of "
+            f"{sorted(_REQUEST_FIELDS)}; " + "; ".join(notes)
         )
     return fields
 

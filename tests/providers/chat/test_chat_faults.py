@@ -230,11 +230,13 @@ async def test_stall_before_headers_past_the_read_timeout(server: LocalServer, s
     server.add(stall_reply(), stall_reply())
     limits = Timeout(connect=0.05, read=0.05)
     async with model_for(server, sleeps, retry=RetryPolicy.none(), timeout=limits) as model:
-        with pytest.raises(ModelTimeoutError, match=r"no complete response .* read timeout of 0\.05 s"):
+        with pytest.raises(ModelTimeoutError, match=r"no answer from .* read timeout of 0\.05 s") as caught:
             await model.chat(HI)
         events, error = await collect(model)
+    assert caught.value.limit == "read"
     assert events == []
     assert isinstance(error, ModelTimeoutError)
+    assert error.limit == "read"
     assert "no response headers" in error.message  # a stream waits at most connect + read for them
 
 
@@ -244,15 +246,17 @@ async def test_stall_mid_stream_past_the_read_timeout(server: LocalServer, sleep
         events, error = await collect(model)
     assert events == [TextDelta("slow")]
     assert isinstance(error, ModelTimeoutError)
-    assert "no data from" in error.message
+    assert error.limit == "idle"  # read bounds the gaps of a stream too, when it is the shorter limit
+    assert "stalled: no data for 0.05 s" in error.message
     assert error.retryable
 
 
-async def test_stall_is_retried_as_a_timeout_before_any_event(
+async def test_stall_is_retried_as_a_timeout_before_any_event_when_the_policy_says_so(
     server: LocalServer, sleeps: SleepRecorder
 ) -> None:
     server.add(stall_reply(), json_reply(OK))
-    async with model_for(server, sleeps, timeout=Timeout(read=0.05)) as model:
+    policy = RetryPolicy(jitter=0, retry_read_timeouts=True)
+    async with model_for(server, sleeps, timeout=Timeout(read=0.05), retry=policy) as model:
         assert (await model.chat(HI)).message.text == "ok"
     assert len(sleeps.delays) == 1
 

@@ -1,0 +1,94 @@
+"""``Agent.override()``: runs of an agent with another model, tools, settings or options in a block (tests).
+
+An application builds its agents once (often at import); its tests want the same agents over a
+``FakeModelClient`` or a ``ScriptedServer`` without a way in. ``with agent.override(model=fake):`` gives
+every run of ``agent`` started inside the block (``run``, ``stream``, ``run_sync``, its sessions, its use
+as another agent's tool) the values given, and leaves the agent itself untouched.
+
+The overrides live in a ``ContextVar``: they apply to the task that entered the block and to the tasks it
+starts from inside it (which copy its context), never to other tasks, so concurrent tests, or requests served
+meanwhile, are not affected. Blocks nest; the innermost value of each field wins. Only what is given is
+replaced. The cost to a run outside any block is one ``ContextVar.get``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from ..tools.registry import ToolLike, ToolRegistry
+from .options import AgentOptions, ModelSettings
+
+if TYPE_CHECKING:
+    from .agent import Agent, ModelLike
+    from .prompt import ModelClient
+
+__all__ = ["Override", "active_override", "override"]
+
+
+@attrs.frozen
+class Override:
+    """What runs of one agent use instead of its own (``None``: the agent's own value)."""
+
+    model: ModelClient | None = None
+    tools: ToolRegistry | None = None
+    settings: ModelSettings | None = None
+    options: AgentOptions | None = None
+
+
+_ACTIVE: ContextVar[dict[int, tuple[Agent[Any], Override]] | None] = ContextVar(
+    "agentflow_agent_overrides", default=None
+)
+"""The overrides in force in this context, by ``id`` of their agent (the agent is kept beside its override:
+an id is only unique while its object lives)."""
+
+
+def active_override(agent: Agent[Any]) -> Override | None:
+    """The override in force for ``agent``'s runs started now, if any."""
+    active = _ACTIVE.get()
+    if active is None:
+        return None
+    found = active.get(id(agent))
+    return found[1] if found is not None and found[0] is agent else None
+
+
+@contextlib.contextmanager
+def override(
+    agent: Agent[Any],
+    *,
+    model: ModelLike | None = None,
+    tools: Iterable[ToolLike] | ToolRegistry | None = None,
+    settings: ModelSettings | None = None,
+    options: AgentOptions | None = None,
+) -> Iterator[None]:
+    """``Agent.override``: see the module docstring."""
+    from .agent import as_model_client, check_hosted_tools  # the agent module imports this one
+
+    if settings is not None and not isinstance(settings, ModelSettings):
+        raise TypeError(f"override(settings=...) takes a ModelSettings, got {type(settings).__name__}")
+    if options is not None and not isinstance(options, AgentOptions):
+        raise TypeError(f"override(options=...) takes an AgentOptions, got {type(options).__name__}")
+    active = _ACTIVE.get() or {}
+    outer = active.get(id(agent))
+    base = outer[1] if outer is not None and outer[0] is agent else Override()
+    client = as_model_client(model) if model is not None else base.model
+    registry = base.tools
+    if tools is not None:
+        registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+    if registry is not None:
+        check_hosted_tools(registry, client or agent.model_client)
+    chosen = Override(
+        model=client,
+        tools=registry,
+        settings=settings if settings is not None else base.settings,
+        options=options if options is not None else base.options,
+    )
+    token = _ACTIVE.set({**active, id(agent): (agent, chosen)})
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
