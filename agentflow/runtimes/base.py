@@ -7,7 +7,8 @@ One run, step by step::
     repeat until a final answer or a limit:
         StepStarted
         build_prompt      system prompt + runtime instructions, the tools' specs, the items in memory
-        call_model        ModelRequest, then every model event as it arrives (streaming) or once (blocking)
+        call_model        ModelRequest, then every model event as it arrives (streaming) or once (blocking);
+                          streamed, a call to an eager tool starts once it is whole (``eager_calls``)
         handle_model_result
                           complete call ids / names → the assistant turn to memory (ids already final)
                           no calls → final answer; else ToolCallRequested per call, then
@@ -69,6 +70,7 @@ from ..result import AgentResult, StopReason, ToolResult
 from ..tools.outcome import cancelled_result, exception_message
 from .calls import complete_tool_calls, patch_memory_items
 from .context import NO_USAGE, RunContext
+from .eager_calls import act_with_early, refuse_with_early, run_early_step, starts_early
 from .errors import AgentRunError, MaxStepsExceeded, attach_run_result
 from .model_calls import CutAnswer, blocking_call, publish_turn, streamed_call
 from .output import OutputType, OutputValidationError
@@ -256,15 +258,24 @@ class AgentRuntime:
         # Shielded (a cancel may be what brought us here) and capped; from now on publishing never waits for a
         # subscriber, so a consumer that stopped reading cannot hold the ending up.
         ctx.bus.begin_ending()
+        early, ctx.early_calls = ctx.early_calls, None  # calls of the step cut short that started early
         try:
-            if ctx.unhandled is not None:
-                result, ctx.unhandled = ctx.unhandled, None
-                if isinstance(result, CutAnswer):
-                    self.keep_cut_answer(ctx, result.output_text)
-                else:
-                    self.keep_turn(ctx, result)
-            with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
-                await self.settle_pending(ctx, reason)
+            try:
+                if ctx.unhandled is not None:
+                    result, ctx.unhandled = ctx.unhandled, None
+                    if isinstance(result, CutAnswer):
+                        self.keep_cut_answer(ctx, result.output_text)
+                    else:
+                        self.keep_turn(ctx, result)
+                if early is not None:
+                    early.lend(ctx.pending, ctx.finished)  # memory holds their turn: settled with it
+                with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
+                    await self.settle_pending(ctx, reason)
+            finally:
+                if early is not None:
+                    # Announced, but their turn never reached memory: they end with an event alone.
+                    with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
+                        await early.end_unfinished(reason)
         except Exception as exc:
             return exc
         return None
@@ -303,7 +314,9 @@ class AgentRuntime:
     async def run_step(self, ctx: RunContext, *, final: bool = False) -> StopReason | None:
         """One step: prompt, model call, then whatever the model asked for. Returns why to stop, or None.
 
-        ``final`` marks the extra "final answer" step after ``max_steps``: no tool may run in it.
+        ``final`` marks the extra "final answer" step after ``max_steps``: no tool may run in it. A streamed
+        step of a run with eager tools makes its model call and handles the turn in ``run_early_step``, whose
+        task group owns the calls that start before the turn is complete (``agentflow.runtimes.eager_calls``).
         """
         # A step that never waits (a fast model, no tools) must still notice a cancel requested meanwhile.
         await anyio.lowlevel.checkpoint_if_cancelled()
@@ -313,9 +326,13 @@ class AgentRuntime:
             await ctx.emit(StepStarted())
         calls_before = len(ctx.tool_calls)
         prompt = self.build_prompt(ctx, final=final)
-        result = await self.call_model(ctx, prompt)
-        ctx.unhandled = None  # handled from here on
-        stop = await self.handle_model_result(ctx, result, final=final)
+        if ctx.tools.has_eager and not final and starts_early(ctx, prompt):
+            # Calls to eager tools start as the stream delivers them, in a task group this step owns.
+            stop = await run_early_step(self, ctx, prompt)
+        else:
+            result = await self.call_model(ctx, prompt)
+            ctx.unhandled = None  # handled from here on
+            stop = await self.handle_model_result(ctx, result, final=final)
         if ctx.bus.has_listeners():
             await ctx.emit(StepFinished(tool_calls=len(ctx.tool_calls) - calls_before, usage=ctx.step_usage))
         ctx.step += 1
@@ -522,6 +539,9 @@ class AgentRuntime:
         Calls beyond ``options.max_tool_calls`` are not run; they get a ``TOOL_ERROR`` result and the run
         stops with ``StopReason.MAX_TOOL_CALLS`` after this step.
         """
+        early = ctx.early_calls
+        if early is not None and early.calls:
+            return await act_with_early(self, ctx, calls, early)
         limit = ctx.options.max_tool_calls
         allowed = calls
         if limit is not None:
@@ -563,7 +583,15 @@ class AgentRuntime:
         )
 
     async def refuse_calls(self, ctx: RunContext, calls: tuple[ToolCall, ...], reason: str) -> None:
-        """Answer calls without running them: ``ToolCallRequested`` then ``ToolFailed`` each, and memory."""
+        """Answer calls without running them: ``ToolCallRequested`` then ``ToolFailed`` each, and memory.
+
+        A call that started early (``agentflow.runtimes.eager_calls``) is cancelled instead if it is still
+        running, and keeps its result if it has finished.
+        """
+        early = ctx.early_calls
+        if early is not None and early.calls:
+            await refuse_with_early(self, ctx, calls, reason, early)
+            return
         await self._announce(ctx, calls)
         ctx.record_results(calls, await self._refused_results(ctx, calls, reason))
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import attrs
@@ -31,6 +31,9 @@ from ..tools.executor import ToolExecutor
 from ..tools.registry import ToolRegistry
 from .calls import answer_unanswered_calls
 from .output import OutputType
+
+if TYPE_CHECKING:
+    from .eager_calls import EarlyCalls
 
 __all__ = ["NO_USAGE", "RunContext", "usage_total"]
 
@@ -134,6 +137,10 @@ class RunContext:
     the text of a streamed answer cut short (``CutAnswer``), which the ending hands to ``keep_cut_answer``."""
     prompt_cache: dict[str, Any] = attrs.field(factory=dict, repr=False)
     """The ``AgentPrompt.cache`` of every model call of this run: what its model client reuses later."""
+    early_calls: EarlyCalls | None = attrs.field(default=None, init=False, repr=False)
+    """The current step's calls that started while its model call streamed
+    (``agentflow.runtimes.eager_calls``): set only by a step in which calls to eager tools may start early;
+    the run's ending settles them if that step is cut short."""
     runtime_state: object = attrs.field(default=None, repr=False)
     """Anything else a runtime keeps for this run (CodeAct: its code executor and the code step in flight)."""
     _executor: ToolExecutor | None = attrs.field(default=None, init=False, repr=False)

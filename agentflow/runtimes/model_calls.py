@@ -4,7 +4,8 @@ billed usage, and a turn's events published whole.
 The base runtime (``AgentRuntime.call_model``) streams through ``streamed_call`` (the agent hot path: one pass
 of its loop per text delta) and makes its blocking calls, as the DeepResearch planner does, through
 ``blocking_call``; ``publish_turn`` publishes what no stream delivered of a model turn. Run state comes in a
-``RunContext``; nothing here decides what a run does next.
+``RunContext``; nothing here decides what a run does next: a streamed call hands each ``ToolCallReady`` to the
+step's ``EarlyCalls`` when it has one (``agentflow.runtimes.eager_calls`` decides whether the call starts).
 """
 
 from __future__ import annotations
@@ -128,6 +129,8 @@ async def streamed_call(ctx: RunContext, prompt: AgentPrompt) -> AgentModelResul
     """One streamed model call of a step: every model event published on the run's bus as it arrives.
 
     What no delta delivered of the turn is published whole with its ``ModelCompleted`` (``publish_turn``).
+    In a step where calls to eager tools may start early (``RunContext.early_calls``), each ``ToolCallReady``
+    is offered to it after it is published (``EarlyCalls.offer``).
     The call's usage counts the moment it completes (a cancel after that keeps it), or, for a stream cut
     short, as far as the server reported it; the text it published by then is left for the run's ending
     (``CutAnswer``). Leaving early (cancel, deadline) closes the stream and with it the HTTP response.
@@ -140,6 +143,7 @@ async def streamed_call(ctx: RunContext, prompt: AgentPrompt) -> AgentModelResul
     texts: list[str] = []
     keep_text = texts.append
     publish = ctx.bus.publish  # once per delta: no wrapper in between
+    early = ctx.early_calls  # a step in which calls to eager tools may start early; None in any other
     try:
         async with ctx.model.create_stream(prompt) as stream:
             async for event in stream:
@@ -163,6 +167,10 @@ async def streamed_call(ctx: RunContext, prompt: AgentPrompt) -> AgentModelResul
                     saw_refusal = True
                 elif isinstance(event, UsageReported):
                     reported = event.usage  # cumulative: the latest report is the call's usage so far
+                elif early is not None and isinstance(event, ToolCallReady):
+                    await publish(event)
+                    await early.offer(event)  # an eager tool's call starts now, beside the stream
+                    continue
                 await publish(event)
     except ModelError as exc:
         # A stream that failed on its answer (an incomplete response) may carry what it was billed.

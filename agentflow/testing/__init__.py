@@ -21,7 +21,17 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .script import Fault, FaultKind, Reply, Responder, ScriptedToolCall, ScriptError, Turn, load_script
+from .script import (
+    Fault,
+    FaultKind,
+    Hold,
+    Reply,
+    Responder,
+    ScriptedToolCall,
+    ScriptError,
+    Turn,
+    load_script,
+)
 from .scripted_server import RecordedRequest, ScriptedServer
 
 # The fakes build on the agent layer; load them only when asked for, so that the server alone stays light.
@@ -55,6 +65,7 @@ __all__ = [
     "FakeModelClient",
     "Fault",
     "FaultKind",
+    "Hold",
     "RecordedRequest",
     "Reply",
     "Responder",

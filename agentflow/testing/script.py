@@ -5,6 +5,7 @@ A script is a sequence of *turns*. Each request to the server takes the next tur
 - a :class:`Reply`: what the model "says" (text, reasoning, refusal, tool calls, usage, finish reason),
   encoded in whichever protocol (Chat Completions or Responses) and mode (JSON or SSE) the request asks for;
 - a :class:`Fault`: a failure (HTTP status, stall, truncation, disconnect, malformed chunk, in-band error);
+- a :class:`Hold`: a reply whose stream stops at a point until the test releases the rest;
 - a callable that receives the parsed request body (a ``dict``) and returns a ``Reply`` or a ``Fault``
   (or an awaitable of one), for answers computed from the request.
 
@@ -28,6 +29,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
+import anyio
 import attrs
 import orjson
 
@@ -36,6 +38,7 @@ from ..model.response import TokenUsage
 __all__ = [
     "Fault",
     "FaultKind",
+    "Hold",
     "Reply",
     "Responder",
     "ScriptError",
@@ -334,17 +337,43 @@ class Fault:
         )
 
 
-Responder: TypeAlias = Callable[[dict[str, Any]], Reply | Fault | Awaitable[Reply | Fault]]
-"""A turn computed from the request: gets the parsed JSON body, returns a Reply or a Fault."""
+# --- holds ------------------------------------------------------------------------------------
 
-Turn: TypeAlias = Reply | Fault | Responder
+
+@attrs.frozen(eq=False)
+class Hold:
+    """A reply streamed up to a point and held there until ``release`` is set; then the rest follows.
+
+    For a test that proves a client acts on what it has received while the rest is still to come (the
+    server lets the stream go on only once the client did something): no sleeping, no timing.
+    ``after_chunks`` counts SSE events as ``Fault`` does and must be smaller than the number of events of
+    ``reply``'s stream; ``reached``, if given, is set once those first events are written. A non-streamed
+    request gets its whole answer once ``release`` is set. Stopping the server while an answer is held drops
+    its connection, as for a stall.
+
+    >>> Hold(Reply(text="one two three"), anyio.Event(), after_chunks=2).after_chunks
+    2
+    """
+
+    reply: Reply
+    release: anyio.Event
+    after_chunks: int = attrs.field(default=1, validator=_non_negative)
+    reached: anyio.Event | None = None
+
+
+Responder: TypeAlias = Callable[[dict[str, Any]], Reply | Fault | Hold | Awaitable[Reply | Fault | Hold]]
+"""A turn computed from the request: gets the parsed JSON body, returns a Reply, a Fault or a Hold."""
+
+Turn: TypeAlias = Reply | Fault | Hold | Responder
 """One entry of a script."""
 
 
 def check_turn(turn: object, where: str) -> None:
-    """Raise ``ScriptError`` unless ``turn`` is a Reply, a Fault or a callable."""
-    if not (isinstance(turn, Reply | Fault) or callable(turn)):
-        raise ScriptError(f"{where} must be a Reply, a Fault or a callable, got {type(turn).__name__}")
+    """Raise ``ScriptError`` unless ``turn`` is a Reply, a Fault, a Hold or a callable."""
+    if not (isinstance(turn, Reply | Fault | Hold) or callable(turn)):
+        raise ScriptError(
+            f"{where} must be a Reply, a Fault, a Hold or a callable, got {type(turn).__name__}"
+        )
 
 
 # --- pure helpers used by the wire encoders ------------------------------------------------------

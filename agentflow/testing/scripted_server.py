@@ -6,7 +6,8 @@ answered in the request's protocol and mode (JSON, or SSE when ``"stream": true`
 in ``chat_wire`` / ``responses_wire``. Faults are played here, since they are about the connection.
 
 This module owns the I/O only; it knows nothing about agentflow's clients and must never import them.
-Stalls wait on an event that ``stop()`` releases: nothing here sleeps. A client that leaves before or while
+Stalls wait on an event that ``stop()`` releases, and a ``Hold`` on its own event or that one: nothing here
+sleeps. A client that leaves before or while
 it is answered (the end of every cancellation test) is not a server error: its answer stops quietly.
 """
 
@@ -26,7 +27,17 @@ from aiohttp import web
 
 from . import chat_wire, responses_wire
 from .context import ReplyContext
-from .script import Fault, FaultKind, Reply, Responder, Turn, check_turn, openai_error, pretty_json
+from .script import (
+    Fault,
+    FaultKind,
+    Hold,
+    Reply,
+    Responder,
+    Turn,
+    check_turn,
+    openai_error,
+    pretty_json,
+)
 
 __all__ = ["RecordedRequest", "ScriptedServer"]
 
@@ -86,8 +97,8 @@ class RecordedRequest:
 class ScriptedServer:
     """A scripted OpenAI-compatible server for tests, demos and benchmarks.
 
-    ``script`` is a sequence of turns (each a ``Reply``, a ``Fault``, or a callable taking the parsed
-    request body and returning one of them, possibly async), or one callable that answers every
+    ``script`` is a sequence of turns (each a ``Reply``, a ``Fault``, a ``Hold``, or a callable taking the
+    parsed request body and returning one of them, possibly async), or one callable that answers every
     request. ``default`` answers once the script is used up; without it an exhausted script answers
     HTTP 500 with an error body that says so. Server-side problems (exhausted script, a callable that
     raised, a bad fault position, an unknown path) are also listed in ``errors``; their answers carry
@@ -110,7 +121,7 @@ class ScriptedServer:
         port: int = 0,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        if isinstance(script, Reply | Fault):
+        if isinstance(script, Reply | Fault | Hold):
             raise TypeError("pass the script as a list of turns: ScriptedServer([turn, ...])")
         self._turns: list[Turn] = []
         if callable(script):
@@ -276,7 +287,7 @@ class ScriptedServer:
                 f"scripted server: script exhausted: all {used} turns were used and there is no default "
                 f"turn (request #{serial}, {request.path})",
             )
-        if not isinstance(turn, Reply | Fault):
+        if not isinstance(turn, Reply | Fault | Hold):
             try:
                 answer = turn(body)
                 if inspect.isawaitable(answer):
@@ -286,10 +297,10 @@ class ScriptedServer:
                     500,
                     f"scripted server: callable turn raised {type(exc).__name__}: {exc} (request #{serial})",
                 )
-            if not isinstance(answer, Reply | Fault):
+            if not isinstance(answer, Reply | Fault | Hold):
                 got = type(answer).__name__
                 return self._problem(
-                    500, f"scripted server: callable turn returned {got}, not a Reply or a Fault"
+                    500, f"scripted server: callable turn returned {got}, not a Reply, a Fault or a Hold"
                 )
             turn = answer
         return await self._answer(request, api, body, turn, serial, len(raw))
@@ -299,18 +310,19 @@ class ScriptedServer:
         request: web.BaseRequest,
         api: Api,
         body: dict[str, Any],
-        turn: Reply | Fault,
+        turn: Reply | Fault | Hold,
         serial: int,
         size: int,
     ) -> web.StreamResponse:
         fault = turn if isinstance(turn, Fault) else None
+        hold = turn if isinstance(turn, Hold) else None
         headers = {"x-request-id": f"req_scripted_{serial:06d}"}
         if fault is not None and fault.kind is FaultKind.STATUS:
             headers.update(fault.headers)
             if not any(name.lower() == "content-type" for name in fault.headers):
                 headers["Content-Type"] = _JSON
             return web.Response(status=fault.http_status, body=fault.body, headers=headers)
-        reply = fault.reply if fault is not None else turn
+        reply = fault.reply if fault is not None else hold.reply if hold is not None else turn
         assert isinstance(reply, Reply)
         headers.update(reply.headers)
         codec = _CODECS[api]
@@ -319,11 +331,16 @@ class ScriptedServer:
         )
         if body.get("stream") is not True:
             payload = codec.encode_json(reply, ctx)
+            if hold is not None and not await self._released(hold):
+                _drop_connection(request)
+                return web.Response()
             if fault is None:
                 return web.Response(body=payload, headers={**headers, "Content-Type": _JSON})
             return await self._json_fault(request, fault, payload, codec, {**headers, "Content-Type": _JSON})
         frames = codec.encode_stream(reply, ctx)
         headers["Content-Type"] = _SSE
+        if hold is not None:
+            return await self._stream_held(request, headers, frames, hold, api)
         if fault is None:
             return await self._send(request, headers, frames)
         if fault.after_chunks >= len(frames):
@@ -372,6 +389,39 @@ class ScriptedServer:
             _drop_connection(request)
         # TRUNCATE: returning ends the chunked body cleanly.
         return response
+
+    async def _stream_held(
+        self, request: web.BaseRequest, headers: dict[str, str], frames: list[bytes], hold: Hold, api: Api
+    ) -> web.StreamResponse:
+        cut = hold.after_chunks
+        if cut >= len(frames):
+            return self._problem(
+                500,
+                f"scripted server: Hold(after_chunks={cut}) but the {api} stream of its reply has only "
+                f"{len(frames)} events; use a smaller after_chunks or a longer reply",
+            )
+        response = await self._send(request, headers, frames[:cut])
+        if hold.reached is not None:
+            hold.reached.set()
+        if not await self._released(hold):
+            _drop_connection(request)
+            return response
+        await _write_batched(response, frames[cut:])
+        return response
+
+    async def _released(self, hold: Hold) -> bool:
+        """Wait until ``hold.release`` is set or the server stops; whether it was released."""
+        assert self._stopping is not None
+        stopping = self._stopping
+
+        async def first(event: anyio.Event) -> None:
+            await event.wait()
+            group.cancel_scope.cancel()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(first, hold.release)
+            group.start_soon(first, stopping)
+        return hold.release.is_set()
 
     async def _json_fault(
         self,

@@ -17,6 +17,10 @@ thread, and a thread cannot be stopped. When such a call times out or is cancell
 waiting at once (the thread is abandoned and its result discarded) but the function runs on until it
 returns. ``inline=True`` sync tools run on the event loop and cannot be interrupted at all.
 
+``run_validated`` runs one call whose arguments were validated beforehand, with the same slot, time limit and
+events: what a call started early, while the model still streams, goes through
+(``agentflow.runtimes.eager_calls``).
+
 Exceptions that are not ``Exception`` (``KeyboardInterrupt``, ``SystemExit``, custom ``BaseException``)
 are never turned into results: they propagate. A ``CancelledError`` propagates when the run is being
 cancelled; one a tool raises while nobody cancelled it (it awaited a task or future that something else
@@ -307,6 +311,43 @@ class ToolExecutor:
     async def run_call(self, call: ToolCall, *, run_id: str, step: int) -> ToolResult:
         """Run one call (validation, limiter, timeout, events) and return its result."""
         return await self._run(call, self._registry.resolve(call.name), run_id, step, 0, None, None)
+
+    async def run_validated(
+        self,
+        call: ToolCall,
+        found: Tool[..., Any],
+        kwargs: dict[str, Any],
+        *,
+        run_id: str,
+        step: int,
+        on_result: OnResult | None = None,
+    ) -> ToolResult:
+        """Run one call of ``found`` whose arguments ``found.parse_arguments`` already turned into ``kwargs``.
+
+        The rest is ``run_call``'s: a concurrency slot, ``ToolStarted``, the tool under its own time limit,
+        ``on_result(0, result)`` and then the completion event; cancelled, it propagates with neither. An
+        eager start (``agentflow.runtimes.eager_calls``) validates a call to decide whether it may start, and
+        starts it with this: the arguments are not parsed twice. ``kwargs`` is the call's (a context argument
+        is added to it).
+        """
+        # ``_run``'s path for a valid call, kept apart so that a batch's calls pay nothing for it.
+        borrower = object()
+        try:
+            self._limiter.acquire_on_behalf_of_nowait(borrower)
+        except anyio.WouldBlock:
+            await self._limiter.acquire_on_behalf_of(borrower)
+        try:
+            if self._heard():
+                await self._emit(ToolStarted(call=call, run_id=run_id, step=step))
+            result = await self._execute(found, call, kwargs, run_id, step, None)
+        finally:
+            self._limiter.release_on_behalf_of(borrower)
+        if on_result is not None:
+            on_result(0, result)
+        if self._heard():
+            event = ToolSucceeded if result.ok else ToolFailed
+            await self._emit(event(call=call, result=result, run_id=run_id, step=step))
+        return result
 
     async def _run(
         self,

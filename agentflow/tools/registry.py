@@ -68,7 +68,7 @@ class ToolRegistry:
     ('ping', ['ping'], (mappingproxy({'type': 'web_search'}),))
     """
 
-    __slots__ = ("_hosted", "_names", "_specs", "_tools")
+    __slots__ = ("_has_eager", "_hosted", "_names", "_specs", "_tools")
 
     def __init__(self, tools: Iterable[ToolLike] = ()) -> None:
         if not isinstance(tools, Iterable) or isinstance(tools, str | bytes | Mapping):
@@ -89,6 +89,7 @@ class ToolRegistry:
         self._specs = tuple(t.spec for t in self._tools.values())
         self._names = tuple(self._tools)
         self._hosted = tuple(hosted)
+        self._has_eager = any(t.eager for t in self._tools.values())
 
     @property
     def specs(self) -> tuple[ToolSpec, ...]:
@@ -100,6 +101,12 @@ class ToolRegistry:
         """The hosted tools (``{"type": "web_search"}``…), read-only, in registration order: sent after the
         function tools on Responses, never run here."""
         return self._hosted
+
+    @property
+    def has_eager(self) -> bool:
+        """Whether any tool is ``eager`` (may start while the model streams): read once per step, so a run
+        without one never looks at a single streamed event for it."""
+        return self._has_eager
 
     @property
     def names(self) -> tuple[str, ...]:

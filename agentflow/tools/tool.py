@@ -67,7 +67,9 @@ class Tool(Generic[P, R]):
 
     ``timeout`` is this tool's limit in seconds (``None``: the executor's default; ``math.inf``: none).
     ``context_parameter`` names the parameter that receives the ``ToolContext``, if any. ``inline`` sync
-    tools run on the event loop instead of a worker thread (for quick, non-blocking functions).
+    tools run on the event loop instead of a worker thread (for quick, non-blocking functions). ``eager``
+    tools (no side effects: lookups, reads) may start while the model is still streaming the turn that calls
+    them (see ``agentflow.runtimes.eager_calls``); it never changes what the model is sent.
 
     ``returns`` describes the return value (``None``: nothing is known of it). ``plain_parameters``, for a
     strict tool made by ``@tool``, is its parameters' schema as a plain (non-strict) one: optional parameters
@@ -91,6 +93,7 @@ class Tool(Generic[P, R]):
     context_parameter: str | None = attrs.field(default=None, repr=False)
     timeout: float | None = attrs.field(default=None, converter=_check_timeout)
     inline: bool = attrs.field(default=False, repr=False)
+    eager: bool = attrs.field(default=False, repr=False)
     returns: ToolReturns | None = attrs.field(default=None, repr=False, eq=False)
     plain_parameters: dict[str, Any] | None = attrs.field(default=None, repr=False, eq=False)
     _parser: ArgumentParser | None = attrs.field(default=None, alias="parser", eq=False, repr=False)
@@ -132,18 +135,26 @@ class Tool(Generic[P, R]):
 
     @classmethod
     def from_spec(
-        cls, spec: ToolSpec, fn: Callable[..., Any], *, timeout: float | None = None, inline: bool = False
+        cls,
+        spec: ToolSpec,
+        fn: Callable[..., Any],
+        *,
+        timeout: float | None = None,
+        inline: bool = False,
+        eager: bool = False,
     ) -> Tool[..., Any]:
         """A tool whose schema is given as is: ``fn`` gets the validated JSON object as keyword arguments.
 
         A parameter of ``fn`` annotated ``ToolContext`` still receives the context. A strict spec
         (``strict=True``) must have a strict-mode schema (every object closed, every property required):
-        ``ValueError`` otherwise.
+        ``ValueError`` otherwise. ``eager`` is ``@tool``'s.
         """
         hints = _hints(fn, strict_resolution=False)
         context = next((n for n, h in hints.items() if n != "return" and _is_context(h)), None)
         returns = _returns(hints, _docs(_unwrap_partial(fn)[0]).returns)
-        return cls(spec, fn, context_parameter=context, timeout=timeout, inline=inline, returns=returns)
+        return cls(
+            spec, fn, context_parameter=context, timeout=timeout, inline=inline, eager=eager, returns=returns
+        )
 
 
 @overload
@@ -158,6 +169,7 @@ def tool(
     timeout: float | None = None,
     strict: bool | None = None,
     inline: bool = False,
+    eager: bool = False,
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 
 
@@ -170,6 +182,7 @@ def tool(
     timeout: float | None = None,
     strict: bool | None = None,
     inline: bool = False,
+    eager: bool = False,
 ) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
     """Turn a sync or async function into a ``Tool``; usable bare (``@tool``) or with options.
 
@@ -183,10 +196,22 @@ def tool(
     ``timeout`` (seconds) overrides the executor's default; ``math.inf`` disables it. ``inline=True`` runs a
     sync function on the event loop instead of a worker thread (only for quick, non-blocking code: no
     timeout can interrupt it).
+
+    ``eager=True`` marks a tool without side effects (a lookup, a read): in a streamed step, a call to it
+    starts as soon as the model has finished writing it (``ToolCallReady``), while the rest of the answer
+    streams, instead of after the whole answer (see ``agentflow.runtimes.eager_calls``).
     """
 
     def build(func: Callable[P, R]) -> Tool[P, R]:
-        return _build(func, name=name, description=description, timeout=timeout, strict=strict, inline=inline)
+        return _build(
+            func,
+            name=name,
+            description=description,
+            timeout=timeout,
+            strict=strict,
+            inline=inline,
+            eager=eager,
+        )
 
     if fn is not None:
         return build(fn)
@@ -205,6 +230,7 @@ def _build(
     timeout: float | None,
     strict: bool | None,
     inline: bool,
+    eager: bool,
 ) -> Tool[P, R]:
     if isinstance(fn, Tool):
         raise TypeError("this function is already a Tool")
@@ -272,6 +298,7 @@ def _build(
         context_parameter=context_parameter,
         timeout=timeout,
         inline=inline,
+        eager=eager,
         returns=_returns(hints, doc.returns),
         plain_parameters=_plain_parameters(props, prop_hints) if strict else None,
         parser=ArgumentParser(tool_name, shape.schema, shape.convert),
