@@ -18,11 +18,13 @@ def test_every_public_name_resolves() -> None:
 
 
 def test_importing_agentflow_leaves_the_agent_layer_unloaded() -> None:
-    # ``decimal`` too: ~1 ms of the 15 ms that ``import agentflow`` may add, and only a Decimal needs it.
+    # ``decimal`` too: ~1 ms of the 15 ms that ``import agentflow`` may add, and only a Decimal needs it;
+    # ``difflib`` and ``html`` (~5 ms each) only error messages need.
     code = (
         "import sys, agentflow; "
         "heavy = [m for m in ('agentflow.agent.agent', 'agentflow.tools', 'agentflow.sandbox', "
-        "'agentflow.runtimes', 'fastjsonschema', 'docstring_parser', 'decimal') if m in sys.modules]; "
+        "'agentflow.runtimes', 'fastjsonschema', 'docstring_parser', 'decimal', 'difflib', 'html') "
+        "if m in sys.modules]; "
         "print(heavy)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -32,11 +34,12 @@ def test_importing_agentflow_leaves_the_agent_layer_unloaded() -> None:
 def test_the_agent_layer_and_the_tools_leave_decimal_unloaded() -> None:
     # ``tools.formats`` reads ``Decimal`` annotations and values without importing ``decimal`` itself.
     code = (
-        "import sys; from agentflow import Agent; import agentflow.agent, agentflow.tools; "
-        "print('decimal' in sys.modules)"
+        "import sys; from agentflow import Agent, OpenAIChatModel, OpenAIResponsesModel; "
+        "import agentflow.agent, agentflow.tools; "
+        "print([m for m in ('decimal', 'difflib', 'html') if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    assert out.stdout.strip() == "[]"
 
 
 def test_unknown_attribute_is_an_attribute_error() -> None:

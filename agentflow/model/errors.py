@@ -6,7 +6,6 @@ the request URL, never from request headers.
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -235,6 +234,8 @@ def page_summary(text: str) -> str:
     """
     if not _HTML_START.match(text):
         return body_excerpt(text)
+    import html  # an HTML error page only: html.entities costs ~5 ms to import
+
     title = _HTML_TITLE.search(text)
     if title is not None and title.group(1).strip():
         return f"an HTML page titled {body_excerpt(html.unescape(title.group(1)))!r}"

@@ -7,7 +7,6 @@ server's own defaults apply otherwise.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from difflib import get_close_matches
 from typing import Any
 
 import attrs
@@ -222,6 +221,8 @@ def parameters_from(values: Mapping[str, Any], where: str, *, per_call: bool = T
 
 
 def _unknown_message(unknown: set[str], where: str, per_call: bool) -> str:
+    from difflib import get_close_matches  # the error path only: difflib costs ~5 ms to import
+
     names = sorted(unknown)
     hints = _CALL_HINTS if per_call else _MODEL_HINTS
     notes = [hints[name] for name in names if name in hints]

@@ -22,8 +22,6 @@ import os
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
-import attrs
-
 from .base_url import DEFAULT_BASE_URL
 
 __all__ = ["ENV_API_KEY", "ENV_BASE_URL", "Endpoint", "is_openai_url", "resolve_endpoint"]
@@ -55,20 +53,37 @@ def is_openai_url(url: str) -> bool:
     )
 
 
-@attrs.frozen
 class Endpoint:
     """Where a model sends its requests, and with which key: ``resolve_endpoint``'s answer.
 
     ``base_from_env`` / ``key_from_env``: whether the base URL / the key came from the environment (an
     error message names the variable); ``headers``: the ``OpenAI-Organization`` / ``OpenAI-Project``
-    headers the environment gives. The key is never shown in a repr.
+    headers the environment gives. The key is never shown in a repr. (A plain class, not attrs: it is built
+    once per model, and ``import agentflow`` loads this module, where every attrs class costs ~0.5 ms.)
     """
 
-    base_url: str
-    api_key: str | None = attrs.field(repr=lambda key: "<set>" if key else "None")
-    base_from_env: bool = False
-    key_from_env: bool = False
-    headers: Mapping[str, str] = attrs.field(factory=dict)
+    __slots__ = ("api_key", "base_from_env", "base_url", "headers", "key_from_env")
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None,
+        base_from_env: bool = False,
+        key_from_env: bool = False,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self.base_url = base_url
+        self.api_key = api_key
+        self.base_from_env = base_from_env
+        self.key_from_env = key_from_env
+        self.headers: Mapping[str, str] = {} if headers is None else headers
+
+    def __repr__(self) -> str:
+        key = "<set>" if self.api_key else "None"
+        return (
+            f"Endpoint(base_url={self.base_url!r}, api_key={key}, base_from_env={self.base_from_env}, "
+            f"key_from_env={self.key_from_env}, headers={self.headers!r})"
+        )
 
 
 def resolve_endpoint(

@@ -7,7 +7,6 @@ I/O or knows about HTTP.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from difflib import get_close_matches
 from typing import Any, TypeAlias
 
 import attrs
@@ -241,6 +240,8 @@ def check_request_fields(fields: Mapping[str, Any]) -> Mapping[str, Any]:
     """
     unknown = set(fields) - _REQUEST_FIELDS
     if unknown:
+        from difflib import get_close_matches  # the error path only: difflib costs ~5 ms to import
+
         names = sorted(unknown)
         notes = [_FIELD_HINTS[name] for name in names if name in _FIELD_HINTS]
         guesses = "".join(
