@@ -19,11 +19,12 @@ def test_every_public_name_resolves() -> None:
 
 def test_importing_agentflow_leaves_the_agent_layer_unloaded() -> None:
     # ``decimal`` too: ~1 ms of the 15 ms that ``import agentflow`` may add, and only a Decimal needs it;
-    # ``difflib`` and ``html`` (~5 ms each) only error messages need.
+    # ``difflib`` and ``html`` (~5 ms each) only error messages need; OpenTelemetry, ``agentflow.tracing``.
     code = (
         "import sys, agentflow; "
         "heavy = [m for m in ('agentflow.agent.agent', 'agentflow.tools', 'agentflow.sandbox', "
-        "'agentflow.runtimes', 'fastjsonschema', 'docstring_parser', 'decimal', 'difflib', 'html') "
+        "'agentflow.runtimes', 'fastjsonschema', 'docstring_parser', 'decimal', 'difflib', 'html', "
+        "'agentflow.tracing', 'opentelemetry') "
         "if m in sys.modules]; "
         "print(heavy)"
     )

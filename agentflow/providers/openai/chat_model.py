@@ -156,6 +156,11 @@ class OpenAIChatModel:
         return self._defaults.model
 
     @property
+    def base_url(self) -> str:
+        """Where requests go (credentials in the URL, if any, shown as ``***``)."""
+        return redact_url(self._client.base_url)
+
+    @property
     def defaults(self) -> ChatParameters:
         """The parameters every request starts from (the request's own, then call overrides, win)."""
         return self._defaults

@@ -130,6 +130,11 @@ class OpenAIResponsesModel:
         return None if model is None else str(model)
 
     @property
+    def base_url(self) -> str:
+        """Where requests go (credentials in the URL, if any, shown as ``***``)."""
+        return redact_url(self._client.base_url)
+
+    @property
     def defaults(self) -> Mapping[str, Any]:
         """The ``ResponsesRequest`` fields every request starts from (read-only view)."""
         return MappingProxyType(self._defaults)

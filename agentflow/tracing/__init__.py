@@ -1,0 +1,133 @@
+"""OpenTelemetry tracing of agent runs, opt-in: ``instrument(agent)`` for its runs, ``traced(agent)`` for one.
+
+::
+
+    from agentflow.tracing import instrument
+
+    remove = instrument(agent)              # spans for every run of ``agent`` started from now on
+    await agent.run("Weather in Paris?")    # invoke_agent → chat gpt-4.1 / execute_tool get_weather …
+    remove()                                # runs started afterwards are not traced
+
+    await agent.run("Once", on=traced(agent))   # or one run only
+
+The spans follow the OpenTelemetry GenAI semantic conventions: ``invoke_agent {agent}`` for a run, with
+``chat {model}`` for each model call, ``execute_tool {tool}`` for each tool call, ``plan {agent}`` for a
+plan (its model call inside) and ``execute_code`` for a CodeAct code step as its children. They are built
+from the run's events (an ``agent.on`` callback for the non-delta events: the run does not stream because of
+it), so a run that is not instrumented pays nothing.
+
+Nothing leaves the process unless you configure it to: this module uses the OpenTelemetry **API** only,
+and spans go to the ``TracerProvider`` you pass, or the global one, which records nothing until your
+application installs the SDK and an exporter. Prompts, answers, tool arguments and results are recorded
+only with ``capture_content=True``, each cut at ``content_limit`` characters. ``opentelemetry-api`` is
+needed (``pip install 'agentflow[otel]'``); ``import agentflow`` never loads it, only ``import
+agentflow.tracing`` does.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from ..agent.agent import Agent
+from ..bus import EventTypes
+from ._otel import TracerProvider  # without opentelemetry-api: the error that says what to install
+from ._recorder import TRACED_EVENTS, RunRecorder, tool_span_context
+
+__all__ = ["DEFAULT_CONTENT_LIMIT", "TRACED_EVENTS", "instrument", "tool_span_context", "traced"]
+
+DEFAULT_CONTENT_LIMIT = 4096
+"""How many characters of each piece of content (a prompt, an answer, a tool's arguments or result) a span
+keeps when ``capture_content=True``; the rest is cut and marked with ``…``."""
+
+# The instrumented agents, each with a token of its instrumentation (not the recorder: a value that refers to
+# its key would keep the agent alive).
+_instrumented: weakref.WeakKeyDictionary[Agent[Any], object] = weakref.WeakKeyDictionary()
+
+
+def instrument(
+    agent: Agent[Any],
+    *,
+    tracer_provider: TracerProvider | None = None,
+    capture_content: bool = False,
+    content_limit: int = DEFAULT_CONTENT_LIMIT,
+) -> Callable[[], None]:
+    """Trace every run of ``agent`` started from now on; returns a function that stops it (as ``agent.on``).
+
+    - ``tracer_provider``: where the spans go; ``None``: OpenTelemetry's global provider (which records
+      nothing until the application installs the SDK, and picks up one installed later).
+    - ``capture_content``: also record the run's input and answer, each model call's answer and tool calls,
+      each tool call's arguments and result, code and plans (off by default: they may hold personal data).
+    - ``content_limit``: the characters kept of each piece of content (at least 1).
+
+    A run is a span ``invoke_agent {agent name}``, a child of the span current where the run was started
+    (``agent.run()``, ``agent.stream()``, ``run_sync``, a session's runs); its model calls, tool calls, plans
+    and code steps are its children. An agent called as a tool (``Agent.as_tool``) of an instrumented agent
+    nests under the calling tool's span when it is instrumented too. Runs in flight when the returned
+    function is called finish their spans. Instrumenting an agent twice is a ``ValueError``; for one run of
+    an agent that is not instrumented, pass ``on=traced(agent)`` instead.
+
+    >>> from opentelemetry.sdk.trace import TracerProvider
+    >>> from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    >>> from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    >>> from agentflow.testing.fake import FakeModelClient, reply
+    >>> exporter = InMemorySpanExporter()
+    >>> provider = TracerProvider()
+    >>> provider.add_span_processor(SimpleSpanProcessor(exporter))
+    >>> agent = Agent(FakeModelClient([reply("Hi!")]), name="Greeter")
+    >>> remove = instrument(agent, tracer_provider=provider)
+    >>> agent.run_sync("Hello").output_text
+    'Hi!'
+    >>> [span.name for span in exporter.get_finished_spans()]
+    ['chat', 'invoke_agent Greeter']
+    >>> remove()
+    """
+    _check_agent("instrument", agent)
+    if agent in _instrumented:
+        raise ValueError(
+            f"{agent!r} is instrumented already; call the function the first instrument() returned before "
+            "instrumenting it again (several exporters go on one TracerProvider)"
+        )
+    recorder = RunRecorder(
+        agent, tracer_provider=tracer_provider, capture_content=capture_content, content_limit=content_limit
+    )
+    remove_callback = agent.on(TRACED_EVENTS, recorder)
+    token = _instrumented[agent] = object()
+
+    def uninstrument() -> None:
+        remove_callback()
+        if _instrumented.get(agent) is token:
+            del _instrumented[agent]
+
+    return uninstrument
+
+
+def traced(
+    agent: Agent[Any],
+    *,
+    tracer_provider: TracerProvider | None = None,
+    capture_content: bool = False,
+    content_limit: int = DEFAULT_CONTENT_LIMIT,
+) -> tuple[tuple[EventTypes, Callable[[Any], Any]], ...]:
+    """Callbacks that trace one run of ``agent``, for ``on=``: ``await agent.run(x, on=traced(agent))``.
+
+    The same spans as ``instrument``, for that run alone (join it with callbacks of your own:
+    ``on=[*traced(agent), (TextDelta, send)]``). Not for an agent that is instrumented already: its runs
+    would be traced twice.
+    """
+    _check_agent("traced", agent)
+    recorder = RunRecorder(
+        agent, tracer_provider=tracer_provider, capture_content=capture_content, content_limit=content_limit
+    )
+    return ((TRACED_EVENTS, recorder),)
+
+
+def _check_agent(function: str, agent: object) -> None:
+    if isinstance(agent, Agent):
+        return
+    if isinstance(getattr(agent, "agent", None), Agent):  # a Session: its runs are its agent's
+        raise TypeError(
+            f"{function}() takes an Agent; for a session's runs, pass its agent: {function}(chat.agent)"
+        )
+    raise TypeError(f"{function}() takes an Agent, got {type(agent).__name__}")
