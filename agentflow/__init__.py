@@ -101,6 +101,9 @@ _LAZY: dict[str, str] = {
     "tool": "agentflow.tools",
     "Tool": "agentflow.tools",
     "ToolContext": "agentflow.tools",
+    "ToolFatalError": "agentflow.tools",
+    "RejectCall": "agentflow.tools",
+    "ToolErrorPolicy": "agentflow.tools",
     "ToolRegistry": "agentflow.tools",
     "ToolExecutor": "agentflow.tools",
     "ToolArgumentsError": "agentflow.tools",
@@ -309,7 +312,18 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
         ToolInvoker,
     )
     from .sse import SSE_HEADERS, encode_sse, sse_stream
-    from .tools import Param, Tool, ToolArgumentsError, ToolContext, ToolExecutor, ToolRegistry, tool
+    from .tools import (
+        Param,
+        RejectCall,
+        Tool,
+        ToolArgumentsError,
+        ToolContext,
+        ToolErrorPolicy,
+        ToolExecutor,
+        ToolFatalError,
+        ToolRegistry,
+        tool,
+    )
 
 __all__ = [
     "SSE_HEADERS",
@@ -393,6 +407,7 @@ __all__ = [
     "ReasoningDelta",
     "RedirectError",
     "RefusalDelta",
+    "RejectCall",
     "RejectOutput",
     "ResponseNotFinishedError",
     "ResponsesModelClient",
@@ -439,8 +454,10 @@ __all__ = [
     "ToolCallStarted",
     "ToolChoice",
     "ToolContext",
+    "ToolErrorPolicy",
     "ToolExecutor",
     "ToolFailed",
+    "ToolFatalError",
     "ToolInvoker",
     "ToolProgress",
     "ToolRegistry",

@@ -55,7 +55,8 @@ class StopReason(enum.Enum):
 class ToolResult:
     """The outcome of one tool call: the text fed back to the model and whether it failed.
 
-    On failure ``output`` is the ``TOOL_ERROR: {…}`` text and ``error_type`` names the failure
+    On failure ``output`` is the ``TOOL_ERROR: {…}`` text (or the text the tool's ``on_error`` function gave
+    the model instead), ``error`` the failure's own message and ``error_type`` names the failure
     (``unknown_tool``, ``invalid_arguments``, ``timeout``, ``exception``, ``cancelled``).
     """
 

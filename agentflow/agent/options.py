@@ -17,12 +17,15 @@ import functools
 import inspect
 import math
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 import attrs
 
 from ..model.tools import ToolChoice
 from .prompt import ToolChoiceLike, reasoning_effort
+
+if TYPE_CHECKING:
+    from ..tools.failures import ToolErrorPolicy
 
 __all__ = [
     "DEFAULT_FINAL_ANSWER_PROMPT",
@@ -281,6 +284,12 @@ def _explained(owner: Literal["ModelSettings", "AgentOptions"]) -> Callable[[_C]
     return decorate
 
 
+def _tool_error_policy(_instance: object, _attribute: object, value: object) -> None:
+    from ..tools.failures import check_policy  # the tools package, only for a run's options being built
+
+    check_policy(value, "AgentOptions.on_tool_error")
+
+
 @_explained("AgentOptions")
 @attrs.frozen
 class AgentOptions:
@@ -306,6 +315,10 @@ class AgentOptions:
       A session's run counts from its start, its wait for the runs ahead of it included.
     - ``tool_timeout`` / ``max_tool_concurrency``: the per-call default timeout and the concurrency limit of
       tools (default 8 calls at once).
+    - ``on_tool_error`` (default ``"feed"``): what the failures of tools that set no ``on_error`` of their own
+      become: ``"feed"``, the ``TOOL_ERROR`` text to the model; ``"raise"``, the end of the run, which fails
+      with the tool's exception; or a function ``(exc, call) -> str | None``, the text the model gets
+      instead (see ``agentflow.tools.failures``).
     - ``reset_tool_choice`` (default ``True``): once tools have run in a run, a ``tool_choice`` that forces
       a call (``"required"``, one function, ``allowed_tools`` in mode ``required``) is sent as unset (the
       model decides) for the rest of the run, so the model can answer instead of calling tools until
@@ -337,6 +350,7 @@ class AgentOptions:
     timeout: float | None = attrs.field(default=None, validator=_positive_float("timeout"))
     tool_timeout: float | None = attrs.field(default=60.0, validator=_positive_float("tool_timeout"))
     max_tool_concurrency: int | None = attrs.field(default=8, validator=_positive_int("max_tool_concurrency"))
+    on_tool_error: ToolErrorPolicy = attrs.field(default="feed", validator=_tool_error_policy)
     reset_tool_choice: bool = attrs.field(default=True, validator=_is(bool, "reset_tool_choice"))
     stream: bool | None = attrs.field(default=None, validator=attrs.validators.optional(_is(bool, "stream")))
     final_answer_prompt: str = attrs.field(

@@ -28,7 +28,9 @@ that interrupts a hanging model call; state lives in a per-run ``RunContext`` (n
 runtime serves concurrent runs; and however a run is cut short, memory stays valid: every tool call in it
 gets a result (a synthetic ``TOOL_ERROR`` ``cancelled`` one when needed), written under a shield. A run
 that fails raises its own exception (a ``BadRequestError`` stays one) with the partial result attached
-(``exc.run_result``); one cut mid-answer keeps the text streamed so far (``output_text``).
+(``exc.run_result``); one cut mid-answer keeps the text streamed so far (``output_text``). A tool whose
+failures must not reach the model (``@tool(on_error="raise")``) fails the run with its exception: its call
+keeps its ``TOOL_ERROR`` result, the other calls of its step are cancelled and answered as any cut call is.
 
 Subclasses override the hooks, not the loop: ``name``/``instructions``, ``start`` (what enters memory before
 the first step), ``build_prompt``, ``call_model``, ``handle_model_result`` (how a model turn is read: CodeAct
@@ -155,6 +157,10 @@ class AgentRuntime:
     """Text added to the system prompt of every model call (after the agent's own system prompt)."""
     structured_output: ClassVar[bool] = True
     """Whether the runtime reads its final answer into an agent's ``output_type`` (``read_output``)."""
+    tool_errors_reach_code: ClassVar[bool] = False
+    """Whether a tool call's exception goes to code that may catch it (CodeAct's model-written code): a run
+    with tools then gets ``RunContext.abort_scope``, which a call that ends the run cancels. Elsewhere the
+    exception ends the run by propagating, and the run has no scope to pay for."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -170,8 +176,11 @@ class AgentRuntime:
         ``RunCancelled`` and re-raises. An exception publishes ``RunFailed`` and is re-raised. A run whose
         memory cannot be completed as it ends (a custom ``Memory`` refusing the writes) ends with
         ``RunFailed`` for that error, which is raised in place of returning the partial result (a
-        cancellation from outside still propagates as itself). ``ctx.result`` / ``ctx.error`` hold the
-        outcome.
+        cancellation from outside still propagates as itself). A tool call that ends the run (its tool's
+        ``on_error="raise"``, a ``ToolFatalError``) fails it the same way, with that call's exception, even
+        when something on its way caught it (CodeAct's code calling the tool): it cancels ``ctx.abort_scope``
+        (``tool_errors_reach_code``).
+        ``ctx.result`` / ``ctx.error`` hold the outcome.
         """
         result: AgentResult | None = None
         timeout = ctx.options.timeout
@@ -179,8 +188,16 @@ class AgentRuntime:
         deadline_scope = None
         if timeout is not None:
             deadline_scope = anyio.CancelScope(deadline=anyio.current_time() + timeout)
+        if self.tool_errors_reach_code and ctx.tools:
+            # What a tool call that ends the run cancels (``RunContext.tool_failure``), since the code it was
+            # called from may catch its exception; without tools, no call can.
+            ctx.abort_scope = anyio.CancelScope()
         try:
-            with deadline_scope or _NO_DEADLINE, ctx.cancel_scope or _NO_DEADLINE:
+            with (
+                deadline_scope or _NO_DEADLINE,
+                ctx.cancel_scope or _NO_DEADLINE,
+                ctx.abort_scope or _NO_DEADLINE,
+            ):
                 if ctx.wait_turn is not None:
                     # A session's run: the runs ahead of it end first. Inside the run's scopes, so a cancel
                     # or the deadline while it waits ends it as any other (``RunCancelled``, no RunStarted).
@@ -196,12 +213,15 @@ class AgentRuntime:
             raise
         except BaseException as exc:
             # Exceptions, and also a KeyboardInterrupt or SystemExit raised inside a tool: still one terminal.
-            broken = await self._settle(ctx, "the run failed before this tool call finished")
-            if broken is not None:
-                exc.add_note(f"Completing the run's memory failed as well: {exception_message(broken)}")
-            await self._end_failed(ctx, exc)
+            await self._fail(ctx, exc)
             raise
         if result is None:
+            failure = ctx.tool_failure
+            if failure is not None:
+                # A tool call ended the run, and its exception was caught on the way (a CodeAct sandbox gives
+                # it to the code): the scope it cancelled ended the run, which fails with it all the same.
+                await self._fail(ctx, failure)
+                raise failure
             # One of the run's own scopes caught a cancellation: the caller's, or the wall-clock deadline.
             deadline_reached = deadline_scope is not None and deadline_scope.cancelled_caught
             reason = StopReason.DEADLINE if deadline_reached else StopReason.CANCELLED
@@ -213,6 +233,13 @@ class AgentRuntime:
         ctx.result = result
         await self._publish_terminal(ctx, RunFinished(result=result))
         return result
+
+    async def _fail(self, ctx: RunContext, exc: BaseException) -> None:
+        """Settle and publish the terminal event of a run that fails with ``exc`` (the caller raises it)."""
+        broken = await self._settle(ctx, "the run failed before this tool call finished")
+        if broken is not None:
+            exc.add_note(f"Completing the run's memory failed as well: {exception_message(broken)}")
+        await self._end_failed(ctx, exc)
 
     async def _end_failed(self, ctx: RunContext, exc: BaseException) -> None:
         ctx.error = exc

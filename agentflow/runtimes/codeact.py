@@ -223,6 +223,8 @@ class CodeActRuntime(AgentRuntime):
     # Read its own way: the answer is a value (``final_answer(x)``, a final message's output), not a message a
     # ``response_format`` could shape, so none is sent and the prompt names the type instead.
     structured_output: ClassVar[bool] = True
+    # The code catches what its tool calls raise (a ``ToolError``): a call that ends the run cancels a scope.
+    tool_errors_reach_code: ClassVar[bool] = True
 
     def __init__(
         self,

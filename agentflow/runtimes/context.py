@@ -73,6 +73,26 @@ class _ToolUsage:
         return max(0, budget - usage_total(run.usage))
 
 
+class _RunEnder:
+    """The run's ``ToolExecutor.on_fatal``: a tool call that ends the run records its exception on the run
+    and cancels the run's ``abort_scope``, so the run ends even where that exception is caught on its way
+    (CodeAct's sandbox hands it to the code as a ``ToolError``). Holds the run weakly, as ``_ToolUsage``
+    does."""
+
+    __slots__ = ("_run",)
+
+    def __init__(self, run: RunContext) -> None:
+        self._run = weakref.ref(run)
+
+    def __call__(self, error: Exception) -> None:
+        run = self._run()
+        if run is None or run.tool_failure is not None:
+            return  # the first call to end the run is the one it fails with
+        run.tool_failure = error
+        if run.abort_scope is not None:
+            run.abort_scope.cancel()
+
+
 @attrs.define(eq=False)
 class RunContext:
     """One run: its configuration (read-only by convention) and its state (updated by the runtime).
@@ -141,6 +161,12 @@ class RunContext:
     """The current step's calls that started while its model call streamed
     (``agentflow.runtimes.eager_calls``): set only by a step in which calls to eager tools may start early;
     the run's ending settles them if that step is cut short."""
+    tool_failure: Exception | None = attrs.field(default=None, init=False, repr=False)
+    """The exception a tool call ended the run with (its tool's ``on_error="raise"``, a ``ToolFatalError``…),
+    set before that exception propagates: the run fails with it even if something on the way caught it."""
+    abort_scope: anyio.CancelScope | None = attrs.field(default=None, init=False, repr=False)
+    """The scope around the run's steps that a tool call ending the run cancels (``AgentRuntime.execute`` sets
+    it for a run with tools whose runtime hands tool errors to code: ``tool_errors_reach_code``)."""
     runtime_state: object = attrs.field(default=None, repr=False)
     """Anything else a runtime keeps for this run (CodeAct: its code executor and the code step in flight)."""
     _executor: ToolExecutor | None = attrs.field(default=None, init=False, repr=False)
@@ -180,12 +206,14 @@ class RunContext:
                 self.tools,
                 max_concurrency=self.options.max_tool_concurrency,
                 default_timeout=self.options.tool_timeout,
+                default_on_error=self.options.on_tool_error,
                 # The bus's own publish, not ``self.emit``: an executor holding this context would make a
                 # reference cycle, and every run's state would then wait for the garbage collector.
                 emit=functools.partial(self.bus.publish, owned=True),
                 emit_may_wait=self.bus.has_listeners,
                 listening=self.bus.has_listeners,
                 usage=_ToolUsage(self),
+                on_fatal=_RunEnder(self),
             )
         return self._executor
 

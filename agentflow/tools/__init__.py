@@ -2,7 +2,8 @@
 
 ``@tool`` turns a function into a ``Tool`` (JSON schema from type hints and docstring);
 ``ToolRegistry`` holds an agent's tools; ``ToolExecutor`` runs a step's calls with a concurrency limit,
-timeouts and events; ``ToolContext`` lets a tool report progress. ``fastjsonschema`` and
+timeouts and events; ``ToolContext`` lets a tool report progress; ``on_error`` (``failures``) says whether a
+tool's failure goes to the model or ends the run. ``fastjsonschema`` and
 ``docstring-parser`` are imported only when the first tool is built.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 from .arguments import ToolArgumentsError
 from .context import ToolContext
 from .executor import ToolExecutor
+from .failures import RejectCall, ToolErrorFormatter, ToolErrorPolicy, ToolFatalError
 from .outcome import (
     TOOL_ERROR_PREFIX,
     ToolErrorType,
@@ -26,11 +28,15 @@ from .tool import Tool, ToolReturns, tool
 __all__ = [
     "TOOL_ERROR_PREFIX",
     "Param",
+    "RejectCall",
     "Tool",
     "ToolArgumentsError",
     "ToolContext",
+    "ToolErrorFormatter",
+    "ToolErrorPolicy",
     "ToolErrorType",
     "ToolExecutor",
+    "ToolFatalError",
     "ToolRegistry",
     "ToolReturns",
     "cancelled_result",

@@ -10,7 +10,7 @@ ask for a context build one: nothing here costs the other tools anything.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol
 
 import anyio.from_thread
@@ -82,16 +82,34 @@ class ToolContext:
     _usage: UsageSink | None = attrs.field(default=None, alias="usage", repr=False, eq=False)
     _state: _CallState = attrs.field(init=False, factory=_CallState, repr=False, eq=False)
 
-    async def emit_progress(self, message: str, data: Any = None) -> None:
-        """Publish a ``ToolProgress`` event (``data`` should be JSON-ready for event forwarding).
+    def emit_progress(self, message: str, data: Any = None) -> Coroutine[Any, Any, None]:
+        """Publish a ``ToolProgress`` event (``data`` should be JSON-ready for event forwarding): await it.
 
-        Raises ``RuntimeError`` once the call has finished (timed out, cancelled or returned).
+        Raises ``RuntimeError`` once the call has finished (timed out, cancelled or returned), and when called
+        from a sync tool's worker thread, where nothing could await it (``emit_progress_sync`` is for those).
         """
+        # A plain method that checks before making the coroutine: a sync tool runs in a worker thread, where
+        # nothing awaits it, and the progress would be lost without a word (Python's warning aside). (Whether
+        # the tool is a plain function says nothing: one may return a coroutine, awaited on the loop.)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            raise RuntimeError(
+                f"emit_progress() of tool {self.tool_name!r} was called outside the event loop (a sync tool "
+                "runs in a worker thread, where it cannot be awaited); call ctx.emit_progress_sync(...) there"
+            ) from None
+        return self._checked_progress(message, data)
+
+    def _checked_progress(self, message: str, data: Any) -> Coroutine[Any, Any, None]:
+        """The coroutine that publishes the progress, unless the call has finished."""
         if self._state.finished:
             raise RuntimeError(
                 f"tool call {self.call_id!r} ({self.tool_name}) has finished; "
                 "it can no longer report progress"
             )
+        return self._publish_progress(message, data)
+
+    async def _publish_progress(self, message: str, data: Any) -> None:
         await self._emit(
             ToolProgress(
                 call_id=self.call_id,
@@ -106,7 +124,7 @@ class ToolContext:
     def emit_progress_sync(self, message: str, data: Any = None) -> None:
         """``emit_progress`` for sync tools, which run in a worker thread; blocks until it is published."""
         try:
-            anyio.from_thread.run(self.emit_progress, message, data)
+            anyio.from_thread.run(self._checked_progress, message, data)
         except anyio.NoEventLoopError:
             raise RuntimeError(
                 "emit_progress_sync() works only in a sync tool running in a worker thread "

@@ -2,9 +2,13 @@
 
 For every call it emits ``ToolStarted`` when the call starts (after it got a concurrency slot) and
 ``ToolSucceeded`` or ``ToolFailed`` as soon as it completes, so completion events come in completion
-order, while ``run_calls`` returns the results in call order. A failure never raises: an unknown tool,
-invalid arguments, a timeout or an exception becomes a failed ``ToolResult`` whose output is the
-``TOOL_ERROR: {…}`` text for the model.
+order, while ``run_calls`` returns the results in call order. By default a failure never raises: an unknown
+tool, invalid arguments, a timeout or an exception becomes a failed ``ToolResult`` whose output is the
+``TOOL_ERROR: {…}`` text for the model. A tool's ``on_error`` (else the executor's ``default_on_error``) may
+make its exceptions and timeouts end the run instead, or give the model other text
+(``agentflow.tools.failures``): a call that ends the run still gets its result (``on_result``) and its
+``ToolFailed`` first, then its exception propagates from ``run_calls`` and cancels the batch's other calls,
+which get neither (the run's ending answers them).
 
 Concurrency is structured: one anyio task group per batch, in which a task is started for the next call
 only when a call is about to wait, so calls that never wait (most tools) cost no task and any call that
@@ -40,6 +44,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 from anyio.abc import TaskGroup
 
@@ -50,6 +55,7 @@ from ..model.messages import ToolCall
 from ..result import ToolResult
 from .arguments import ToolArgumentsError
 from .context import ToolContext, UsageSink
+from .failures import ToolErrorPolicy, check_policy, settle_failure
 from .outcome import MAX_ERROR_CHARS, exception_message, failed_result, output_text
 from .registry import ToolRegistry
 from .suspension import noting_waits
@@ -61,6 +67,17 @@ _log = logging.getLogger("agentflow.tools")
 
 Emit = Callable[[Event], Awaitable[Any]]
 OnResult = Callable[[int, ToolResult], object]
+
+
+class _EndsRun(Exception):
+    """A call's failure that ends the run: its result (recorded and published first) and the exception the
+    run ends with. Raised by ``_execute``, caught by its caller, never seen outside this module."""
+
+    def __init__(self, result: ToolResult, error: Exception) -> None:
+        super().__init__(error)
+        self.result = result
+        self.error = error
+
 
 # How far a call of a concurrent batch got (``_Batch.stages``).
 _WAITING, _STARTED, _DONE = 0, 1, 2
@@ -144,7 +161,11 @@ class ToolExecutor:
 
     ``max_concurrency`` caps the calls running at once across every batch of this executor (``None``: no
     cap);
-    ``default_timeout`` (seconds, ``None``: no limit) applies to tools without their own ``timeout``.
+    ``default_timeout`` (seconds, ``None``: no limit) applies to tools without their own ``timeout``, and
+    ``default_on_error`` (``"feed"``, ``"raise"`` or a function: ``agentflow.tools.failures``) to tools
+    without their own ``on_error``. ``on_fatal``, if given, is told the exception a call ends the run with,
+    right before it is raised: a caller that catches what its tool calls raise (CodeAct's sandbox hands the
+    code a ``ToolError``) still learns that the run must end (``RunContext.executor`` wires the run's own).
     ``emit`` is usually the run's ``EventBus.publish``; ``emit_may_wait()``, if given, tells whether ``emit``
     could suspend right now (an ``EventBus`` with a subscriber or callback: ``EventBus.has_listeners``), and
     ``listening()``, if given, whether anyone receives the events at all (``EventBus.has_listeners`` again):
@@ -153,16 +174,20 @@ class ToolExecutor:
     the usage a tool reports with ``ToolContext.add_usage`` (a run wires its own in: ``RunContext.executor``).
 
     Every call gets exactly one ``ToolStarted`` and then exactly one ``ToolSucceeded`` or ``ToolFailed``
-    (unknown tools and invalid arguments included), unless the batch is cancelled first: then the calls
-    still running get no completion event and no result; ``on_result`` tells which ones finished.
+    (unknown tools and invalid arguments included), unless the batch is cancelled first (or a call ends the
+    run): then the calls still running get no completion event and no result; ``on_result`` tells which ones
+    finished.
     """
 
     __slots__ = (
+        "_default_on_error",
         "_default_timeout",
         "_emit",
         "_emit_may_wait",
+        "_ended",
         "_limiter",
         "_listening",
+        "_on_fatal",
         "_registry",
         "_usage",
     )
@@ -177,6 +202,8 @@ class ToolExecutor:
         emit_may_wait: Callable[[], bool] | None = None,
         listening: Callable[[], bool] | None = None,
         usage: UsageSink | None = None,
+        default_on_error: ToolErrorPolicy = "feed",
+        on_fatal: Callable[[Exception], object] | None = None,
     ) -> None:
         if max_concurrency is not None and (
             isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1
@@ -193,6 +220,10 @@ class ToolExecutor:
         self._emit_may_wait = emit_may_wait
         self._listening = listening
         self._usage = usage
+        self._default_on_error = check_policy(default_on_error, "default_on_error")
+        self._on_fatal = on_fatal
+        self._ended = False
+        """Whether a call ended the run ``on_fatal`` belongs to."""
 
     @property
     def registry(self) -> ToolRegistry:
@@ -218,6 +249,8 @@ class ToolExecutor:
         instead of one cancel scope per call: each call's limit then counts from the batch's start, which is
         when each of them starts. Calls cut by it time out as they would have on their own.
         """
+        if self._ended:
+            await self._refuse_after_end()
         found = [self._registry.resolve(call.name) for call in calls]
         if not parallel or len(calls) <= 1:
             results = []
@@ -288,6 +321,7 @@ class ToolExecutor:
         """
         duration = time.perf_counter() - batch.started
         run_id, step = batch.run_id, batch.step
+        ending: Exception | None = None
         for index, call in enumerate(batch.calls):
             stage = batch.stages[index]
             if stage == _DONE:
@@ -296,8 +330,10 @@ class ToolExecutor:
             if result is None:
                 tool = batch.found[index]
                 name = tool.name if tool is not None else call.name
-                message = f"tool {name!r} timed out after {limit:g} s"
-                result = failed_result(call, "timeout", message, tool=name, duration=duration)
+                policy = self._policy(tool) if tool is not None else "feed"
+                result, error = self._timed_out(policy, name, call, limit, duration)
+                if ending is None:
+                    ending = error
                 batch.results[index] = result
                 if batch.on_result is not None:
                     batch.on_result(index, result)
@@ -307,9 +343,14 @@ class ToolExecutor:
                 await self._emit(ToolStarted(call=call, run_id=run_id, step=step))
             event = ToolSucceeded if result.ok else ToolFailed
             await self._emit(event(call=call, result=result, run_id=run_id, step=step))
+        if ending is not None:
+            # Every call of the batch has its result and its event: the run may end now.
+            self._end_run(ending)
 
     async def run_call(self, call: ToolCall, *, run_id: str, step: int) -> ToolResult:
         """Run one call (validation, limiter, timeout, events) and return its result."""
+        if self._ended:
+            await self._refuse_after_end()
         return await self._run(call, self._registry.resolve(call.name), run_id, step, 0, None, None)
 
     async def run_validated(
@@ -336,10 +377,13 @@ class ToolExecutor:
             self._limiter.acquire_on_behalf_of_nowait(borrower)
         except anyio.WouldBlock:
             await self._limiter.acquire_on_behalf_of(borrower)
+        ending: Exception | None = None
         try:
             if self._heard():
                 await self._emit(ToolStarted(call=call, run_id=run_id, step=step))
             result = await self._execute(found, call, kwargs, run_id, step, None)
+        except _EndsRun as ends:
+            result, ending = ends.result, ends.error
         finally:
             self._limiter.release_on_behalf_of(borrower)
         if on_result is not None:
@@ -347,6 +391,8 @@ class ToolExecutor:
         if self._heard():
             event = ToolSucceeded if result.ok else ToolFailed
             await self._emit(event(call=call, result=result, run_id=run_id, step=step))
+        if ending is not None:
+            self._end_run(ending)
         return result
 
     async def _run(
@@ -363,6 +409,7 @@ class ToolExecutor:
         and progress there; the batch's shared deadline, if it has one, is then its only time limit."""
         # A call's stage moves before each of its events is published, not after: an event whose publish a
         # batch's deadline cuts is finished by the bus, so ``_time_out`` must not publish it again.
+        ending: Exception | None = None
         if found is None:
             result = failed_result(call, "unknown_tool", self._unknown(call.name))
             if batch is not None:
@@ -394,6 +441,8 @@ class ToolExecutor:
                     if self._heard():
                         await self._emit(ToolStarted(call=call, run_id=run_id, step=step))
                     result = await self._execute(found, call, kwargs, run_id, step, batch)
+                except _EndsRun as ends:
+                    result, ending = ends.result, ends.error
                 finally:
                     self._limiter.release_on_behalf_of(borrower)
         if batch is not None:
@@ -405,6 +454,8 @@ class ToolExecutor:
             batch.stages[index] = _DONE
         if self._heard():
             await self._emit(event(call=call, result=result, run_id=run_id, step=step))
+        if ending is not None:
+            self._end_run(ending)
         return result
 
     async def _execute(
@@ -437,23 +488,31 @@ class ToolExecutor:
                 value = await (invocation if batch is None else noting_waits(invocation, batch.waiting))
                 output = output_text(value)
         except Exception as exc:
-            # The model gets the message (cut at MAX_ERROR_CHARS); the traceback is for the developer. INFO: a
-            # tool failing is a result the model handles, not an error of the service (nothing on stderr).
-            _log.info(
-                "tool %r raised (run %s, step %d, call %s); the model gets its TOOL_ERROR",
-                found.name,
-                run_id,
-                step,
-                call.id,
-                exc_info=exc,
-            )
-            return failed_result(
+            # The model gets the message (cut at MAX_ERROR_CHARS), unless the tool's policy says otherwise;
+            # the traceback is for the developer.
+            result, ending = settle_failure(
+                self._policy(found),
+                exc,
                 call,
                 "exception",
                 exception_message(exc, MAX_ERROR_CHARS),
                 tool=found.name,
                 duration=time.perf_counter() - started,
             )
+            # INFO: a tool failing is a result the model handles, not an error of the service (nothing on
+            # stderr); one that ends the run is raised to whoever runs it.
+            _log.info(
+                "tool %r raised (run %s, step %d, call %s); %s",
+                found.name,
+                run_id,
+                step,
+                call.id,
+                "the run ends with it" if ending is not None else "the model gets its TOOL_ERROR",
+                exc_info=exc,
+            )
+            if ending is not None:
+                raise _EndsRun(result, ending) from None
+            return result
         except asyncio.CancelledError:  # agentflow runs on asyncio (aiohttp): anyio's cancel class
             if cancel_requested():
                 raise
@@ -471,9 +530,43 @@ class ToolExecutor:
                 context._finish()
         duration = time.perf_counter() - started
         if scope is not None and scope.cancelled_caught:
-            message = f"tool {found.name!r} timed out after {limit:g} s"
-            return failed_result(call, "timeout", message, tool=found.name, duration=duration)
+            assert limit is not None
+            result, ending = self._timed_out(self._policy(found), found.name, call, limit, duration)
+            if ending is not None:
+                raise _EndsRun(result, ending)
+            return result
         return ToolResult(call_id=call.id, name=found.name, output=output, duration=duration, value=value)
+
+    def _policy(self, found: Tool[..., Any]) -> ToolErrorPolicy:
+        return found.on_error if found.on_error is not None else self._default_on_error
+
+    @staticmethod
+    def _timed_out(
+        policy: ToolErrorPolicy, name: str, call: ToolCall, limit: float, duration: float
+    ) -> tuple[ToolResult, Exception | None]:
+        """A call cut by its time limit: its result, and the exception the run ends with if the tool's policy
+        says so. A timeout follows the policy: for a tool whose failures must not reach the model (a payment
+        that may or may not have gone through), one that ran out of time is no different."""
+        message = f"tool {name!r} timed out after {limit:g} s"
+        try:
+            # Raised and caught, so that a formatter's own exception has it as its context.
+            raise TimeoutError(message)
+        except TimeoutError as timeout:
+            return settle_failure(policy, timeout, call, "timeout", message, tool=name, duration=duration)
+
+    def _end_run(self, error: Exception) -> None:
+        """Raise the exception a call ends the run with, once its result and event are out."""
+        if self._on_fatal is not None:
+            self._ended = True
+            self._on_fatal(error)
+        raise error
+
+    @staticmethod
+    async def _refuse_after_end() -> None:
+        """A call after one that ended the run: its caller caught that exception and went on (CodeAct's
+        sandbox gives it to the code, which may call another tool at once). The run's scope is cancelled by
+        now (``on_fatal``), and this checkpoint delivers that, even for a call that would never wait."""
+        await anyio.lowlevel.checkpoint()
 
     def _unknown(self, name: str) -> str:
         names = self._registry.names

@@ -53,8 +53,22 @@ def _hosted_tool(item: Mapping[str, Any]) -> Mapping[str, Any]:
     return MappingProxyType(dict(item))
 
 
+def _not_a_tool(index: int, item: object) -> str:
+    expected = (
+        "a tool is a @tool function, a plain function or a hosted tool mapping such as {'type': 'web_search'}"
+    )
+    if item is None:
+        # Usually a tool left out of a conditional list, or a factory that returned nothing.
+        return (
+            f"tools[{index}] is None; {expected}: leave out a tool you do not want rather than passing None"
+        )
+    return f"tools[{index}] is {item!r:.80} ({type(item).__name__}), which cannot be called; {expected}"
+
+
 class ToolRegistry:
     """An immutable set of tools with unique names. Plain functions are wrapped with ``@tool``.
+
+    Anything else (``None``, a number) is refused with a ``TypeError`` naming its place in the list.
 
     A mapping whose ``type`` is not ``"function"`` is a hosted tool (``{"type": "web_search"}``), kept in
     ``hosted``, in order; the Responses API runs it (Chat Completions has none). A function tool mapping is
@@ -75,13 +89,15 @@ class ToolRegistry:
             raise TypeError(f"tools must be a list of tools or functions, got {type(tools).__name__}")
         self._tools: dict[str, Tool[..., Any]] = {}
         hosted: list[Mapping[str, Any]] = []
-        for item in tools:
+        for index, item in enumerate(tools):
             if isinstance(item, Mapping):
                 entry = _hosted_tool(item)
                 if entry in hosted:  # the API refuses a tool given twice
                     raise ValueError(f"the hosted tool {dict(item)!r} is given twice")
                 hosted.append(entry)
                 continue
+            if not isinstance(item, Tool) and not callable(item):
+                raise TypeError(_not_a_tool(index, item))
             t = item if isinstance(item, Tool) else tool(item)
             if t.name in self._tools:
                 raise ValueError(f"two tools are named {t.name!r}; tool names must be unique")

@@ -23,6 +23,7 @@ from .arguments import ArgumentParser
 from .context import ToolContext
 from .defaults import MISSING
 from .docstrings import DocInfo, parse_docstring
+from .failures import ToolErrorPolicy, check_policy
 from .schema import Prop, object_shape, shape_of, unresolved_note
 from .strict import strict_schema_problems
 
@@ -34,12 +35,23 @@ R = TypeVar("R")
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
+class _NoFunction:
+    """The type of ``tool()``'s default: no function given (``@tool(...)``), which ``None`` must not mean."""
+
+
+_NO_FUNCTION = _NoFunction()
+
+
 def _check_name(name: str) -> str:
     if not _NAME.match(name):
         raise ValueError(
             f"tool name {name!r} is not valid: use 1-64 letters, digits, '_' or '-' (what model APIs accept)"
         )
     return name
+
+
+def _check_on_error(on_error: object) -> ToolErrorPolicy | None:
+    return None if on_error is None else check_policy(on_error, "on_error")
 
 
 def _check_timeout(timeout: float | None) -> float | None:
@@ -69,7 +81,9 @@ class Tool(Generic[P, R]):
     ``context_parameter`` names the parameter that receives the ``ToolContext``, if any. ``inline`` sync
     tools run on the event loop instead of a worker thread (for quick, non-blocking functions). ``eager``
     tools (no side effects: lookups, reads) may start while the model is still streaming the turn that calls
-    them (see ``agentflow.runtimes.eager_calls``); it never changes what the model is sent.
+    them (see ``agentflow.runtimes.eager_calls``); it never changes what the model is sent. ``on_error`` is
+    what this tool's failures become (``"feed"``, ``"raise"`` or a function: ``agentflow.tools.failures``;
+    ``None``: the executor's default, ``"feed"`` unless set otherwise).
 
     ``returns`` describes the return value (``None``: nothing is known of it). ``plain_parameters``, for a
     strict tool made by ``@tool``, is its parameters' schema as a plain (non-strict) one: optional parameters
@@ -94,6 +108,7 @@ class Tool(Generic[P, R]):
     timeout: float | None = attrs.field(default=None, converter=_check_timeout)
     inline: bool = attrs.field(default=False, repr=False)
     eager: bool = attrs.field(default=False, repr=False)
+    on_error: ToolErrorPolicy | None = attrs.field(default=None, converter=_check_on_error, repr=False)
     returns: ToolReturns | None = attrs.field(default=None, repr=False, eq=False)
     plain_parameters: dict[str, Any] | None = attrs.field(default=None, repr=False, eq=False)
     _parser: ArgumentParser | None = attrs.field(default=None, alias="parser", eq=False, repr=False)
@@ -142,18 +157,26 @@ class Tool(Generic[P, R]):
         timeout: float | None = None,
         inline: bool = False,
         eager: bool = False,
+        on_error: ToolErrorPolicy | None = None,
     ) -> Tool[..., Any]:
         """A tool whose schema is given as is: ``fn`` gets the validated JSON object as keyword arguments.
 
         A parameter of ``fn`` annotated ``ToolContext`` still receives the context. A strict spec
         (``strict=True``) must have a strict-mode schema (every object closed, every property required):
-        ``ValueError`` otherwise. ``eager`` is ``@tool``'s.
+        ``ValueError`` otherwise. ``eager`` and ``on_error`` are ``@tool``'s.
         """
         hints = _hints(fn, strict_resolution=False)
         context = next((n for n, h in hints.items() if n != "return" and _is_context(h)), None)
         returns = _returns(hints, _docs(_unwrap_partial(fn)[0]).returns)
         return cls(
-            spec, fn, context_parameter=context, timeout=timeout, inline=inline, eager=eager, returns=returns
+            spec,
+            fn,
+            context_parameter=context,
+            timeout=timeout,
+            inline=inline,
+            eager=eager,
+            on_error=on_error,
+            returns=returns,
         )
 
 
@@ -170,11 +193,12 @@ def tool(
     strict: bool | None = None,
     inline: bool = False,
     eager: bool = False,
+    on_error: ToolErrorPolicy | None = None,
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 
 
 def tool(
-    fn: Callable[P, R] | None = None,
+    fn: Callable[P, R] | _NoFunction | None = _NO_FUNCTION,
     /,
     *,
     name: str | None = None,
@@ -183,6 +207,7 @@ def tool(
     strict: bool | None = None,
     inline: bool = False,
     eager: bool = False,
+    on_error: ToolErrorPolicy | None = None,
 ) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
     """Turn a sync or async function into a ``Tool``; usable bare (``@tool``) or with options.
 
@@ -200,6 +225,11 @@ def tool(
     ``eager=True`` marks a tool without side effects (a lookup, a read): in a streamed step, a call to it
     starts as soon as the model has finished writing it (``ToolCallReady``), while the rest of the answer
     streams, instead of after the whole answer (see ``agentflow.runtimes.eager_calls``).
+
+    ``on_error`` says what the tool's failures (an exception it raises, its timeout) become: ``"feed"``, the
+    ``TOOL_ERROR`` text to the model; ``"raise"``, the end of the run, which fails with the exception; or a
+    function ``(exc, call) -> str | None`` giving the text the model gets instead. Unset (``None``), the
+    agent's default applies (``"feed"``). See ``agentflow.tools.failures``.
     """
 
     def build(func: Callable[P, R]) -> Tool[P, R]:
@@ -211,14 +241,20 @@ def tool(
             strict=strict,
             inline=inline,
             eager=eager,
+            on_error=on_error,
         )
 
-    if fn is not None:
+    if fn is None:
+        # ``tool(None)``: a function that was expected is missing; returning the decorator would only fail
+        # later, far from here, with an AttributeError.
+        raise TypeError("tool() got None instead of a function; pass the function to make a tool of")
+    if not isinstance(fn, _NoFunction):
         return build(fn)
     # The options alone are checked now, where they are written, not when the decorator is applied.
     if name is not None:
         _check_name(name)
     _check_timeout(timeout)
+    _check_on_error(on_error)
     return build
 
 
@@ -231,6 +267,7 @@ def _build(
     strict: bool | None,
     inline: bool,
     eager: bool,
+    on_error: ToolErrorPolicy | None,
 ) -> Tool[P, R]:
     if isinstance(fn, Tool):
         raise TypeError("this function is already a Tool")
@@ -299,6 +336,7 @@ def _build(
         timeout=timeout,
         inline=inline,
         eager=eager,
+        on_error=on_error,
         returns=_returns(hints, doc.returns),
         plain_parameters=_plain_parameters(props, prop_hints) if strict else None,
         parser=ArgumentParser(tool_name, shape.schema, shape.convert),
