@@ -610,15 +610,39 @@ class EventBus:
     def _close(self) -> None:
         if self._state == _CLOSED:
             return
-        # An event still owed reaches the subscriptions; a callback owed it can no longer be awaited.
+        # An event still owed reaches the subscriptions, and the callbacks owed it are called: a sync one (a
+        # tracer ending its spans on the terminal event) gets it although an async callback ahead of it took
+        # too long; what an async one returns can no longer be awaited, and is recorded as its failure.
         self._pay_without_waiting()
-        self._owed = None
+        owed, self._owed = self._owed, None
+        if owed:
+            self._call_owed_callbacks(owed)
         self._state = _CLOSED
         self._careful = True
         sinks, self._sinks = self._sinks, []
         self._routes.clear()
         for sink in sinks:
             sink._end()
+
+    def _call_owed_callbacks(self, owed: collections.deque[tuple[Event, tuple[_Sink, ...]]]) -> None:
+        late = RuntimeError("the bus closed before this async callback could be awaited with the event")
+        for event, sinks in owed:
+            for sink in sinks:
+                if not isinstance(sink, _Callback) or sink not in self._sinks:
+                    continue
+                fn = sink.fn
+                if inspect.iscoroutinefunction(fn):
+                    self._record_failure(event, fn, late)
+                    continue
+                try:
+                    result = fn(event)
+                except Exception as exc:
+                    self._record_failure(event, fn, exc)
+                    continue
+                if result is not None and inspect.isawaitable(result):
+                    if inspect.iscoroutine(result):
+                        result.close()  # never to be awaited: closed, so no "never awaited" warning
+                    self._record_failure(event, fn, late)
 
     def _record_failure(self, event: Event, fn: Callable[[Any], Any], exc: BaseException) -> None:
         name = getattr(fn, "__qualname__", None) or repr(fn)

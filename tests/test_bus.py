@@ -180,6 +180,36 @@ async def test_a_terminal_publish_cut_short_in_an_async_callback_still_ends_the_
     assert [type(e) async for e in events] == [RunFinished]
 
 
+async def test_a_terminal_publish_cut_in_an_async_callback_still_reaches_the_callbacks_after_it() -> None:
+    # A tracer ending its spans on the terminal event must get it even when a slow callback ahead of it made
+    # the run's ending give up waiting; an async callback after it can no longer be awaited.
+    bus = EventBus("r")
+    in_callback = anyio.Event()
+
+    async def hangs(_event: Event) -> None:
+        in_callback.set()
+        await anyio.sleep_forever()
+
+    later: list[Event] = []
+
+    async def later_async(_event: Event) -> None:
+        raise AssertionError("not to be awaited after the close")
+
+    bus.on(RunFinished, hangs)
+    bus.on(RunFinished, later.append)
+    bus.on(RunFinished, later_async)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "coroutine was never awaited"
+        async with anyio.create_task_group() as group:
+            group.start_soon(bus.publish, finished())
+            await in_callback.wait()
+            group.cancel_scope.cancel()
+        gc.collect()
+    assert bus.closed
+    assert [type(e) for e in later] == [RunFinished]
+    assert [f.callback for f in bus.callback_failures] == [hangs.__qualname__, later_async.__qualname__]
+
+
 async def test_a_slow_subscriber_slows_publish_by_default() -> None:
     bus = EventBus("r")
     published = 0
