@@ -171,6 +171,17 @@ def _checked(value: object, kind: type[_C]) -> _C:
     raise TypeError(f"{keyword}= takes {wanted}, e.g. {example}, got {type(value).__name__}")
 
 
+def _merged_settings(base: ModelSettings, over: ModelSettings, spec: OutputType[Any] | None) -> ModelSettings:
+    """``over`` merged over ``base`` (``merge_settings``) for a run whose output type is ``spec``."""
+    merged = merge_settings(base, over)
+    if spec is not None and merged.response_format is not None:
+        raise TypeError(
+            "this run's settings set response_format, and it has an output_type (its own or the agent's), "
+            "which sends its own: give one or the other (output_type=None reads free text)"
+        )
+    return merged
+
+
 def _is_memory(value: object) -> TypeGuard[Memory]:
     # ``Memory`` is a runtime-checkable protocol, which a class object satisfies too (it has the members).
     return isinstance(value, Memory) and not isinstance(value, type)
@@ -498,12 +509,7 @@ class Agent(RunStarter[OutputT]):
         ``options`` in place of the agent's (every limit is the run's own: ``None`` there means no limit)."""
         run_settings = base_settings
         if settings is not None:
-            run_settings = merge_settings(base_settings, _checked(settings, ModelSettings))
-            if spec is not None and run_settings.response_format is not None:
-                raise TypeError(
-                    "this run's settings set response_format, and it has an output_type (its own or the "
-                    "agent's), which sends its own: give one or the other (output_type=None reads free text)"
-                )
+            run_settings = _merged_settings(base_settings, _checked(settings, ModelSettings), spec)
         run_options = base_options if options is None else _checked(options, AgentOptions)
         return run_settings, run_options
 
@@ -530,10 +536,14 @@ class Agent(RunStarter[OutputT]):
         model, tools = self.model_client, self.tools
         override = active_override(self)
         if override is not None:  # ``agent.override()`` (tests): the block's values, then the run's
-            model, tools = override.model or model, override.tools or tools
+            if override.model is not None:
+                model = override.model
+            if override.tools is not None:  # an empty registry too: "no tools" is a value to test with
+                tools = override.tools
             if override.settings is not None:
-                run_settings = merge_settings(run_settings, override.settings)
-            run_options = override.options or run_options
+                run_settings = _merged_settings(run_settings, override.settings, spec)
+            if override.options is not None:
+                run_options = override.options
         if settings is not None or options is not None:  # the run's own (rare): nothing to build otherwise
             run_settings, run_options = self._run_config(settings, options, spec, run_settings, run_options)
         text, items = input_items(input)

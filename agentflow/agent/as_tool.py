@@ -161,7 +161,7 @@ class _AgentCall:
             input, memory=memory, turns=turns, rollback=rollback, subscribe=False, listeners=listeners
         )
         ctx = run.ctx
-        if listeners is not None and agent.options.stream is None:
+        if listeners is not None and ctx.options.stream is None:  # the run's (an override's, say)
             # Someone watches: the sub-agent's text as it is written, as ``agent.stream()`` would give it.
             ctx.stream_model = True
         if left is not None and (ctx.options.max_tokens is None or left < ctx.options.max_tokens):

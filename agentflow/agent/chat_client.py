@@ -37,7 +37,7 @@ from typing import Any
 import attrs
 
 from ..model.errors import BadRequestError
-from ..model.events import ModelEvent
+from ..model.events import ModelEvent, ModelRetry
 from ..model.messages import AiMessage, Message, SystemMessage
 from ..model.protocol import ChatModel
 from ..model.request import ChatParameters, ChatRequest
@@ -224,10 +224,14 @@ def _echoed_fields(request: ChatRequest) -> set[str]:
 
 
 def _refuses(error: BadRequestError, fields: set[str]) -> bool:
-    """Whether ``error`` is the server refusing one of ``fields`` — named as a whole word (``reasoning``, not
-    ``reasoning_effort``) in a message that says it is not supported."""
+    """Whether ``error`` is the server refusing one of ``fields`` — named as a field (``'reasoning'``,
+    ``messages.2.reasoning``; not ``reasoning_effort``, ``reasoning.effort`` or a model's ``x-reasoning``) in
+    a message that says it is not supported."""
     message = error.message.lower()
-    return bool(_REFUSED.search(message)) and any(re.search(rf"\b{field}\b", message) for field in fields)
+    if not _REFUSED.search(message):
+        return False
+    named = (rf"(?<![\w-])['\"`]?{re.escape(field)}['\"`]?(?![\w.-])" for field in fields)
+    return any(re.search(pattern, message) for pattern in named)
 
 
 class ChatModelClient(ProtocolClient[ChatModel, ChatRequest, ChatResponse]):
@@ -313,7 +317,9 @@ class ChatModelClient(ProtocolClient[ChatModel, ChatRequest, ChatResponse]):
             try:
                 async with self._model.stream(request) as inner:
                     async for event in inner:
-                        started = True  # the server took the request: a later error is not a refusal
+                        # The server took the request: a later error is not a refusal. (A retry of the
+                        # model layer, before any answer, does not count.)
+                        started = started or not isinstance(event, ModelRetry)
                         yield event
                 return
             except BadRequestError as exc:

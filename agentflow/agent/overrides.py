@@ -66,12 +66,10 @@ def override(
     options: AgentOptions | None = None,
 ) -> Iterator[None]:
     """``Agent.override``: see the module docstring."""
-    from .agent import as_model_client, check_hosted_tools  # the agent module imports this one
+    from .agent import _checked, as_model_client, check_hosted_tools  # the agent module imports this one
 
-    if settings is not None and not isinstance(settings, ModelSettings):
-        raise TypeError(f"override(settings=...) takes a ModelSettings, got {type(settings).__name__}")
-    if options is not None and not isinstance(options, AgentOptions):
-        raise TypeError(f"override(options=...) takes an AgentOptions, got {type(options).__name__}")
+    settings = None if settings is None else _checked(settings, ModelSettings)
+    options = None if options is None else _checked(options, AgentOptions)
     active = _ACTIVE.get() or {}
     outer = active.get(id(agent))
     base = outer[1] if outer is not None and outer[0] is agent else Override()

@@ -26,6 +26,7 @@ from ..result import AgentResult, OutputT
 from ..runtimes.output import AGENT_DEFAULT, AgentDefault, OutputType, TypeForm
 from .item_shapes import to_items
 from .options import explain_keywords
+from .overrides import active_override
 from .run import AgentRun
 
 if TYPE_CHECKING:
@@ -473,12 +474,15 @@ def run_sync(
 ) -> AgentResult[Any]:
     """Run an agent (or a session's next turn) from synchronous code, in a fresh event loop.
 
-    For scripts and notebooks without a running loop. The agent's model connections are closed before it
-    returns, since they belong to that loop (the next call opens new ones). Inside async code, ``await
+    For scripts and notebooks without a running loop. The connections of the model the run used (the
+    agent's, or an ``agent.override``'s) are closed before it returns, since they belong to that loop (the
+    next call opens new ones). Inside async code, ``await
     agent.run(...)`` instead. ``run_id``, ``output_type``, ``history``, ``on``, ``settings`` and ``options``
     are as for ``agent.run``.
     """
     agent = target._run_on()[0]
+    override = active_override(agent)
+    model = override.model if override is not None and override.model is not None else agent.model_client
 
     async def main() -> AgentResult[Any]:
         try:
@@ -495,7 +499,7 @@ def run_sync(
             return result
         finally:
             with anyio.CancelScope(shield=True):
-                await agent.aclose()
+                await model.aclose()
 
     try:
         asyncio.get_running_loop()

@@ -332,7 +332,8 @@ class RunRecorder:
         client: object = agent.model_client
         settings_model = agent.settings.model
         if override is not None:
-            client = override.model or client
+            if override.model is not None:
+                client = override.model
             if override.settings is not None and override.settings.model is not None:
                 settings_model = override.settings.model
         cached = self._facts
@@ -464,6 +465,9 @@ class RunRecorder:
         }
         if event.model:
             attributes[attr.REQUEST_MODEL] = event.model
+            if event.purpose == "step" and event.model != facts.model:
+                # The model the run really asks for (its own settings, an override): the run span says so.
+                run.span.set_attribute(attr.REQUEST_MODEL, event.model)
         if facts.host is not None:
             attributes[attr.SERVER_ADDRESS] = facts.host
             if facts.port is not None:

@@ -10,6 +10,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from tracing_support import EndCounter, add, attributes, named, one, parent_of, tool_loop_script, tree
 
 from agentflow.agent.agent import Agent
+from agentflow.agent.options import ModelSettings
 from agentflow.agent.prompt import AgentModelResult
 from agentflow.events import RunFinished
 from agentflow.model.events import TextDelta
@@ -208,6 +209,17 @@ async def test_a_run_under_agent_override_describes_the_model_it_runs_on(
     run = attributes(one(exporter.get_finished_spans(), "invoke_agent Bot"))
     assert run["gen_ai.provider.name"] == "acme"  # the override's model, not the agent's OpenAI one
     assert "gen_ai.request.model" not in run
+
+
+async def test_a_run_with_its_own_model_setting_names_that_model_on_its_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    agent = Agent(FakeModelClient([reply("Hi.")]), name="Bot", settings=ModelSettings(model="gpt-4o"))
+    instrument(agent, tracer_provider=provider)
+    await agent.run("Hello", settings=ModelSettings(model="gpt-4o-mini"))
+    spans = exporter.get_finished_spans()
+    assert attributes(one(spans, "invoke_agent Bot"))["gen_ai.request.model"] == "gpt-4o-mini"
+    assert attributes(one(spans, "chat gpt-4o-mini"))["gen_ai.request.model"] == "gpt-4o-mini"
 
 
 async def test_concurrent_tools_are_each_a_child_of_the_run_span(

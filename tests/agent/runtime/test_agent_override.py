@@ -4,6 +4,7 @@ options; runs outside it, and tasks that did not start in it, use the agent's ow
 from __future__ import annotations
 
 import anyio
+import attrs
 import pytest
 
 from agentflow.agent.agent import Agent
@@ -30,10 +31,12 @@ async def test_runs_in_the_block_use_the_given_model_and_the_agent_s_own_after_i
     assert agent.model_client is own  # the agent itself was left as it was
 
 
-def test_run_sync_in_the_block_uses_it_too() -> None:
-    agent = Agent(FakeModelClient([]))
-    with agent.override(model=FakeModelClient([reply("fake")])):
+def test_run_sync_in_the_block_uses_it_too_and_closes_the_model_it_used() -> None:
+    own, fake = FakeModelClient([]), FakeModelClient([reply("fake")])
+    agent = Agent(own)
+    with agent.override(model=fake):
         assert agent.run_sync("hi").output_text == "fake"
+    assert (fake.closed, own.closed) == (True, False)
 
 
 async def test_tools_settings_and_options_are_replaced_or_merged() -> None:
@@ -103,9 +106,42 @@ async def test_another_agent_is_not_overridden() -> None:
 
 def test_bad_values_are_refused_when_the_block_is_entered() -> None:
     agent = Agent(FakeModelClient([]))
-    with pytest.raises(TypeError, match="takes a ModelSettings"):
+    with pytest.raises(TypeError, match="settings= takes a ModelSettings"):
         agent.override(settings={"temperature": 0}).__enter__()  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="takes an AgentOptions"):
+    with pytest.raises(TypeError, match="options= takes an AgentOptions"):
         agent.override(options=AgentOptions).__enter__()  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="model must be"):
         agent.override(model="gpt-4o").__enter__()  # type: ignore[arg-type]
+
+
+async def test_an_empty_tool_list_is_an_override_too() -> None:
+    fake = FakeModelClient([reply("No tools here.")])
+    agent = Agent(FakeModelClient([]), tools=[lookup])
+    with agent.override(model=fake, tools=[]):
+        await agent.run("hi")
+    assert fake.prompts[0].tools == ()
+
+
+async def test_override_settings_with_a_response_format_clash_with_an_output_type() -> None:
+    @attrs.frozen
+    class City:
+        name: str
+
+    agent = Agent(FakeModelClient([]), output_type=City)
+    clash = ModelSettings(response_format={"type": "json_object"})
+    with agent.override(settings=clash), pytest.raises(TypeError, match="response_format"):
+        await agent.run("hi")
+
+
+async def test_an_override_s_options_reach_the_agent_used_as_a_tool() -> None:
+    helper_model = FakeModelClient([reply("Oslo is sunny.")])
+    helper = Agent(FakeModelClient([]), name="Helper")
+    parent = Agent(
+        FakeModelClient([reply(tool_calls=[("helper", {"input": "Weather in Oslo?"})]), reply("Sunny.")]),
+        tools=[helper.as_tool(description="Answers weather questions.")],
+    )
+    seen: list[object] = []
+    with helper.override(model=helper_model, options=AgentOptions(stream=False)):
+        await parent.run("Weather?", on=[(None, seen.append)])  # observed: the helper's run is forwarded
+    assert seen
+    assert helper_model.prompts[0].stream is False  # the override's options, not the agent's

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 import pytest
-from chat_local_server import LocalServer, json_reply, sse_body, sse_reply
+from chat_local_server import LocalServer, SleepRecorder, json_reply, sse_body, sse_reply
 
 from agentflow.agent.agent import Agent
 from agentflow.agent.chat_client import _refuses
@@ -98,6 +98,22 @@ async def test_a_refused_reasoning_field_is_dropped_and_the_request_sent_again(
     assert any(item.get("reasoning") == "Roll it." for item in session.items if isinstance(item, dict))
 
 
+async def test_a_refusal_after_a_retried_429_is_still_sent_again_without_the_field(
+    server: LocalServer, sleeps: SleepRecorder
+) -> None:
+    # The model layer's retry (a ModelRetry event before any answer) is not the server taking the request.
+    first, done = answers(True, {"reasoning": "Roll it.", "tool_calls": [CALL]}, {"content": "A 4."})
+    busy = json_reply({"error": {"message": "slow down", "type": "rate_limit"}}, status=429)
+    server.add(first, busy, refusal(), done)
+    model = OpenAIChatModel(base_url=server.base_url, api_key="sk", model="openai/gpt-oss-20b", sleep=sleeps)
+    agent = Agent(model, tools=[roll_dice], options=AgentOptions(stream=True))
+    async with agent:
+        assert (await agent.run("Roll a die.")).output_text == "A 4."
+    assert len(sleeps.delays) == 1
+    assert sent_reasoning(server, 2) == ["Roll it."]  # the retry after the 429, refused
+    assert sent_reasoning(server, 3) == [None]
+
+
 @pytest.mark.parametrize(
     "message",
     [
@@ -148,6 +164,9 @@ async def test_a_streamed_refusal_after_the_first_event_is_not_a_refusal(server:
         ("property 'reasoning_content' is unsupported", {"reasoning"}, False),
         ("Extra inputs are not permitted: messages.2.reasoning_content", {"reasoning_content"}, True),
         ("reasoning_effort is not supported", {"reasoning"}, False),
+        ("reasoning.effort is not supported with this model", {"reasoning"}, False),
+        ("model x-reasoning does not support tools: unsupported", {"reasoning"}, False),
+        ('unknown field "reasoning" in messages[2]', {"reasoning"}, True),
     ],
 )
 def test_what_counts_as_refusing_the_field(message: str, fields: set[str], refused: bool) -> None:
