@@ -20,6 +20,7 @@ The methods that start runs (``stream``, ``run`` and ``run_sync`` of ``Agent`` a
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic
@@ -38,11 +39,14 @@ from ..result import AgentResult, OutputT
 from ..runtimes.base import AgentRuntime
 from ..runtimes.context import RunContext
 from .stored_turns import StoredTurns
+from .stores import SessionStoreError
 
 if TYPE_CHECKING:
     from .turns import Turns
 
 __all__ = ["AgentRun"]
+
+_log = logging.getLogger("agentflow")
 
 
 class AgentRun(Generic[OutputT]):
@@ -106,8 +110,12 @@ class AgentRun(Generic[OutputT]):
         self._snapshot: tuple[Any, ...] | None = None
         if turns is not None:
             # Taken by the run itself, inside its scopes (``RunContext.wait_turn``); ``_release`` drops the
-            # reference again, so the context and this handle do not keep each other alive.
+            # references again, so the context and this handle do not keep each other alive.
             ctx.wait_turn = self._wait_turn
+            if self._rollback or isinstance(turns, StoredTurns):
+                # Rolled back and saved before the terminal event, so whoever sees the run end (events,
+                # SSE, tracing) sees a save that failed as the run's failure.
+                ctx.before_terminal = self._end_turn
         self._subscription: Subscription[Event] | None = None
         self._task_group: TaskGroup | None = None
         # Set when the run has ended; the Event exists only for a run driven in its own task (``async with``).
@@ -214,6 +222,7 @@ class AgentRun(Generic[OutputT]):
 
     def _release(self) -> None:
         self.ctx.wait_turn = None
+        self.ctx.before_terminal = None
         if self._held is not None:
             self._held.release()
             self._held = None
@@ -227,15 +236,29 @@ class AgentRun(Generic[OutputT]):
                 self.ctx.error = exc
         finally:
             if self._turns is not None:
-                undone = self._roll_back() if self._snapshot is not None else False
                 try:
-                    if self._held is not None and isinstance(self._turns, StoredTurns):
-                        await self._save(self._turns, () if undone else self.ctx.new_items)
+                    hook = self.ctx.before_terminal
+                    if hook is not None:
+                        # A runtime whose own ``execute`` skipped it: the turn still ends (after the terminal
+                        # event, then), so memory is rolled back and the conversation saved all the same.
+                        self.ctx.before_terminal = None
+                        late = await hook()
+                        if late is not None and self.ctx.error is None:
+                            self.ctx.error = late
                 finally:
                     self._release()  # in the task that took the session's lock, the one that must release it
             self._ended = True
             if self._done is not None:
                 self._done.set()
+
+    async def _end_turn(self) -> Exception | None:
+        """``RunContext.before_terminal`` of a session's run: a failed run's memory put back
+        (``rollback_on_failure``), then a stored session's save; the ``SessionStoreError`` that fails the run
+        if the save fails."""
+        undone = self._roll_back() if self._snapshot is not None else False
+        if self._held is None or not isinstance(self._turns, StoredTurns):
+            return None  # no turn taken (cancelled while waiting for it), or nothing to save
+        return await self._save(self._turns, () if undone else self.ctx.new_items)
 
     def _roll_back(self) -> bool:
         """A failed run of a ``rollback_on_failure`` session: memory as the run found it, before the turn
@@ -251,29 +274,32 @@ class AgentRun(Generic[OutputT]):
             error.add_note(f"Rolling the session's memory back failed as well: {type(exc).__name__}: {exc}")
         return True
 
-    async def _save(self, turns: StoredTurns, items: Sequence[Any]) -> None:
+    async def _save(self, turns: StoredTurns, items: Sequence[Any]) -> SessionStoreError | None:
         """The end of a stored session's turn: append what the run wrote. Never raises (this is the run's
-        ending, maybe under a cancellation): a failure becomes the run's error, ``SessionStoreError`` carrying
-        its ``run_result``, or a note on the error of a run that failed anyway."""
+        ending, maybe under a cancellation): a failure is logged, and is either the error that fails the run
+        (``SessionStoreError`` carrying the run's result as ``run_result``) or, for a run that failed anyway,
+        a note on its error."""
         error = await turns.save(items)
         if error is None:
-            return
+            return None
+        # Logged in every case: a web handler may drop the run's error, and an operator needs the store's.
+        _log.error("run %s: %s", self.run_id, error, exc_info=error)
         if self.ctx.error is not None:
             cause = error.__cause__
             self.ctx.error.add_note(
                 f"Saving the session's conversation failed as well ({type(cause).__name__}: {cause}); what "
                 "the run wrote stays in the session's memory, to be saved with the next run's"
             )
-            return
+            return None
         error.run_result = self.ctx.result
-        self.ctx.error = error
+        return error
 
     # -- events ----------------------------------------------------------------------------------------------
 
     def __aiter__(self) -> AsyncIterator[Event]:
-        # ``async for`` reads the subscription itself: one call less per event on the hot path. Not for a
-        # stored session's run, whose turn goes on after its terminal event (the save).
-        if self._subscription is not None and not isinstance(self._turns, StoredTurns):
+        # ``async for`` reads the subscription itself: one call less per event on the hot path. A session's
+        # turn ends before the terminal event (``_end_turn``), so nothing of the run is left after the loop.
+        if self._subscription is not None:
             return self._subscription
         return self  # whose __anext__ explains what is missing
 
@@ -284,14 +310,7 @@ class AgentRun(Generic[OutputT]):
                     "enter the run first: 'async with agent.stream(...) as run: async for e in run'"
                 )
             raise RuntimeError("this run was started without an event subscription")
-        try:
-            return await self._subscription.__anext__()
-        except StopAsyncIteration:
-            # After the terminal event: the loop ends once the run has (its conversation saved), so that
-            # ``run.result`` after the loop holds, as for any run.
-            if self._done is not None:
-                await self._done.wait()
-            raise
+        return await self._subscription.__anext__()
 
     # -- outcome ---------------------------------------------------------------------------------------------
 

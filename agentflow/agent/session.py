@@ -6,7 +6,8 @@ memory, not to the session: two sessions over one memory (a web app calling ``ag
 request) take turns too, within one event loop. ``exclusive()`` takes a turn for your own code (editing or
 saving the memory between runs), and ``rollback_on_failure`` puts a failed run's memory back inside its turn.
 A session with a ``store`` keeps its conversation there too, loaded and saved at the boundaries of its turns
-(``agentflow.agent.stored_turns``). Nothing here talks to a model; the session hands its memory and its turns
+(``agentflow.agent.stored_turns``); sessions over one memory then share that too, so they must all name the
+same store and ``session_id``. Nothing here talks to a model; the session hands its memory and its turns
 to the agent's runs.
 """
 
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..result import OutputT
 from .memory import Memory, check_memory
 from .run_starter import RunStarter
-from .stored_turns import StoredTurns
+from .stored_turns import StoredTurns, stored_turns_of
 from .stores import SessionStore
 from .turns import Turns, turns_of
 
@@ -57,9 +58,11 @@ class Session(RunStarter[OutputT]):
         chat = agent.session(session_id="user-42", store=SQLiteStore("chats.db"))
         await chat.run("What did I ask yesterday?")   # the model sees the stored conversation
 
-    A store that fails raises ``SessionStoreError``: before the run's model call when loading, after the run
-    when saving (with the run's result as ``run_result``; its items stay in memory and are saved with the
-    next run's).
+    A store that fails raises ``SessionStoreError``: before the run's model call when loading, as the run
+    ends when saving (the run fails with it: ``RunFailed`` is its terminal event, and ``run_result`` its
+    result; its items stay in memory and are saved with the next run's). Sessions over one memory share its
+    stored conversation: a session naming another store or ``session_id`` than one already over the memory,
+    or none (its runs would go unsaved), is refused with ``ValueError``.
     """
 
     __slots__ = ("_stored", "_turns", "agent", "id", "memory", "rollback_on_failure", "store")
@@ -94,7 +97,9 @@ class Session(RunStarter[OutputT]):
                     "a session with a store needs session_id=..., the key of its conversation in the store "
                     "(e.g. the user's or the chat's id)"
                 )
-            self._stored = StoredTurns(self._turns, store, session_id)
+            self._stored = stored_turns_of(self._turns, store, session_id)
+        else:
+            self._check_unstored()
         self.id = session_id or f"session_{uuid.uuid4().hex}"
 
     def __repr__(self) -> str:
@@ -170,7 +175,20 @@ class Session(RunStarter[OutputT]):
             _EXCLUSIVE.discard(entry)
             lock.release()
 
+    def _check_unstored(self) -> None:
+        """``ValueError`` for a session without a store over a memory whose conversation is kept in one: its
+        runs would write to the conversation and never be saved (and the store's account would be wrong)."""
+        stored = self._turns.stored_turns
+        if stored is not None:
+            raise ValueError(
+                f"this memory's conversation is kept in a {type(stored.store).__name__} as session "
+                f"{stored.session_id!r}: a session over it needs the same store and session_id, or its runs "
+                "would go unsaved"
+            )
+
     def _run_on(self) -> tuple[Agent[OutputT], Memory | None, Turns | None, bool]:
+        if self._stored is None and self._turns.stored_turns is not None:
+            self._check_unstored()  # built before a session with a store was, over the same memory
         if _EXCLUSIVE and _held_here(self._turns):
             raise RuntimeError(
                 "this task holds the session's turn (session.exclusive()): a run started here would wait for "

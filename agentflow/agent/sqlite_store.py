@@ -15,6 +15,8 @@ item)``, the primary key ``(session_id, seq)``, ``item`` the item's JSON bytes (
   is made inside the transaction, so no other writer can come in between;
 - worker threads are never abandoned on cancellation (anyio's default): a cancelled call finishes, or
   rolls back, in its thread before the cancellation goes on, so no transaction is left open and no lock held.
+  So a session's save cap cannot cut an append either: what bounds one is ``timeout``, SQLite's busy timeout
+  (a write waiting for another connection's lock fails after it), and the disk.
 
 ``sqlite3`` is imported when the first connection opens, not when this module is: ``import agentflow``
 stays light.

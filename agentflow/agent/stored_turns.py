@@ -8,19 +8,32 @@ the boundaries of the run's turn, while it holds the memory's lock, and never in
   know, what memory holds (a seeded system message, say) is the start of the conversation and is saved with
   the first run. A load that fails fails the run before its model is called (``SessionStoreError``);
   memory is untouched and the next turn loads again.
-- **after**: the items the run wrote (its ``new_items``) are appended, before the next run on the memory
-  starts. By outcome: a finished run, its items; a cancelled run or one stopped at a limit, what memory kept
-  (valid: every tool call answered, synthetic ``cancelled`` results included); a failed run, what memory
-  kept, or nothing when ``rollback_on_failure`` put memory back.
+- **after**: the items the run wrote (its ``new_items``) are appended as the run ends, right before its
+  terminal event (``RunContext.before_terminal``), so a save that fails is the run's failure for every
+  consumer: ``RunFailed(SessionStoreError)`` in its events, a failed span, ``run()`` raising. By outcome:
+  a finished run, its items; a cancelled run or one stopped at a limit, what memory kept (valid: every tool
+  call answered, synthetic ``cancelled`` results included); a failed run, what memory kept, or nothing when
+  ``rollback_on_failure`` put memory back.
 
 Items the store did not take (its append failed, or was cut off) stay in memory and in ``unsaved``; the next
 append sends them first, with the next run's, in one call: since an append is all or none, nothing is lost
-and nothing written twice. Every append says where it goes (``start``: the number of items the session knows
-the store holds), so an append that succeeded although the session was told it failed is not repeated, and a
-conversation another process wrote to in the meantime is not appended to blindly: that save fails with
-``SessionConflictError`` (the run's items in it), and the next turn reads the stored conversation again.
+while the memory lives, and nothing is written twice. (A memory dropped after a failed save, as a session per
+request drops its own, takes them with it: the run said so by failing.) Every append says where it goes
+(``start``: the number of items the session knows the store holds), so an append that succeeded although the
+session was told it failed is not repeated, and a conversation another process wrote to in the meantime is not
+appended to blindly: that save fails with ``SessionConflictError`` (the run's items in it), and the next turn
+reads the stored conversation again.
 The save is shielded from cancellation (a run cancelled from outside is saved too, and a cancel never tears
-an append in two), and capped at ``_SAVE_SECONDS``, as the run's own ending is.
+an append in two), and capped at ``_SAVE_SECONDS``, as the run's own ending is. The cap cuts only an append
+that can be cancelled (an async driver's): ``SQLiteStore`` works in a worker thread that is never abandoned
+(its transaction must end, committed or rolled back, before anything else uses the connection), so its
+append takes as long as SQLite does, and what bounds it is the store's ``timeout`` (SQLite's busy timeout:
+how long a write waits for another connection's lock before it fails).
+
+One ``StoredTurns`` serves every session over one memory (``stored_turns_of``): what the store holds and what
+is unsaved are facts about the memory's conversation, not about one ``Session`` object, so two sessions over
+one memory (a session per request over a shared memory) take turns on one account of them. A memory holds
+one stored conversation: a session over it with another store or ``session_id`` is refused (``ValueError``).
 
 The store is an append-only log of the runs' items, so memory may hold less than it (a ``WindowedMemory``
 trims; it reloads trimmed). Edits made to memory in ``session.exclusive()`` stay in memory;
@@ -39,12 +52,13 @@ from .memory import Memory
 from .stores import SessionConflictError, SessionStore, SessionStoreError, StoreConflict, StoreOperation
 from .turns import Turns
 
-__all__ = ["StoredTurns"]
+__all__ = ["StoredTurns", "stored_turns_of"]
 
 _SAVE_SECONDS = 10.0
 """How long an append or a clear may take. They are shielded from cancellation (a cancel must not tear one
-in two), so this bounds how long a cancelled run's ending waits for the store, as ``runtimes.base`` bounds
-its own; past it, the items stay unsaved and the next append takes them."""
+in two), so this bounds how long a cancelled run's ending waits for a store whose calls can be cancelled, as
+``runtimes.base`` bounds its own; past it, the items stay unsaved and the next append takes them. A store
+working in a thread it never abandons (``SQLiteStore``) is bounded by its own timeout instead."""
 
 
 class StoredTurns(Turns):
@@ -65,11 +79,6 @@ class StoredTurns(Turns):
         """How many items the store holds for the session, as far as the session knows (``start``)."""
         self.unsaved: list[Any] = []
         """Items in memory that the store has not taken yet (sent first by the next append)."""
-
-    @property
-    def loaded(self) -> bool:
-        """Whether the stored conversation has been read into memory."""
-        return self._loaded
 
     async def load(self, memory: Memory) -> None:
         """Read the stored conversation into ``memory``, once (the caller holds the turn).
@@ -173,6 +182,31 @@ class StoredTurns(Turns):
         error = SessionStoreError(message, session_id=self.session_id, operation=operation)
         error.__cause__ = cause
         return error
+
+
+def stored_turns_of(shared: Turns, store: SessionStore, session_id: str) -> StoredTurns:
+    """The ``StoredTurns`` of a memory's conversation (``shared``: the memory's ``turns_of``), kept in
+    ``store`` under ``session_id``: made by the first session over the memory, shared by the next ones
+    (``Turns.stored_turns``).
+
+    ``ValueError`` if the memory's conversation is kept under another store or id already: one memory
+    holding two conversations would save each one's turns into the other. A memory that cannot be weakly
+    referenced has a ``Turns`` of its own per session, and so a ``StoredTurns`` of its own.
+    """
+    stored = shared.stored_turns
+    if stored is None:
+        stored = shared.stored_turns = StoredTurns(shared, store, session_id)
+    elif stored.store is not store or stored.session_id != session_id:
+        if stored.store is not store:
+            clash = f"is kept in another store (its {type(stored.store).__name__}, as {stored.session_id!r})"
+        else:
+            clash = f"is session {stored.session_id!r} of this store"
+        raise ValueError(
+            f"cannot use this memory for session {session_id!r}: its conversation {clash} already. A memory "
+            "holds one stored conversation: give each its own memory (sessions over one memory name the same "
+            "store and session_id)"
+        )
+    return stored
 
 
 def _checked_items(stored: object) -> tuple[Any, ...]:

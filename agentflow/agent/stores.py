@@ -90,8 +90,9 @@ class SessionStoreError(Exception):
 
     - ``operation="load"``: the run failed before its model was called (``run_result`` is its empty partial
       result); memory is untouched and the next run loads again.
-    - ``operation="append"``: the run itself ended (finished, cancelled, stopped at a limit) and
-      ``run_result`` is its result; its items stay in the session's memory and are saved with the next run's.
+    - ``operation="append"``: the run itself ended (finished, cancelled, stopped at a limit), then failed
+      with this error as the save came before its terminal event (``RunFailed``); ``run_result`` is the
+      run's own result, and its items stay in the session's memory, saved with the next run's.
     - ``operation="clear"``: nothing was cleared in memory.
 
     >>> err = SessionStoreError("the store is down", session_id="user-42", operation="append")
@@ -118,9 +119,10 @@ class SessionStoreError(Exception):
 
 class SessionConflictError(SessionStoreError):
     """A session's save found the stored conversation changed since the session read it: another process (or
-    another session object) wrote to it. Nothing was saved. ``run_result`` is the run's result, and ``items``
-    what could not be saved (that run's items, and any left unsaved before); the session reads the stored
-    conversation again on its next turn, so its memory no longer holds them.
+    a session over another memory) wrote to it. Nothing was saved, and the run fails with this error.
+    ``run_result`` is the run's result, and ``items`` what could not be saved (that run's items, and any left
+    unsaved before); the session reads the stored conversation again on its next turn, so its memory no
+    longer holds them.
     """
 
     def __init__(self, message: str, *, items: Sequence[Any] = (), **kwargs: Any) -> None:

@@ -83,7 +83,8 @@ __all__ = ["AgentRuntime", "answer_stop_reason", "blocking_call"]
 _NO_DEADLINE = contextlib.nullcontext()  # reusable: entering it does nothing
 
 _CLEANUP_SECONDS = 10.0
-"""How long each shielded part of a run's ending (settling memory; the terminal event) may take.
+"""How long each shielded part of a run's ending (settling memory; ``RunContext.before_terminal``; the
+terminal event) may take.
 
 Publishing never waits for a subscriber once a run is ending (``EventBus.begin_ending``), so only an async
 event callback or a runtime's own ``settle_pending`` (CodeAct stopping its sandbox) can use this time."""
@@ -179,7 +180,10 @@ class AgentRuntime:
         cancellation from outside still propagates as itself). A tool call that ends the run (its tool's
         ``on_error="raise"``, a ``ToolFatalError``) fails it the same way, with that call's exception, even
         when something on its way caught it (CodeAct's code calling the tool): it cancels ``ctx.abort_scope``
-        (``tool_errors_reach_code``).
+        (``tool_errors_reach_code``). ``ctx.before_terminal`` (a stored session's save) is awaited right
+        before the terminal event, however the run ends; the exception it returns fails a run that finished
+        or was cancelled, with ``RunFailed`` in place of its own terminal event (and is raised, as any
+        failure).
         ``ctx.result`` / ``ctx.error`` hold the outcome.
         """
         result: AgentResult | None = None
@@ -231,6 +235,11 @@ class AgentRuntime:
             assert ctx.result is not None
             return ctx.result
         ctx.result = result
+        if ctx.before_terminal is not None:
+            late = await self._before_terminal(ctx)
+            if late is not None:
+                await self._end_failed(ctx, late, partial=result)
+                raise late
         await self._publish_terminal(ctx, RunFinished(result=result))
         return result
 
@@ -241,14 +250,23 @@ class AgentRuntime:
             exc.add_note(f"Completing the run's memory failed as well: {exception_message(broken)}")
         await self._end_failed(ctx, exc)
 
-    async def _end_failed(self, ctx: RunContext, exc: BaseException) -> None:
+    async def _end_failed(
+        self, ctx: RunContext, exc: BaseException, *, partial: AgentResult | None = None
+    ) -> None:
+        """Publish ``RunFailed`` for ``exc``; ``partial``: the result of a run that ended otherwise and fails
+        for what came after (its ``before_terminal``)."""
         ctx.error = exc
-        partial = exc.partial if isinstance(exc, AgentRunError) else None
+        if partial is None and isinstance(exc, AgentRunError):
+            partial = exc.partial
         if partial is None:
             partial = ctx.result_for(StopReason.ERROR, error=exception_message(exc))
         ctx.result = partial
         # Whatever the run raises carries its partial result (``agent.run()`` has no other handle on it).
         attach_run_result(exc, partial)
+        if ctx.before_terminal is not None:
+            late = await self._before_terminal(ctx)
+            if late is not None and late is not exc:
+                exc.add_note(f"Ending the run failed as well: {exception_message(late)}")
         model_error = exc if isinstance(exc, ModelError) else None
         failed = RunFailed(
             error_type=type(exc).__name__,
@@ -274,6 +292,11 @@ class AgentRuntime:
             await self._end_failed(ctx, broken)
             return broken
         ctx.result = ctx.result_for(reason)
+        if ctx.before_terminal is not None:
+            late = await self._before_terminal(ctx)
+            if late is not None:
+                await self._end_failed(ctx, late, partial=ctx.result)
+                return late
         await self._publish_terminal(ctx, RunCancelled(partial=ctx.result))
         return None
 
@@ -306,6 +329,22 @@ class AgentRuntime:
         except Exception as exc:
             return exc
         return None
+
+    async def _before_terminal(self, ctx: RunContext) -> Exception | None:
+        """Await ``ctx.before_terminal`` (once); the exception that fails the run instead, if any.
+
+        Shielded and capped as the settling is: it may run in a cancelled task, and the terminal event must
+        still come. A hook that raises fails the run as one that returns its exception.
+        """
+        hook, ctx.before_terminal = ctx.before_terminal, None
+        assert hook is not None
+        late: Exception | None = None
+        with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
+            try:
+                late = await hook()
+            except Exception as exc:
+                late = exc
+        return late
 
     async def _publish_terminal(self, ctx: RunContext, event: TerminalEvent) -> None:
         # Shielded and capped apart from the settling, so a run always gets its terminal event (the bus

@@ -121,6 +121,12 @@ class RunContext:
     wait_turn: Callable[[], Awaitable[None]] | None = attrs.field(default=None, repr=False)
     """Awaited inside the run's scopes before anything else: a session's run waits there for the runs ahead
     of it on the same memory (``AgentRun`` holds the lock)."""
+    before_terminal: Callable[[], Awaitable[Exception | None]] | None = attrs.field(default=None, repr=False)
+    """Awaited once by the run's ending (shielded and capped, as the rest of the ending) right before its
+    terminal event, with the outcome on this context (``result``; ``error`` for a failed run): a stored
+    session's run rolls back and saves its conversation there (``AgentRun``). The exception it returns fails
+    a run that finished or was cancelled (``RunFailed`` for it, its partial result the run's own); on a run
+    that failed anyway it becomes a note on the run's error."""
     output_type: OutputType[Any] | None = None
     """What the final answer is read into (``Agent(output_type=…)``); ``None``: its text is the answer."""
 

@@ -14,8 +14,9 @@ from agentflow.agent import stored_turns
 from agentflow.agent.agent import Agent
 from agentflow.agent.options import AgentOptions
 from agentflow.agent.prompt import AgentModelResult, AgentPrompt
-from agentflow.events import RunFailed, RunFinished
+from agentflow.events import RunCancelled, RunFailed, RunFinished
 from agentflow.model.errors import ServerError
+from agentflow.model.events import Event
 from agentflow.result import StopReason
 from agentflow.testing.fake import FakeModelClient, reply
 from agentflow.tools import tool
@@ -57,19 +58,24 @@ async def test_a_failed_load_fails_the_run_before_the_model_is_called() -> None:
     assert texts(await store.load("s")) == ["user:q2", "assistant:a1"]
 
 
-async def test_a_failed_append_raises_with_the_result_and_the_next_run_saves_both_once() -> None:
+async def test_a_failed_append_fails_the_run_with_its_result_and_the_next_run_saves_both_once() -> None:
     store = ScriptedStore()
     store.fail_appends = 1
     chat = Agent(FakeModelClient([reply("a1"), reply("a2")])).session(session_id="s", store=store)
-    finished: list[RunFinished] = []
+    ended: list[Event] = []
 
     with pytest.raises(SessionStoreError, match="saving session 's'") as caught:
-        await chat.run("q1", on=[(RunFinished, finished.append)])
+        await chat.run("q1", on=[((RunFinished, RunFailed), ended.append)])
 
     error = caught.value
     assert error.operation == "append"
-    assert error.run_result is finished[0].result  # the run's result is not lost
+    [failed] = ended  # the save came before the terminal event: the run failed, once
+    assert isinstance(failed, RunFailed)
+    assert failed.error_type == "SessionStoreError"
+    assert error.run_result is failed.partial  # the run's own result is not lost
+    assert error.run_result is not None
     assert error.run_result.output_text == "a1"
+    assert error.run_result.stop_reason is StopReason.FINAL_ANSWER
     assert texts(chat.items) == ["user:q1", "assistant:a1"]  # memory kept for the retry
     assert await store.load("s") == []
     assert not chat.busy
@@ -79,17 +85,23 @@ async def test_a_failed_append_raises_with_the_result_and_the_next_run_saves_bot
     assert texts(await store.load("s")) == ["user:q1", "assistant:a1", "user:q2", "assistant:a2"]
 
 
-async def test_a_failed_append_of_a_stream_is_the_runs_error() -> None:
+async def test_a_failed_append_of_a_stream_ends_it_with_run_failed() -> None:
     store = ScriptedStore()
     store.fail_appends = 1
     chat = Agent(FakeModelClient([reply("a1")])).session(session_id="s", store=store)
 
     async with chat.stream("q1") as run:
-        events = [type(event) async for event in run]
+        events = [event async for event in run]
         assert isinstance(run.error, SessionStoreError)
         with pytest.raises(SessionStoreError):
             _ = run.result
-    assert events[-1] is RunFinished  # the run itself finished; saving came after it
+    terminals = [e for e in events if isinstance(e, RunFinished | RunFailed | RunCancelled)]
+    assert terminals == [events[-1]]  # one terminal event, the last
+    failed = events[-1]
+    assert isinstance(failed, RunFailed)
+    assert failed.error_type == "SessionStoreError"
+    assert "saving session 's'" in failed.error
+    assert failed.partial is run.partial
     assert run.partial is not None
     assert run.partial.output_text == "a1"
     assert run_result(run.error) is run.partial

@@ -123,7 +123,7 @@ async def test_tool_calls_round_trip_exactly() -> None:
     assert list(model.prompts[2].items[:4]) == stored  # the model gets the same conversation back
 
 
-async def test_stream_saves_before_its_iteration_ends() -> None:
+async def test_stream_saves_before_its_terminal_event() -> None:
     store = ScriptedStore()
     chat = Agent(FakeModelClient([reply("a1"), reply("a2")])).session(session_id="s", store=store)
 
@@ -133,7 +133,8 @@ async def test_stream_saves_before_its_iteration_ends() -> None:
     async with chat.stream("q1") as run:
 
         async def consume() -> None:
-            seen.extend([event async for event in run])
+            async for event in run:
+                seen.append(event)
             # The loop ends after the run's turn: the items are stored and the result is there.
             assert texts(await store.load("s")) == ["user:q1", "assistant:a1"]
             assert run.result.output_text == "a1"
@@ -143,7 +144,8 @@ async def test_stream_saves_before_its_iteration_ends() -> None:
             tg.start_soon(consume)
             await store.append_started.wait()
             await anyio.wait_all_tasks_blocked()
-            assert not loop_ended.is_set()  # the terminal event is out, but the save is not done
+            assert not any(isinstance(event, RunFinished) for event in seen)  # it waits for the save
+            assert not loop_ended.is_set()
             store.release.set()
     assert loop_ended.is_set()
     assert isinstance(seen[-1], RunFinished)
