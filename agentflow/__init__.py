@@ -158,6 +158,7 @@ _LAZY: dict[str, str] = {
     "SimplePlanner": "agentflow.runtimes.planner",
     "ModelPlanner": "agentflow.runtimes.planner",
     "PlanContext": "agentflow.runtimes.planner",
+    "AgentModelPlanner": "agentflow.runtimes.planner",
     "CodeAction": "agentflow.runtimes.planner",
     "PlanningError": "agentflow.runtimes.planner",
     "PlanParseError": "agentflow.runtimes.planner",
@@ -289,6 +290,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
     from .runtimes.output import OutputType, OutputValidationError
     from .runtimes.output_validators import OutputContext, RejectOutput, ValidatorError
     from .runtimes.planner import (
+        AgentModelPlanner,
         CodeAction,
         ModelPlanner,
         PlanContext,
@@ -329,6 +331,7 @@ __all__ = [
     "SSE_HEADERS",
     "Agent",
     "AgentEvent",
+    "AgentModelPlanner",
     "AgentModelResult",
     "AgentOptions",
     "AgentPrompt",

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
-from ..model.protocol import ChatModel
 from ..runtimes.output import OutputType, TypeForm
 from .agent import Agent, ModelLike
-from .options import ModelSettings
 
 if TYPE_CHECKING:
     from ..runtimes.codeact import CodeActOptions
@@ -21,12 +19,6 @@ if TYPE_CHECKING:
 __all__ = ["Agents"]
 
 _T = TypeVar("_T")
-
-
-def _model_name(kwargs: dict[str, Any]) -> str | None:
-    """The model name the agent's own calls ask for (``ModelSettings.model``); a planner asks for it too."""
-    settings = kwargs.get("settings")
-    return settings.model if isinstance(settings, ModelSettings) else None
 
 
 class Agents:
@@ -131,8 +123,8 @@ class Agents:
         ``codeact``: the runtime's ``CodeActOptions`` (``react``, ``correct_format``, ``executor``,
         ``limits``). To plan (smolagents' ``planning_interval``): ``planner`` as for ``deep_research``, and
         ``replan_every=N`` to re-plan every N steps; ``replan_every`` alone plans with the agent's own model
-        (``planner="model"``). ``on_plan`` and ``plan_role`` are ``CodeActRuntime``'s; ``kwargs`` go to
-        ``Agent``.
+        (``planner="model"``: each run's, an ``agent.override``'s included). ``on_plan`` and ``plan_role``
+        are ``CodeActRuntime``'s; ``kwargs`` go to ``Agent``.
         """
         from ..runtimes.codeact import CodeActRuntime
         from ..runtimes.planning import planner_for
@@ -140,13 +132,8 @@ class Agents:
         if "runtime" in kwargs:
             raise TypeError("Agents.codeact() sets the runtime itself; use Agent(runtime=...) instead")
         if planner is None and replan_every is not None:
-            if not isinstance(model, ChatModel):
-                raise TypeError(
-                    f"replan_every plans with the agent's own model, which must then be a ChatModel, got "
-                    f"{type(model).__name__}; pass planner=ModelPlanner(chat_model) as well"
-                )
             planner = "model"  # smolagents' planning_interval: the agent's own model plans
-        chosen = None if planner is None else planner_for(planner, model, model_name=_model_name(kwargs))
+        chosen = None if planner is None else planner_for(planner)
         runtime = CodeActRuntime(
             codeact, planner=chosen, replan_every=replan_every, on_plan=on_plan, plan_role=plan_role
         )
@@ -204,16 +191,17 @@ class Agents:
     ) -> Agent[Any]:
         """An agent with the DeepResearch runtime: a plan first, then the ReAct loop.
 
-        ``planner``: a ``Planner``, ``"simple"`` (default: the goal is the only step) or ``"model"`` (a
-        ``ModelPlanner`` asking ``model`` itself, which must then be a ``ChatModel``, for the model name
-        ``settings`` sets, if any). ``replan_every``, ``on_plan`` and ``plan_role`` are
-        ``DeepResearchRuntime``'s options; ``kwargs`` go to ``Agent``.
+        ``planner``: a ``Planner``, ``"simple"`` (default: the goal is the only step) or ``"model"`` (an
+        ``AgentModelPlanner``: the agent's own model plans, the model client and model name each run uses,
+        so an ``agent.override(model=...)`` or a run's ``settings=`` reach the plan too).
+        ``replan_every``, ``on_plan`` and ``plan_role`` are ``DeepResearchRuntime``'s options; ``kwargs``
+        go to ``Agent``.
         """
         from ..runtimes.deep_research import DeepResearchRuntime
         from ..runtimes.planning import planner_for
 
         if "runtime" in kwargs:
             raise TypeError("Agents.deep_research() sets the runtime itself; use Agent(runtime=...) instead")
-        chosen = planner_for(planner or "simple", model, model_name=_model_name(kwargs))
+        chosen = planner_for(planner or "simple")
         runtime = DeepResearchRuntime(chosen, replan_every=replan_every, on_plan=on_plan, plan_role=plan_role)
         return Agent(model, runtime=runtime, output_type=output_type, **kwargs)

@@ -39,12 +39,13 @@ the model (a code step's in its ``CODE_ERROR``, a final message's as an ``OUTPUT
 ``OutputType.retries`` as ``read_output`` counts a ReAct answer (``OutputRejected``; then
 ``OutputValidationError``). The prompt names the type; no ``response_format`` is sent, in either ``mode``.
 
-With a ``planner`` (``CodeActRuntime(planner=ModelPlanner(chat_model), replan_every=3)``, smolagents'
-``planning_interval``) the run plans as DeepResearch does (``agentflow.runtimes.planning``): after the input,
-the plan goes into memory (a ``plan_role`` message) and ``PlanCreated`` is published before the first step;
-every ``replan_every`` steps while the run goes on, the planner gets the progress (the code steps since the
-plan, each with its outcome, and the tool calls the code made) and ``PlanUpdated`` follows. Without a
-planner nothing of it runs: prompts and events are what they were.
+With a ``planner`` (``CodeActRuntime(planner=AgentModelPlanner(), replan_every=3)``, smolagents'
+``planning_interval``: the agent's own model plans) the run plans as DeepResearch does
+(``agentflow.runtimes.planning``): after the input, the plan goes into memory (a ``plan_role`` message) and
+``PlanCreated`` is published before the first step; every ``replan_every`` steps while the run goes on, the
+planner gets the progress (the code steps since the plan, each with its outcome, and the tool calls the code
+made) and ``PlanUpdated`` follows. Without a planner nothing of it runs: prompts and events are what they
+were.
 
 Where this departs from the reference on purpose: a failed step with ``react=False`` goes back to the model
 (the reference ended the run with the error); with ``react=True`` the model may run more code after a
@@ -120,7 +121,7 @@ from .codeact_steps import (
 )
 from .context import RunContext
 from .output import OutputValidationError
-from .planner import CodeAction, Planner
+from .planner import AgentModelPlanner, CodeAction, Planner
 from .planning import PlanHook, Planning, PlanRole, PlanState
 
 __all__ = [
@@ -197,14 +198,13 @@ class CodeActRuntime(AgentRuntime):
 
     Planning (smolagents' ``planning_interval``), off unless a ``planner`` is given:
 
-    - ``planner``: a ``Planner``, e.g. ``ModelPlanner(chat_model)`` (the model plans, as smolagents' does) or
-      ``Planner.simple()``. The run plans after its input: the plan goes into memory and ``PlanCreated`` is
-      published before the first step, as in DeepResearch.
+    - ``planner``: a ``Planner``, e.g. ``AgentModelPlanner()`` (the agent's own model plans, as smolagents'
+      does), ``ModelPlanner(chat_model)`` (another model) or ``Planner.simple()``. The run plans after its
+      input: the plan goes into memory and ``PlanCreated`` is published before the first step, as in
+      DeepResearch.
     - ``replan_every``: re-plan after every N steps (``None``: never), told the code steps since the plan
-      with their outcomes and the tool calls the code made; published as ``PlanUpdated``. It needs a
-      ``planner``: the runtime has no chat model of its own to plan with, and ``Planner.simple()`` never
-      changes its plan, so ``replan_every`` alone is refused rather than doing nothing.
-      (``Agents.codeact(chat_model, replan_every=3)`` plans with that model.)
+      with their outcomes and the tool calls the code made; published as ``PlanUpdated``. Alone, it plans
+      with the agent's own model (``AgentModelPlanner()``), as smolagents' ``planning_interval`` does.
     - ``on_plan``: sees (and may edit) every plan before it is used, as in DeepResearch.
     - ``plan_role``: the role of the plan's message; ``None`` (default): ``options.observation_role``, so a
       chat template that needs user observations gets a user plan too.
@@ -239,20 +239,22 @@ class CodeActRuntime(AgentRuntime):
             raise TypeError(f"options must be a CodeActOptions, got {type(options).__name__}")
         self.options = options if options is not None else CodeActOptions()
         self.planning: Planning | None = None
+        if planner is None and replan_every is not None:
+            planner = AgentModelPlanner()  # smolagents' planning_interval: the agent's own model plans
         if planner is not None:
             role = self.options.observation_role if plan_role is None else plan_role
             self.planning = Planning(
                 planner, replan_every=replan_every, on_plan=on_plan, plan_role=role, turn_text=_said
             )
             return
-        given = (("replan_every", replan_every), ("on_plan", on_plan), ("plan_role", plan_role))
+        given = (("on_plan", on_plan), ("plan_role", plan_role))
         unused = [name for name, value in given if value is not None]
         if unused:
             verb = "needs" if len(unused) == 1 else "need"
             raise TypeError(
-                f"{' and '.join(unused)} {verb} a planner: pass planner=ModelPlanner(chat_model) to plan "
-                "with a model, as smolagents' planning_interval does (Agents.codeact(chat_model, "
-                "replan_every=N) plans with the agent's own model), or planner=Planner.simple()"
+                f"{' and '.join(unused)} {verb} a planner: pass planner=AgentModelPlanner() (or "
+                "replan_every=N) to plan with the agent's own model, as smolagents' planning_interval does, "
+                "ModelPlanner(chat_model) to plan with another model, or Planner.simple()"
             )
 
     def __repr__(self) -> str:

@@ -18,9 +18,10 @@ the plan event it leads to; its text and reasoning are not published as deltas (
 agent's answer: ``ModelCompleted`` carries them). Its usage counts the moment it completes.
 
 Where this does better than the reference: the plan goes after the user input, once per run (also in a
-session, and for streamed runs); the planner may be model-backed (``ModelPlanner``) and may re-plan with the
-progress so far; the caller can inspect or edit every plan before it is used; and the plan is typed, with a
-status per step, and published as events. Planning tokens count towards the run's usage and budget.
+session, and for streamed runs); the planner may be model-backed (``AgentModelPlanner``, ``ModelPlanner``)
+and may re-plan with the progress so far; the caller can inspect or edit every plan before it is used; and
+the plan is typed, with a status per step, and published as events. Planning tokens count towards the run's
+usage and budget.
 
 The planning itself (the hooks' work, the planner's published model call, the plan in memory and in events)
 is ``agentflow.runtimes.planning.Planning``, shared with CodeAct; this module holds the runtime's two hooks
@@ -50,7 +51,8 @@ class DeepResearchRuntime(ReActRuntime):
     """Planning-enhanced ReAct: name ``deep_research``.
 
     - ``planner``: a ``Planner`` (default ``Planner.simple()``: the goal is the only step), e.g.
-      ``ModelPlanner(chat_model)``. The goal is the run's input text.
+      ``AgentModelPlanner()`` (the agent's own model plans, each run's) or ``ModelPlanner(chat_model)``
+      (that model plans). The goal is the run's input text.
     - ``replan_every``: re-plan after every N steps (``None``: never); the planner gets a ``PlanContext``
       with the current plan and the progress so far, and the result is published as ``PlanUpdated``.
     - ``on_plan``: called with every plan (the first, and each re-plan) before it is written to memory or

@@ -1,17 +1,20 @@
-"""Planners: ``Planner`` (the interface), ``SimplePlanner`` and ``ModelPlanner``, for any runtime that plans
-(DeepResearch always, CodeAct when given a planner; ``agentflow.runtimes.planning``).
+"""Planners: ``Planner`` (the interface), ``SimplePlanner``, ``ModelPlanner`` and ``AgentModelPlanner``, for
+any runtime that plans (DeepResearch always, CodeAct when given a planner; ``agentflow.runtimes.planning``).
 
 A planner turns a goal into a ``Plan`` (``agentflow.plan``); when the runtime re-plans, it also gets the
 progress so far (``PlanContext``): tool calls and their results, and for CodeAct the code steps with the
 outcome each was shown (``CodeAction``). ``Planner.simple()`` does what the reference's planner does: the
-goal is the only step. ``ModelPlanner`` asks any ``ChatModel`` for a JSON list of steps and reads the answer
-tolerantly (code fences, prose around the JSON, ``{"steps": [...]}``, step objects with a status, or a
-numbered list); an answer that is not a plan raises ``PlanParseError`` or falls back to the simple plan.
+goal is the only step. ``ModelPlanner`` asks a ``ChatModel`` of its own for a JSON list of steps;
+``AgentModelPlanner`` asks the agent's own model, whatever each run uses (an ``agent.override``'s in a test).
+Both read the answer tolerantly (code fences, prose around the JSON, ``{"steps": [...]}``, step objects with
+a status, or a numbered list); an answer that is not a plan raises ``PlanParseError`` or falls back to the
+simple plan.
 
-``parse_plan_steps`` and ``planning_input`` are pure (text in, values out). The one I/O here is
-``ModelPlanner.plan``'s model call, made through ``PlanContext.model_call`` when the context has one. Nothing
-here knows about runs, memory or events: the runtime's ``Planning`` (``agentflow.runtimes.planning``) does
-that, and the ``model_call`` it passes is how a planner's model calls reach the run's events and usage.
+``parse_plan_steps`` and ``planning_input`` are pure (text in, values out). The one I/O here is the model
+planners' call, made through ``PlanContext.model_call`` (``ModelPlanner``) or ``PlanContext.agent_model_call``
+(``AgentModelPlanner``). Nothing here knows about runs, memory or events: the runtime's ``Planning``
+(``agentflow.runtimes.planning``) does that, and the calls it passes are how a planner's model calls reach
+the run's model, events and usage.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any, Literal, Protocol
 
 import attrs
 
+from ..agent.prompt import AgentModelResult, AgentPrompt
 from ..model.messages import SystemMessage, ToolCall, UserMessage
 from ..model.protocol import ChatModel
 from ..model.request import ChatRequest
@@ -39,6 +43,8 @@ __all__ = [
     "MAX_PLANNED_CODE_STEPS",
     "PLANNER_PROMPT",
     "REPLANNER_PROMPT",
+    "AgentModelCall",
+    "AgentModelPlanner",
     "CodeAction",
     "ModelCall",
     "ModelPlanner",
@@ -128,6 +134,19 @@ class ModelCall(Protocol):
         ...
 
 
+class AgentModelCall(Protocol):
+    """How a planner asks the agent's own model in a run: ``await call(prompt)``, as ``ModelClient.create``.
+
+    A planning runtime passes one on ``PlanContext.agent_model_call``. It sends ``prompt`` through the run's
+    model client (the agent's, or an ``agent.override``'s), for the model the run's settings name when the
+    prompt names none, and publishes and counts the call as ``ModelCall`` does.
+    """
+
+    def __call__(self, prompt: AgentPrompt, /) -> Awaitable[AgentModelResult]:
+        """Send ``prompt`` through the run's model client; the whole result."""
+        ...
+
+
 @attrs.frozen
 class CodeAction:
     """One code step of a CodeAct run, as a re-plan is told of it: the run's step it ran in (0-based), its
@@ -159,9 +178,11 @@ class PlanContext:
     when ``current`` was planned. The calls that code made are in ``tool_calls`` as native ones are.
 
     ``model_call`` (set by the runtime for a run, ``None`` elsewhere) is how a planner that asks a model
-    should make the call (``ModelCall``), so the run publishes it and counts its tokens. When a planning
-    made any call through it, the run has counted those calls, and the plan's ``usage`` (or a
-    ``PlanningError``'s) is not added to the run's usage again; otherwise it is.
+    of its own should make the call (``ModelCall``), so the run publishes it and counts its tokens;
+    ``agent_model_call`` (the same) is how a planner asks the agent's own model: the run's model client,
+    for the run's model name (``AgentModelCall``). When a planning made any call through either, the run has
+    counted those calls, and the plan's ``usage`` (or a ``PlanningError``'s) is not added to the run's usage
+    again; otherwise it is.
     """
 
     current: Plan | None = None
@@ -177,6 +198,7 @@ class PlanContext:
     code_actions: tuple[CodeAction, ...] | None = None
     code_actions_seen: int = 0
     model_call: ModelCall | None = attrs.field(default=None, eq=False, repr=False)
+    agent_model_call: AgentModelCall | None = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def replanning(self) -> bool:
@@ -187,8 +209,9 @@ class PlanContext:
 class Planner(abc.ABC):
     """Turns a goal into a ``Plan``. Subclass it and implement ``plan``, or use a built-in one.
 
-    A planner that asks a model should make the call through ``context.model_call`` when the context has
-    one (see ``PlanContext``): a run then publishes the call and counts its tokens.
+    A planner that asks a model should make the call through ``context.model_call`` (or, to ask the agent's
+    own model, ``context.agent_model_call``) when the context has one (see ``PlanContext``): a run then
+    publishes the call and counts its tokens.
 
     >>> import anyio
     >>> anyio.run(Planner.simple().plan, "Why is the sky blue?").texts
@@ -228,7 +251,50 @@ def _on_invalid(_inst: object, _attr: object, value: str) -> None:
         raise ValueError(f"on_invalid must be 'fallback' or 'raise', got {value!r}")
 
 
-class ModelPlanner(Planner):
+class _PromptedPlanner(Planner):
+    """What the two model planners share: their options, the planning messages and reading the answer.
+
+    Only where the call goes differs (a model of the planner's own, or the agent's), so only that is left to
+    each.
+    """
+
+    def __init__(
+        self,
+        *,
+        on_invalid: OnInvalidPlan = "fallback",
+        max_steps: int = 6,
+        prompt: str = PLANNER_PROMPT,
+        replan_prompt: str = REPLANNER_PROMPT,
+    ) -> None:
+        _on_invalid(None, None, on_invalid)
+        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
+            raise ValueError(f"max_steps must be a positive integer, got {max_steps!r}")
+        self.on_invalid: OnInvalidPlan = on_invalid
+        self.max_steps = max_steps
+        self.prompt = prompt
+        self.replan_prompt = replan_prompt
+
+    def _system_text(self, context: PlanContext | None) -> str:
+        replanning = context is not None and context.replanning
+        return (self.replan_prompt if replanning else self.prompt).format(max_steps=self.max_steps)
+
+    async def _read(
+        self, goal: str, context: PlanContext | None, text: str, usage: TokenUsage | None
+    ) -> Plan:
+        """The plan in the model's answer ``text``; for one that is not a plan, see ``on_invalid``."""
+        try:
+            steps = parse_plan_steps(text)
+        except PlanParseError as exc:
+            if self.on_invalid == "raise":
+                exc.usage = usage
+                raise
+            _log.warning("%s: %s; using the simple plan instead", type(self).__name__, exc)
+            fallback = await SimplePlanner().plan(goal, context)
+            return attrs.evolve(fallback, usage=usage, fallback_reason=str(exc))
+        return Plan(goal, steps, usage=usage)
+
+
+class ModelPlanner(_PromptedPlanner):
     """Asks a ``ChatModel`` for the plan: a system prompt, then the goal (and when re-planning, the progress).
 
     - ``on_invalid``: ``"fallback"`` (default) uses ``SimplePlanner``'s plan when the answer is not a plan
@@ -239,6 +305,9 @@ class ModelPlanner(Planner):
     - ``parameters``: ``ChatParameters`` fields for the planning call, e.g. ``{"temperature": 0}``.
     The call goes through ``context.model_call`` when there is one (in a run: published, and counted there),
     else straight to ``model.chat``. The plan's ``usage`` is the planning call's usage.
+
+    The planner keeps ``model`` whatever the agent's runs use: to plan with the agent's own model (and an
+    ``agent.override``'s in tests), use ``AgentModelPlanner``.
 
     >>> from agentflow.testing.fake import FakeChatModel, chat_reply
     >>> import anyio
@@ -259,16 +328,13 @@ class ModelPlanner(Planner):
     ) -> None:
         if not isinstance(model, ChatModel):
             raise TypeError(
-                f"ModelPlanner needs a ChatModel (e.g. OpenAIChatModel), got {type(model).__name__}"
+                f"ModelPlanner needs a ChatModel (e.g. OpenAIChatModel), got {type(model).__name__}; "
+                "AgentModelPlanner() plans with the agent's own model, whatever it is"
             )
-        _on_invalid(None, None, on_invalid)
-        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
-            raise ValueError(f"max_steps must be a positive integer, got {max_steps!r}")
+        super().__init__(
+            on_invalid=on_invalid, max_steps=max_steps, prompt=prompt, replan_prompt=replan_prompt
+        )
         self.model = model
-        self.on_invalid: OnInvalidPlan = on_invalid
-        self.max_steps = max_steps
-        self.prompt = prompt
-        self.replan_prompt = replan_prompt
         self.parameters: dict[str, Any] = dict(parameters or {})
 
     def __repr__(self) -> str:
@@ -276,9 +342,9 @@ class ModelPlanner(Planner):
 
     def request(self, goal: str, context: PlanContext | None = None) -> ChatRequest:
         """The planning request for ``goal`` (pure: what ``plan`` sends)."""
-        replanning = context is not None and context.replanning
-        system = (self.replan_prompt if replanning else self.prompt).format(max_steps=self.max_steps)
-        return ChatRequest([SystemMessage(system), UserMessage(planning_input(goal, context))])
+        return ChatRequest(
+            [SystemMessage(self._system_text(context)), UserMessage(planning_input(goal, context))]
+        )
 
     async def plan(self, goal: str, context: PlanContext | None = None) -> Plan:
         """Ask the model; parse its answer into a plan (see the class docstring for invalid answers)."""
@@ -290,16 +356,49 @@ class ModelPlanner(Planner):
             response = await self.model.chat(request, **self.parameters)
         else:
             response = await call(self.model, request, **self.parameters)
-        try:
-            steps = parse_plan_steps(response.text)
-        except PlanParseError as exc:
-            if self.on_invalid == "raise":
-                exc.usage = response.usage
-                raise
-            _log.warning("ModelPlanner: %s; using the simple plan instead", exc)
-            fallback = await SimplePlanner().plan(goal, context)
-            return attrs.evolve(fallback, usage=response.usage, fallback_reason=str(exc))
-        return Plan(goal, steps, usage=response.usage)
+        return await self._read(goal, context, response.text, response.usage)
+
+
+class AgentModelPlanner(_PromptedPlanner):
+    """Asks the agent's own model for the plan, as ``ModelPlanner`` asks its model: what ``planner="model"``
+    builds (``Agents.deep_research``, and ``Agents.codeact`` with ``replan_every`` alone).
+
+    The model is the run's, found when the run plans (``PlanContext.agent_model_call``), never kept: its model
+    client (the agent's, or an ``agent.override(model=...)``'s, so a test's plans come from its fake too) and
+    the model name its settings ask for (the agent's, an override's or the run's own ``settings=``). The
+    request is the agent's kind of prompt (``request``: the planner's system prompt and one user message, no
+    tools), so any model client plans: a ``ChatModel``'s sends what ``ModelPlanner(chat_model)`` would; the
+    run's other settings (temperature, output format…) are for its steps, not the plan. ``on_invalid``,
+    ``max_steps``, ``prompt`` and ``replan_prompt`` are ``ModelPlanner``'s.
+
+    It plans in a run only: called without the run's model (``plan(goal)`` alone) it raises ``RuntimeError``.
+
+    >>> AgentModelPlanner().request("Compare A and B").system_prompt.startswith("You are the planner")
+    True
+    """
+
+    def __repr__(self) -> str:
+        return f"AgentModelPlanner(on_invalid={self.on_invalid!r})"
+
+    def request(self, goal: str, context: PlanContext | None = None) -> AgentPrompt:
+        """The planning prompt for ``goal`` (pure: what ``plan`` sends; the run fills in its model name)."""
+        return AgentPrompt(
+            system_prompt=self._system_text(context), items=(UserMessage(planning_input(goal, context)),)
+        )
+
+    async def plan(self, goal: str, context: PlanContext | None = None) -> Plan:
+        """Ask the run's model; parse its answer into a plan (invalid answers as for ``ModelPlanner``)."""
+        if not goal.strip():
+            return Plan(goal)
+        call = context.agent_model_call if context is not None else None
+        if call is None:
+            raise RuntimeError(
+                "AgentModelPlanner plans with the agent's own model, in a run only "
+                "(PlanContext.agent_model_call is not set); use ModelPlanner(chat_model) to plan with a "
+                "model of its own"
+            )
+        result = await call(self.request(goal, context))
+        return await self._read(goal, context, result.output_text, result.usage)
 
 
 # --- the planning request -----------------------------------------------------------------------------------

@@ -11,12 +11,13 @@ A runtime that plans (``DeepResearchRuntime`` always, ``CodeActRuntime`` when gi
                     planner.plan(goal, progress) → on_plan → "Updated plan:\\n…" (when it changed) → memory
                     → PlanUpdated(plan)
 
-A planner's model call, made through ``PlanContext.model_call``, is published as a step's blocking call is,
-but outside any step (``ModelRequest(purpose="plan")`` [``ModelRetry``…] [``UsageReported``]
-``ModelCompleted``, right before the plan's event and with its step); its text and reasoning are not
-published as deltas (they are the plan, not the agent's answer). Its usage counts the moment it completes,
-towards the run's usage and token budget; a planner that calls its model some other way reports
-``plan.usage``, which is counted instead.
+A planner's model call, made through ``PlanContext.model_call`` (a model of the planner's own) or
+``PlanContext.agent_model_call`` (the run's model client, for the run's model name: ``AgentModelPlanner``,
+what ``planner="model"`` builds), is published as a step's blocking call is, but outside any step
+(``ModelRequest(purpose="plan")`` [``ModelRetry``…] [``UsageReported``] ``ModelCompleted``, right before the
+plan's event and with its step); its text and reasoning are not published as deltas (they are the plan, not
+the agent's answer). Its usage counts the moment it completes, towards the run's usage and token budget; a
+planner that calls its model some other way reports ``plan.usage``, which is counted instead.
 
 Why a held object rather than a mixin class: the two runtimes that plan are built differently (DeepResearch
 is ReAct with a plan; CodeAct overrides most hooks and keeps its own per-run state), and a mixin would have
@@ -36,12 +37,13 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias, TypeVar
 
 import attrs
 
 from ..agent.chat_client import chat_result
 from ..agent.items import NoteRole, check_note_role, is_runtime_note, message_item, to_chat_messages
+from ..agent.prompt import AgentModelResult, AgentPrompt, ModelClient
 from ..events import ModelRequest, PlanCreated, PlanUpdated
 from ..model.events import ModelCompleted, UsageReported
 from ..model.messages import AiMessage, UserMessage
@@ -52,7 +54,7 @@ from ..plan import Plan
 from ..result import StopReason
 from .context import RunContext
 from .model_calls import blocking_call
-from .planner import CodeAction, ModelPlanner, PlanContext, Planner, PlanningError, SimplePlanner
+from .planner import AgentModelPlanner, CodeAction, PlanContext, Planner, PlanningError, SimplePlanner
 
 __all__ = [
     "UPDATED_PLAN_HEADER",
@@ -124,36 +126,78 @@ def _conversation(ctx: RunContext, turn_text: TurnText | None) -> tuple[tuple[st
     return tuple(turns[-_CONVERSATION_TURNS:])
 
 
-class _PlanningCall:
-    """``PlanContext.model_call`` for one planning of a run: the planner's model call, published and counted
-    as a step's blocking call is (``AgentRuntime.call_model``), its text aside.
+class _Billed(Protocol):
+    """A model call's answer, whichever kind: what it spent is on it."""
 
-    ``made`` counts the calls that went through it (the run then has their usage already). Emptied when the
-    planning ends: a planner may keep the context it was given, and through it the whole run; a call made
-    after that is a plain ``model.chat``.
+    @property
+    def usage(self) -> TokenUsage | None: ...
+
+
+_R = TypeVar("_R", bound=_Billed)
+
+
+class _PlanningCall:
+    """``PlanContext.model_call`` and ``.agent_model_call`` for one planning of a run: the planner's model
+    call, published and counted as a step's blocking call is (``AgentRuntime.call_model``), its text aside.
+
+    ``agent`` sends through the run's model client (an ``agent.override``'s included), for the model name the
+    run's settings give when the prompt names none: both are read from the run when its planning starts,
+    never kept by the planner. ``made`` counts the calls that went through it (the run then has their usage
+    already). Let go of the run when the planning ends: a planner may keep the context it was given, and
+    through it the whole run; a call made after that is a plain ``model.chat`` (``client.create``).
     """
 
-    __slots__ = ("ctx", "made")
+    __slots__ = ("client", "ctx", "made", "model_name")
 
     def __init__(self, ctx: RunContext) -> None:
         self.ctx: RunContext | None = ctx
+        self.client: ModelClient = ctx.model
+        self.model_name = ctx.settings.model
         self.made = 0
 
     async def __call__(self, model: ChatModel, request: ChatRequest, /, **overrides: Any) -> ChatResponse:
         ctx = self.ctx
         if ctx is None:
             return await model.chat(request, **overrides)
-        self.made += 1
         # The model asked for: the call's own, else the request's, else the model's default (when it says).
         name = overrides.get("model") or request.parameters.model or getattr(model, "model", None)
         if not isinstance(name, str):
             name = None
         tools = tuple(t.name for t in request.parameters.tools or ())
+        return await self._made(
+            ctx, name, len(request.messages), tools, lambda: model.chat(request, **overrides), chat_result
+        )
+
+    async def agent(self, prompt: AgentPrompt, /) -> AgentModelResult:
+        """``PlanContext.agent_model_call``: ``prompt`` through the run's model client."""
+        if prompt.model is None and self.model_name is not None:
+            prompt = attrs.evolve(prompt, model=self.model_name)
+        ctx = self.ctx
+        if ctx is None:
+            return await self.client.create(prompt)
+        # Counted as the messages sent, as a ``ChatModel`` planner's are: the system prompt is one of them.
+        messages = len(prompt.items) + sum(1 for text in (prompt.system_prompt, prompt.instructions) if text)
+        tools = tuple(t.name for t in prompt.tools)
+        return await self._made(
+            ctx, ctx.model_name(prompt.model), messages, tools, lambda: self.client.create(prompt), _same
+        )
+
+    async def _made(
+        self,
+        ctx: RunContext,
+        name: str | None,
+        messages: int,
+        tools: tuple[str, ...],
+        send: Callable[[], Awaitable[_R]],
+        as_result: Callable[[_R], AgentModelResult],
+    ) -> _R:
+        """The call ``send`` makes, published (its answer ``as_result``, as an agent's) and counted."""
+        self.made += 1
         # As for a step's call: built only when someone listens, and then as a pair (request, completion).
         listened = ctx.bus.has_listeners()
         if listened:
-            await ctx.emit(ModelRequest(model=name, items=len(request.messages), tools=tools, purpose="plan"))
-        response = await blocking_call(ctx, model.chat, request, **overrides)
+            await ctx.emit(ModelRequest(model=name, items=messages, tools=tools, purpose="plan"))
+        response = await blocking_call(ctx, send)
         # Counted before anything is published: a cancel landing while it is keeps the tokens in the result.
         ctx.add_usage(response.usage)
         if not listened:
@@ -162,8 +206,12 @@ class _PlanningCall:
             await ctx.emit(UsageReported(response.usage))
         # The plan's text is no part of the agent's answer: no TextDelta (a UI printing the deltas would show
         # the planner's JSON), and no memory items (the plan enters memory in its own form).
-        await ctx.emit(ModelCompleted(attrs.evolve(chat_result(response), memory_items=())))
+        await ctx.emit(ModelCompleted(attrs.evolve(as_result(response), memory_items=())))
         return response
+
+
+def _same(result: AgentModelResult) -> AgentModelResult:
+    return result
 
 
 def _check_replan_every(value: object) -> None:
@@ -174,8 +222,8 @@ def _check_replan_every(value: object) -> None:
 class Planning:
     """How a runtime plans its runs: ``planner``, ``replan_every``, the ``on_plan`` hook and ``plan_role``.
 
-    - ``planner``: a ``Planner`` (``Planner.simple()``, ``ModelPlanner(chat_model)``, your own). The goal is
-      the run's input text.
+    - ``planner``: a ``Planner`` (``Planner.simple()``, ``AgentModelPlanner()``, ``ModelPlanner(chat_model)``,
+      your own). The goal is the run's input text.
     - ``replan_every``: re-plan after every N steps while the run goes on (``None``: never); the planner gets
       a ``PlanContext`` with the current plan and the progress so far, and the plan is published as
       ``PlanUpdated``.
@@ -246,7 +294,9 @@ class Planning:
 
     def replan_due(self, ctx: RunContext, stop: StopReason | None, *, final: bool = False) -> bool:
         """Whether to re-plan after the step just run: every ``replan_every`` steps, while the run goes on
-        (the step gave no stop reason, it was not the last call after ``max_steps``, and a step is left)."""
+        (the step gave no stop reason, it was not the last call after ``max_steps``, a step is left, and the
+        run's token budget is not spent: the loop makes no model call once it is, and a re-plan's would be
+        one, for a plan no step would follow)."""
         every = self.replan_every
         max_steps = ctx.options.max_steps
         return (
@@ -255,6 +305,7 @@ class Planning:
             and every is not None
             and ctx.step % every == 0
             and (max_steps is None or ctx.step < max_steps)
+            and not ctx.token_budget_reached
         )
 
     async def replan(self, ctx: RunContext, state: PlanState) -> Plan:
@@ -306,7 +357,9 @@ class Planning:
 
     async def _ask_planner(self, ctx: RunContext, state: PlanState, current: Plan | None) -> Plan:
         call = _PlanningCall(ctx)
-        context = attrs.evolve(self.context(ctx, state, current), model_call=call)
+        context = attrs.evolve(
+            self.context(ctx, state, current), model_call=call, agent_model_call=call.agent
+        )
         try:
             made = await self.planner.plan(ctx.input_text, context)
         except PlanningError as exc:
@@ -324,28 +377,20 @@ class Planning:
         return made
 
 
-def planner_for(
-    choice: Planner | Literal["simple", "model"], model: object, *, model_name: str | None = None
-) -> Planner:
+def planner_for(choice: Planner | Literal["simple", "model"]) -> Planner:
     """The planner a shortcut's ``planner=`` names (``Agents.deep_research``, ``Agents.codeact``): a
-    ``Planner`` as it is, ``"simple"`` (``Planner.simple()``), or ``"model"``: a ``ModelPlanner`` asking
-    ``model``, the agent's own, which must then be a ``ChatModel`` (for ``model_name`` when given, the name
-    the agent's calls ask for).
+    ``Planner`` as it is, ``"simple"`` (``Planner.simple()``), or ``"model"``: an ``AgentModelPlanner``, which
+    plans with the agent's own model, whichever each run uses (an ``agent.override``'s included).
 
-    >>> planner_for("simple", None)
-    SimplePlanner()
+    >>> planner_for("simple"), planner_for("model")
+    (SimplePlanner(), AgentModelPlanner(on_invalid='fallback'))
     """
     if isinstance(choice, Planner):
         return choice
     if choice == "simple":
         return SimplePlanner()
     if choice == "model":
-        if not isinstance(model, ChatModel):
-            raise TypeError(
-                f"planner='model' needs a ChatModel to plan with, got {type(model).__name__}; "
-                "pass planner=ModelPlanner(chat_model) instead"
-            )
-        return ModelPlanner(model, parameters={"model": model_name} if model_name else None)
+        return AgentModelPlanner()
     if isinstance(choice, str):
         raise ValueError(f"planner must be 'simple', 'model' or a Planner, got {choice!r}")
     raise TypeError(

@@ -46,6 +46,7 @@ from agentflow.runtimes.codeact import CodeActOptions, CodeActRuntime
 from agentflow.runtimes.context import RunContext
 from agentflow.runtimes.planner import (
     MAX_PLANNED_CODE_STEPS,
+    AgentModelPlanner,
     CodeAction,
     ModelPlanner,
     PlanContext,
@@ -101,9 +102,14 @@ async def test_without_a_planner_a_run_neither_plans_nor_says_so() -> None:
     assert [role for role, _ in roles_and_texts(model.prompts[0].items)] == ["user"]
 
 
+def test_replan_every_alone_plans_with_the_agent_s_own_model() -> None:
+    planning = CodeActRuntime(replan_every=3).planning
+    assert planning is not None
+    assert isinstance(planning.planner, AgentModelPlanner)
+    assert planning.replan_every == 3
+
+
 def test_planning_options_without_a_planner_are_refused() -> None:
-    with pytest.raises(TypeError, match="replan_every needs a planner: pass planner=ModelPlanner"):
-        CodeActRuntime(replan_every=3)
     with pytest.raises(TypeError, match="on_plan and plan_role need a planner"):
         CodeActRuntime(on_plan=lambda plan: None, plan_role="user")
     with pytest.raises(ValueError, match="replan_every must be a positive integer"):
@@ -512,33 +518,28 @@ async def test_cancelling_during_a_re_plan_closes_the_sandbox_and_ends_once() ->
 
 
 def test_planner_for_reads_a_shortcut_s_planner_choice() -> None:
-    chat = FakeChatModel([])
-    assert isinstance(planner_for("simple", None), SimplePlanner)
-    made = planner_for("model", chat, model_name="gpt-4.1-mini")
-    assert isinstance(made, ModelPlanner)
-    assert made.model is chat
-    assert made.parameters == {"model": "gpt-4.1-mini"}
-    plain = planner_for("model", chat)
-    assert isinstance(plain, ModelPlanner)
-    assert plain.parameters == {}
+    assert isinstance(planner_for("simple"), SimplePlanner)
+    # "model": a planner holding no model, which plans with each run's own (see the agent-model tests)
+    made = planner_for("model")
+    assert isinstance(made, AgentModelPlanner)
+    assert not hasattr(made, "model")
     mine = Planner.simple()
-    assert planner_for(mine, None) is mine
-    with pytest.raises(TypeError, match="planner='model' needs a ChatModel"):
-        planner_for("model", FakeModelClient([]))
+    assert planner_for(mine) is mine
     with pytest.raises(ValueError, match="planner must be 'simple', 'model' or a Planner"):
-        planner_for("smart", chat)  # type: ignore[arg-type]
+        planner_for("smart")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="planner must be a Planner"):
+        planner_for(FakeChatModel([]))  # type: ignore[arg-type]
 
 
 def test_agents_codeact_plans_with_the_agent_s_own_model_when_given_replan_every_alone() -> None:
-    chat = FakeChatModel([])
-    agent = Agents.codeact(chat, replan_every=3, settings=ModelSettings(model="gpt-4.1-mini"))
-    runtime = agent.runtime
-    assert isinstance(runtime, CodeActRuntime)
-    assert runtime.planning is not None
-    planner = runtime.planning.planner
-    assert isinstance(planner, ModelPlanner)
-    assert (planner.model, planner.parameters) == (chat, {"model": "gpt-4.1-mini"})
-    assert runtime.planning.replan_every == 3
+    # Any model client: the planner finds the run's when it plans (a FakeModelClient in a test).
+    for model in (FakeChatModel([]), FakeModelClient([])):
+        agent = Agents.codeact(model, replan_every=3, settings=ModelSettings(model="gpt-4.1-mini"))
+        runtime = agent.runtime
+        assert isinstance(runtime, CodeActRuntime)
+        assert runtime.planning is not None
+        assert isinstance(runtime.planning.planner, AgentModelPlanner)
+        assert runtime.planning.replan_every == 3
 
 
 def test_agents_codeact_takes_the_planning_options_and_none_means_no_planning() -> None:
@@ -552,8 +553,3 @@ def test_agents_codeact_takes_the_planning_options_and_none_means_no_planning() 
     plain = Agents.codeact(FakeModelClient([])).runtime
     assert isinstance(plain, CodeActRuntime)
     assert plain.planning is None
-
-
-def test_agents_codeact_replan_every_alone_needs_a_chat_model() -> None:
-    with pytest.raises(TypeError, match="replan_every plans with the agent's own model"):
-        Agents.codeact(FakeModelClient([]), replan_every=2)

@@ -18,7 +18,13 @@ from agentflow.plan import Plan, PlanStep, StepStatus
 from agentflow.result import StopReason
 from agentflow.runtimes import resolve_runtime
 from agentflow.runtimes.deep_research import DEEP_RESEARCH_INSTRUCTIONS, DeepResearchRuntime
-from agentflow.runtimes.planner import ModelPlanner, PlanContext, PlanParseError, SimplePlanner
+from agentflow.runtimes.planner import (
+    AgentModelPlanner,
+    ModelPlanner,
+    PlanContext,
+    PlanParseError,
+    SimplePlanner,
+)
 from agentflow.testing.fake import FakeChatModel, FakeModelClient, chat_reply, reply
 
 
@@ -297,10 +303,12 @@ def test_agents_deep_research_builds_the_runtime_from_its_options() -> None:
     chat = FakeChatModel([])
     agent = Agents.deep_research(chat, planner="model", replan_every=3)
     assert isinstance(agent.runtime, DeepResearchRuntime)
-    assert isinstance(agent.runtime.planner, ModelPlanner)
+    assert isinstance(agent.runtime.planner, AgentModelPlanner)
     assert agent.runtime.replan_every == 3
-    with pytest.raises(TypeError, match="planner='model' needs a ChatModel"):
-        Agents.deep_research(FakeModelClient([]), planner="model")
+    # The agent's own model plans, whatever kind of model client it is.
+    fake = Agents.deep_research(FakeModelClient([]), planner="model").runtime
+    assert isinstance(fake, DeepResearchRuntime)
+    assert isinstance(fake.planner, AgentModelPlanner)
     with pytest.raises(ValueError, match="planner must be 'simple', 'model' or a Planner"):
         Agents.deep_research(chat, planner="smart")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="sets the runtime itself"):
