@@ -42,7 +42,7 @@ memory) and ``run_step`` / ``run_loop``.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, ClassVar
 
 import anyio
@@ -621,16 +621,19 @@ class AgentRuntime:
         ctx.record_results(calls, results)
         return StopReason.MAX_TOOL_CALLS if refused else None
 
-    async def _announce(self, ctx: RunContext, calls: tuple[ToolCall, ...]) -> None:
-        # The step's calls are pending from now on (memory holds them without outputs), each announced.
+    async def _announce(
+        self, ctx: RunContext, calls: tuple[ToolCall, ...], announced: Collection[int] = ()
+    ) -> None:
+        # The step's calls are pending from now on (memory holds them without outputs), each announced but
+        # those at the ``announced`` indexes (eager calls: announced when they started).
         ctx.pending = list(calls)
         ctx.finished = {}
         ctx.tool_calls.extend(calls)
-        for call in calls:
+        for index, call in enumerate(calls):
             # Marked first: a publish a cancel cuts has reached the subscribers ahead of the one it waited
             # for, and announcing the call again at the run's end would repeat it for them.
             ctx.announced.add(call.id)
-            if ctx.bus.has_listeners():
+            if index not in announced and ctx.bus.has_listeners():
                 await ctx.emit(ToolCallRequested(call=call))
 
     async def run_tool_calls(self, ctx: RunContext, calls: tuple[ToolCall, ...]) -> list[ToolResult]:

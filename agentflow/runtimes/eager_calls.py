@@ -309,17 +309,6 @@ async def run_early_step(runtime: AgentRuntime, ctx: RunContext, prompt: AgentPr
     return stop
 
 
-async def _announce(ctx: RunContext, calls: tuple[ToolCall, ...], taken: dict[int, _EarlyCall]) -> None:
-    """``AgentRuntime._announce`` for a turn whose ``taken`` calls were announced when they started."""
-    ctx.pending = list(calls)
-    ctx.finished = {}
-    ctx.tool_calls.extend(calls)
-    for index, call in enumerate(calls):
-        ctx.announced.add(call.id)
-        if index not in taken and ctx.bus.has_listeners():
-            await ctx.emit(ToolCallRequested(call=call))
-
-
 async def act_with_early(
     runtime: AgentRuntime, ctx: RunContext, calls: tuple[ToolCall, ...], early: EarlyCalls
 ) -> StopReason | None:
@@ -337,7 +326,7 @@ async def act_with_early(
     if limit is not None:
         room = max(0, limit - len(ctx.tool_calls) - len(taken))
         run, refused = others[:room], others[room:]
-    await _announce(ctx, calls, taken)
+    await runtime._announce(ctx, calls, taken)
     results: list[ToolResult | None] = [None] * len(calls)
     if run:
         ran = await runtime.run_tool_calls(ctx, tuple(calls[i] for i in run))
@@ -364,7 +353,7 @@ async def refuse_with_early(
     stopped = f"cancelled: {reason.removeprefix('not run: ')}"
     for started in taken.values():
         started.stop(stopped)
-    await _announce(ctx, calls, taken)
+    await runtime._announce(ctx, calls, taken)
     results: list[ToolResult | None] = [None] * len(calls)
     rest = [index for index in range(len(calls)) if index not in taken]
     if rest:
