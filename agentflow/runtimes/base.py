@@ -50,44 +50,32 @@ import anyio.lowlevel
 
 from ..agent.items import assistant_item, user_item
 from ..agent.prompt import AgentModelResult, AgentPrompt
-from ..bus import BusClosedError
 from ..events import (
     ModelRequest,
     OutputRejected,
-    RunCancelled,
-    RunFailed,
-    RunFinished,
     RunStarted,
     StepFinished,
     StepStarted,
-    TerminalEvent,
     ToolCallRequested,
     ToolFailed,
 )
-from ..model.errors import ModelError
 from ..model.messages import ToolCall
 from ..model.response import FinishReason
 from ..model.tools import ToolChoice
 from ..result import AgentResult, StopReason, ToolResult
-from ..tools.outcome import cancelled_result, exception_message
+from ..tools.outcome import cancelled_result
 from .calls import complete_tool_calls, patch_memory_items
 from .context import NO_USAGE, RunContext
 from .eager_calls import act_with_early, refuse_with_early, run_early_step, starts_early
-from .errors import AgentRunError, MaxStepsExceeded, attach_run_result
-from .model_calls import CutAnswer, blocking_call, publish_turn, streamed_call
+from .errors import MaxStepsExceeded
+from .model_calls import blocking_call, publish_turn, streamed_call
 from .output import OutputType, OutputValidationError
 from .output_validators import RejectOutput, validate
+from .run_ending import end_cancelled, end_finished, fail
 
 __all__ = ["AgentRuntime", "answer_stop_reason", "blocking_call"]
 
 _NO_DEADLINE = contextlib.nullcontext()  # reusable: entering it does nothing
-
-_CLEANUP_SECONDS = 10.0
-"""How long each shielded part of a run's ending (settling memory; ``RunContext.before_terminal``; the
-terminal event) may take.
-
-Publishing never waits for a subscriber once a run is ending (``EventBus.begin_ending``), so only an async
-event callback or a runtime's own ``settle_pending`` (CodeAct stopping its sandbox) can use this time."""
 
 
 def join_prompt(*parts: str | None) -> str | None:
@@ -211,149 +199,34 @@ class AgentRuntime:
                 await self.start(ctx)
                 result = await self.run_loop(ctx)
         except anyio.get_cancelled_exc_class():
-            await self._end_cancelled(ctx, StopReason.CANCELLED)
+            await end_cancelled(self, ctx, StopReason.CANCELLED)
             raise
         except GeneratorExit:
             raise
         except BaseException as exc:
             # Exceptions, and also a KeyboardInterrupt or SystemExit raised inside a tool: still one terminal.
-            await self._fail(ctx, exc)
+            await fail(self, ctx, exc)
             raise
         if result is None:
             failure = ctx.tool_failure
             if failure is not None:
                 # A tool call ended the run, and its exception was caught on the way (a CodeAct sandbox gives
                 # it to the code): the scope it cancelled ended the run, which fails with it all the same.
-                await self._fail(ctx, failure)
+                await fail(self, ctx, failure)
                 raise failure
             # One of the run's own scopes caught a cancellation: the caller's, or the wall-clock deadline.
             deadline_reached = deadline_scope is not None and deadline_scope.cancelled_caught
             reason = StopReason.DEADLINE if deadline_reached else StopReason.CANCELLED
-            broken = await self._end_cancelled(ctx, reason)
+            broken = await end_cancelled(self, ctx, reason)
             if broken is not None:
                 raise broken
             assert ctx.result is not None
             return ctx.result
         ctx.result = result
-        if ctx.before_terminal is not None:
-            late = await self._before_terminal(ctx)
-            if late is not None:
-                await self._end_failed(ctx, late, partial=result)
-                raise late
-        await self._publish_terminal(ctx, RunFinished(result=result))
+        late = await end_finished(ctx, result)
+        if late is not None:
+            raise late
         return result
-
-    async def _fail(self, ctx: RunContext, exc: BaseException) -> None:
-        """Settle and publish the terminal event of a run that fails with ``exc`` (the caller raises it)."""
-        broken = await self._settle(ctx, "the run failed before this tool call finished")
-        if broken is not None:
-            exc.add_note(f"Completing the run's memory failed as well: {exception_message(broken)}")
-        await self._end_failed(ctx, exc)
-
-    async def _end_failed(
-        self, ctx: RunContext, exc: BaseException, *, partial: AgentResult | None = None
-    ) -> None:
-        """Publish ``RunFailed`` for ``exc``; ``partial``: the result of a run that ended otherwise and fails
-        for what came after (its ``before_terminal``)."""
-        ctx.error = exc
-        if partial is None and isinstance(exc, AgentRunError):
-            partial = exc.partial
-        if partial is None:
-            partial = ctx.result_for(StopReason.ERROR, error=exception_message(exc))
-        ctx.result = partial
-        # Whatever the run raises carries its partial result (``agent.run()`` has no other handle on it).
-        attach_run_result(exc, partial)
-        if ctx.before_terminal is not None:
-            late = await self._before_terminal(ctx)
-            if late is not None and late is not exc:
-                exc.add_note(f"Ending the run failed as well: {exception_message(late)}")
-        model_error = exc if isinstance(exc, ModelError) else None
-        failed = RunFailed(
-            error_type=type(exc).__name__,
-            error=str(exc),
-            partial=partial,
-            status=model_error.status if model_error is not None else None,
-            retryable=model_error.retryable if model_error is not None else None,
-        )
-        await self._publish_terminal(ctx, failed)
-
-    async def _end_cancelled(self, ctx: RunContext, reason: StopReason) -> Exception | None:
-        """Settle and publish the terminal event of a cancelled run; the error if settling failed.
-
-        A run whose memory could not be completed (a custom ``Memory`` refused the writes) has not ended
-        cleanly: it ends with ``RunFailed`` for that error instead of ``RunCancelled``.
-        """
-        if reason is StopReason.DEADLINE:
-            why = f"the run's time limit ({ctx.options.timeout} s) was reached before this tool call finished"
-        else:
-            why = "the run was cancelled before this tool call finished"
-        broken = await self._settle(ctx, why)
-        if broken is not None:
-            await self._end_failed(ctx, broken)
-            return broken
-        ctx.result = ctx.result_for(reason)
-        if ctx.before_terminal is not None:
-            late = await self._before_terminal(ctx)
-            if late is not None:
-                await self._end_failed(ctx, late, partial=ctx.result)
-                return late
-        await self._publish_terminal(ctx, RunCancelled(partial=ctx.result))
-        return None
-
-    async def _settle(self, ctx: RunContext, reason: str) -> Exception | None:
-        """Complete memory for an ending run; what went wrong doing it, if anything.
-
-        Whatever happens here, the run still gets its terminal event: an error is returned, not raised.
-        """
-        # Shielded (a cancel may be what brought us here) and capped; from now on publishing never waits for a
-        # subscriber, so a consumer that stopped reading cannot hold the ending up.
-        ctx.bus.begin_ending()
-        early, ctx.early_calls = ctx.early_calls, None  # calls of the step cut short that started early
-        try:
-            try:
-                if ctx.unhandled is not None:
-                    result, ctx.unhandled = ctx.unhandled, None
-                    if isinstance(result, CutAnswer):
-                        self.keep_cut_answer(ctx, result.output_text)
-                    else:
-                        self.keep_turn(ctx, result)
-                if early is not None:
-                    early.lend(ctx.pending, ctx.finished)  # memory holds their turn: settled with it
-                with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
-                    await self.settle_pending(ctx, reason)
-            finally:
-                if early is not None:
-                    # Announced, but their turn never reached memory: they end with an event alone.
-                    with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
-                        await early.end_unfinished(reason)
-        except Exception as exc:
-            return exc
-        return None
-
-    async def _before_terminal(self, ctx: RunContext) -> Exception | None:
-        """Await ``ctx.before_terminal`` (once); the exception that fails the run instead, if any.
-
-        Shielded and capped as the settling is: it may run in a cancelled task, and the terminal event must
-        still come. A hook that raises fails the run as one that returns its exception.
-        """
-        hook, ctx.before_terminal = ctx.before_terminal, None
-        assert hook is not None
-        late: Exception | None = None
-        with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
-            try:
-                late = await hook()
-            except Exception as exc:
-                late = exc
-        return late
-
-    async def _publish_terminal(self, ctx: RunContext, event: TerminalEvent) -> None:
-        # Shielded and capped apart from the settling, so a run always gets its terminal event (the bus
-        # closes even if an async callback is cut short). If someone closed the bus early nobody can
-        # receive the event any more; the outcome is on ctx. Without a callback the publish cannot
-        # suspend (subscriptions never hold the ending up), so it needs no scope.
-        shielded = anyio.move_on_after(_CLEANUP_SECONDS, shield=True) if ctx.bus.ending_may_wait else None
-        with shielded or _NO_DEADLINE, contextlib.suppress(BusClosedError):
-            await ctx.emit(event)
 
     async def run_loop(self, ctx: RunContext) -> AgentResult:
         """Run steps until one returns a stop reason, or handle ``max_steps`` exhaustion."""

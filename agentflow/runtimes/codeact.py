@@ -123,6 +123,7 @@ from .context import RunContext
 from .output import OutputValidationError
 from .planner import AgentModelPlanner, CodeAction, Planner
 from .planning import PlanHook, Planning, PlanRole, PlanState
+from .run_ending import CLEANUP_SECONDS
 
 __all__ = [
     "MAX_SEND_BACKS",
@@ -133,7 +134,6 @@ __all__ = [
     "ObservationRole",
 ]
 
-_CLEANUP_SECONDS = 10.0
 _NATIVE_CALLS_REFUSED = " ".join(
     (
         "not run: CodeAct takes no native tool calls;",
@@ -335,7 +335,7 @@ class CodeActRuntime(AgentRuntime):
             state = run_state(ctx)
             executor, state.executor = state.executor, None
             if executor is not None and state.owned:
-                with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
+                with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
                     await executor.aclose()
 
     # -- the prompt ------------------------------------------------------------------------------------------

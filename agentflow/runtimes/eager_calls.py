@@ -36,7 +36,7 @@ refused calls'.
 
 **A step that ends otherwise** (the stream fails or is cut, the run is cancelled or times out, handling the
 turn raises): the task group cancels the early calls still running, and the run's ending
-(``AgentRuntime._settle``: ``lend`` then ``end_unfinished``) ends every announced call that has not ended
+(``run_ending.settle``: ``lend`` then ``end_unfinished``) ends every announced call that has not ended
 with one ``ToolFailed`` (``cancelled``). A call gets a result in memory only if its turn is there (a turn the
 ending keeps); an early call whose turn never reached memory gets none, and no place in the result's
 ``tool_calls`` either: its events are its only trace. A stream the model layer retries is retried only before
