@@ -33,6 +33,7 @@ from .script import (
     load_script,
 )
 from .scripted_server import RecordedRequest, ScriptedServer
+from .tracking import TrackedResponse, TrackingTransport
 
 # The fakes build on the agent layer; load them only when asked for, so that the server alone stays light.
 _LAZY = {
@@ -73,6 +74,8 @@ __all__ = [
     "ScriptExhaustedError",
     "ScriptedServer",
     "ScriptedToolCall",
+    "TrackedResponse",
+    "TrackingTransport",
     "Turn",
     "chat_reply",
     "load_script",

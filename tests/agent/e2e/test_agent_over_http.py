@@ -14,7 +14,6 @@ from typing import Any, Literal
 
 import anyio
 import pytest
-from e2e_support import TrackingTransport
 
 from agentflow.agent.agent import Agent
 from agentflow.agent.chat_client import ChatModelClient
@@ -33,6 +32,7 @@ from agentflow.providers.openai.chat_model import OpenAIChatModel
 from agentflow.providers.openai.responses_model import OpenAIResponsesModel
 from agentflow.result import StopReason
 from agentflow.testing import Fault, Reply, ScriptedServer
+from agentflow.testing.tracking import TrackingTransport
 from agentflow.tools import tool
 
 Protocol = Literal["chat", "responses"]

@@ -18,7 +18,6 @@ import anyio
 import attrs
 import orjson
 import pytest
-from e2e_support import TrackingTransport
 
 from agentflow.agent.agent import Agent
 from agentflow.agent.items import tool_call_ids, tool_output_call_id
@@ -40,6 +39,7 @@ from agentflow.providers.openai.chat_model import OpenAIChatModel
 from agentflow.providers.openai.responses_model import OpenAIResponsesModel
 from agentflow.result import StopReason
 from agentflow.testing import Fault, Reply, ScriptedServer
+from agentflow.testing.tracking import TrackingTransport
 from agentflow.tools import tool
 
 Protocol = Literal["chat", "responses"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 
@@ -36,8 +36,6 @@ from agentflow.events import (
     ToolStarted,
     ToolSucceeded,
 )
-from agentflow.http.timeouts import Timeout
-from agentflow.http.transport import AiohttpResponse, AiohttpTransport, HttpResponse
 from agentflow.model.events import (
     Event,
     ModelCompleted,
@@ -52,7 +50,7 @@ from agentflow.providers.openai.chat_model import OpenAIChatModel
 from agentflow.providers.openai.responses_model import OpenAIResponsesModel
 from agentflow.result import StopReason
 from agentflow.runtimes import base as runtime_base
-from agentflow.testing import Fault, Reply, ScriptedServer, chat_wire, responses_wire
+from agentflow.testing import Fault, Reply, ScriptedServer, TrackingTransport, chat_wire, responses_wire
 from agentflow.testing.context import ReplyContext
 from agentflow.testing.fake import FakeModelClient, reply
 from agentflow.testing.script import Hold
@@ -129,61 +127,6 @@ def ready_point(protocol: Protocol, turn: Reply, index: int) -> int:
     frames = responses_wire.encode_stream(turn, ctx)
     done = [i for i, f in enumerate(frames) if f.startswith(b"event: response.function_call_arguments.done")]
     return done[index] + 1
-
-
-class TrackedResponse:
-    """An ``HttpResponse`` that remembers whether it was closed."""
-
-    def __init__(self, inner: HttpResponse) -> None:
-        self.inner = inner
-        self.closed = False
-
-    @property
-    def status(self) -> int:
-        return self.inner.status
-
-    @property
-    def headers(self) -> Mapping[str, str]:
-        return self.inner.headers
-
-    async def read(self) -> bytes:
-        return await self.inner.read()
-
-    async def next_chunk(self) -> bytes:
-        return await self.inner.next_chunk()
-
-    async def aclose(self) -> None:
-        self.closed = True
-        await self.inner.aclose()
-
-    @property
-    def socket_released(self) -> bool:
-        assert isinstance(self.inner, AiohttpResponse)
-        return self.inner._response.connection is None
-
-
-class TrackingTransport(AiohttpTransport):
-    """The default transport, keeping every response it returned."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.responses: list[TrackedResponse] = []
-
-    async def send(
-        self,
-        method: str,
-        url: str,
-        *,
-        headers: Mapping[str, str],
-        body: bytes,
-        timeout: Timeout,  # noqa: ASYNC109
-        stream: bool = False,
-    ) -> HttpResponse:
-        response = TrackedResponse(
-            await super().send(method, url, headers=headers, body=body, timeout=timeout, stream=stream)
-        )
-        self.responses.append(response)
-        return response
 
 
 @asynccontextmanager

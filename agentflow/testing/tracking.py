@@ -1,11 +1,25 @@
-"""Helpers for the end-to-end tests: a transport that records what happened to every HTTP response."""
+"""``TrackingTransport``: the default aiohttp transport, recording what became of every HTTP response.
+
+For tests of the cancellation contract (DESIGN §5: cancelling a run closes its HTTP stream and leaves no
+socket behind): give the model ``transport=TrackingTransport()``, run, cancel, then check each response in
+``transport.responses`` — ``closed`` (its ``aclose`` was called), ``finished`` (its body was read to the end)
+and ``socket_released`` (aiohttp holds no connection for it any more: closed, or back in the pool).
+
+>>> from agentflow import OpenAIChatModel
+>>> transport = TrackingTransport()
+>>> model = OpenAIChatModel(base_url="http://127.0.0.1:8000/v1", model="m", transport=transport)
+>>> transport.responses
+[]
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from agentflow.http.timeouts import Timeout
-from agentflow.http.transport import AiohttpResponse, AiohttpTransport, HttpResponse
+from ..http.timeouts import Timeout
+from ..http.transport import AiohttpResponse, AiohttpTransport, HttpResponse
+
+__all__ = ["TrackedResponse", "TrackingTransport"]
 
 
 class TrackedResponse:
@@ -18,24 +32,29 @@ class TrackedResponse:
 
     @property
     def status(self) -> int:
+        """The HTTP status code."""
         return self.inner.status
 
     @property
     def headers(self) -> Mapping[str, str]:
+        """Response headers."""
         return self.inner.headers
 
     async def read(self) -> bytes:
+        """The whole body (and ``finished`` is set)."""
         body = await self.inner.read()
         self.finished = True
         return body
 
     async def next_chunk(self) -> bytes:
+        """The next body chunk; ``b""`` at the end (and ``finished`` is set)."""
         chunk = await self.inner.next_chunk()
         if not chunk:
             self.finished = True
         return chunk
 
     async def aclose(self) -> None:
+        """Close the response (and ``closed`` is set)."""
         self.closed = True
         await self.inner.aclose()
 
@@ -43,16 +62,16 @@ class TrackedResponse:
     def socket_released(self) -> bool:
         """Whether aiohttp no longer holds a connection for this response (closed or back in the pool)."""
         assert isinstance(self.inner, AiohttpResponse)
-        raw = self.inner._response  # our own transport's aiohttp response: checked from the outside
-        return raw.connection is None
+        return self.inner._response.connection is None
 
 
 class TrackingTransport(AiohttpTransport):
-    """The default aiohttp transport, keeping a ``TrackedResponse`` per request."""
+    """The default aiohttp transport, keeping a ``TrackedResponse`` per request in ``responses``."""
 
     def __init__(self) -> None:
         super().__init__()
         self.responses: list[TrackedResponse] = []
+        """Every response returned, in order."""
 
     async def send(
         self,
@@ -64,6 +83,7 @@ class TrackingTransport(AiohttpTransport):
         timeout: Timeout,  # noqa: ASYNC109
         stream: bool = False,
     ) -> HttpResponse:
+        """``AiohttpTransport.send``, its response recorded."""
         response = TrackedResponse(
             await super().send(method, url, headers=headers, body=body, timeout=timeout, stream=stream)
         )
