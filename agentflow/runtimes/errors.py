@@ -11,7 +11,7 @@ from ..result import AgentResult
 __all__ = ["RUN_RESULT_NOTE", "AgentRunError", "MaxStepsExceeded", "attach_run_result", "run_result"]
 
 RUN_RESULT_NOTE = (
-    "agentflow: run {run_id} failed after {steps} step(s); its partial result (usage, tool results, "
+    "agentflow: run {run_id} failed after {steps} finished step(s); its partial result (usage, tool results, "
     "new_items) is this exception's run_result attribute (agentflow.runtimes.errors.run_result(exc))"
 )
 """The note (``add_note``) a failed run's exception gets, so a traceback says where the partial result is."""

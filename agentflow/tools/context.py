@@ -53,6 +53,8 @@ class UsageSink(Protocol):
 @attrs.define
 class _CallState:
     finished: bool = False
+    queued: list[ToolProgress] | None = None
+    """Progress an ``inline=True`` sync tool reported, published once it returns (it runs on the loop)."""
 
 
 @attrs.frozen
@@ -80,6 +82,7 @@ class ToolContext:
     _emit: Callable[[Event], Awaitable[Any]] = attrs.field(alias="emit", repr=False, eq=False)
     _listening: Callable[[], bool] | None = attrs.field(default=None, alias="listening", repr=False, eq=False)
     _usage: UsageSink | None = attrs.field(default=None, alias="usage", repr=False, eq=False)
+    _inline: bool = attrs.field(default=False, alias="inline", repr=False, eq=False)
     _state: _CallState = attrs.field(init=False, factory=_CallState, repr=False, eq=False)
 
     def emit_progress(self, message: str, data: Any = None) -> Coroutine[Any, Any, None]:
@@ -102,34 +105,60 @@ class ToolContext:
 
     def _checked_progress(self, message: str, data: Any) -> Coroutine[Any, Any, None]:
         """The coroutine that publishes the progress, unless the call has finished."""
+        return self._emit_progress(self._progress(message, data))
+
+    def _progress(self, message: str, data: Any) -> ToolProgress:
+        """The ``ToolProgress`` event of ``message``, unless the call has finished."""
         if self._state.finished:
             raise RuntimeError(
                 f"tool call {self.call_id!r} ({self.tool_name}) has finished; "
                 "it can no longer report progress"
             )
-        return self._publish_progress(message, data)
-
-    async def _publish_progress(self, message: str, data: Any) -> None:
-        await self._emit(
-            ToolProgress(
-                call_id=self.call_id,
-                tool=self.tool_name,
-                message=message,
-                data=data,
-                run_id=self.run_id,
-                step=self.step,
-            )
+        return ToolProgress(
+            call_id=self.call_id,
+            tool=self.tool_name,
+            message=message,
+            data=data,
+            run_id=self.run_id,
+            step=self.step,
         )
 
+    async def _emit_progress(self, progress: ToolProgress) -> None:
+        await self._emit(progress)
+
     def emit_progress_sync(self, message: str, data: Any = None) -> None:
-        """``emit_progress`` for sync tools, which run in a worker thread; blocks until it is published."""
+        """``emit_progress`` for sync tools. In a worker thread (the default for a sync tool) it blocks until
+        the progress is published; in an ``inline=True`` tool, which runs on the event loop and must not
+        block it, the progress is published as soon as the tool returns (before its result's event)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            if not self._inline:
+                raise RuntimeError(
+                    f"emit_progress_sync() of tool {self.tool_name!r} was called on the event loop: async "
+                    "tools use 'await ctx.emit_progress(...)'"
+                )
+            state = self._state
+            progress = self._progress(message, data)
+            if state.queued is None:
+                state.queued = []
+            state.queued.append(progress)
+            return
         try:
             anyio.from_thread.run(self._checked_progress, message, data)
         except anyio.NoEventLoopError:
             raise RuntimeError(
-                "emit_progress_sync() works only in a sync tool running in a worker thread "
-                "(not inline=True); async tools use 'await ctx.emit_progress(...)'"
+                "emit_progress_sync() works only in a sync tool run by a ToolExecutor (in a worker thread, "
+                "or inline=True); async tools use 'await ctx.emit_progress(...)'"
             ) from None
+
+    async def _publish_queued(self) -> None:
+        """Publish the progress an ``inline=True`` tool reported while it ran, in order."""
+        queued, self._state.queued = self._state.queued, None
+        for progress in queued or ():
+            await self._emit(progress)
 
     def has_listeners(self) -> bool:
         """Whether anyone receives the run's events (a subscription or a callback), so that a tool can skip

@@ -90,6 +90,7 @@ class _Batch:
     __slots__ = (
         "armed",
         "calls",
+        "endings",
         "found",
         "group",
         "limit",
@@ -134,11 +135,19 @@ class _Batch:
         """Whether a task that will take the next call is started but has not run yet."""
         self.results: list[ToolResult | None] = [None] * len(calls)
         self.stages = [_WAITING] * len(calls)
+        self.endings: list[Exception] | None = None
+        """The exceptions calls of this batch ended the run with, first first (usually none, or one)."""
 
     @property
     def shared_deadline(self) -> bool:
         """Whether the batch's deadline is its calls' time limit."""
         return self.limit is not None
+
+    def ended(self, error: Exception) -> None:
+        """A call of this batch ends the run with ``error``."""
+        if self.endings is None:
+            self.endings = []
+        self.endings.append(error)
 
     def waiting(self) -> None:
         """A call of this batch is about to wait: if calls are left and no task will take them, start one,
@@ -264,9 +273,13 @@ class ToolExecutor:
                 await self._take_calls(batch)
         except BaseExceptionGroup as failure:
             # Tool failures are results, so what escapes is a real error (a BaseException from a tool,
-            # a failing emit); re-raise it as itself when it is alone.
+            # a failing emit) or the exception a call ends the run with; re-raise it as itself when it is
+            # alone, or when every one is a call ending the run at the same instant (the first one ends it).
             if len(failure.exceptions) == 1:
                 raise failure.exceptions[0] from None
+            first = _first_ending(batch.endings, failure)
+            if first is not None:
+                raise first from None
             raise
         if group.cancel_scope.cancelled_caught:
             # Only the shared deadline cancels the group's own scope (a cancel from outside propagates).
@@ -345,6 +358,7 @@ class ToolExecutor:
             await self._emit(event(call=call, result=result, run_id=run_id, step=step))
         if ending is not None:
             # Every call of the batch has its result and its event: the run may end now.
+            batch.ended(ending)
             self._end_run(ending)
 
     async def run_call(self, call: ToolCall, *, run_id: str, step: int) -> ToolResult:
@@ -455,6 +469,8 @@ class ToolExecutor:
         if self._heard():
             await self._emit(event(call=call, result=result, run_id=run_id, step=step))
         if ending is not None:
+            if batch is not None:
+                batch.ended(ending)
             self._end_run(ending)
         return result
 
@@ -477,6 +493,7 @@ class ToolExecutor:
                 emit=self._emit,
                 listening=self._listening,
                 usage=self._usage,
+                inline=found.inline,
             )
             kwargs[found.context_parameter] = context
         # In a batch with a shared deadline, that deadline is the call's time limit: no scope of its own.
@@ -574,6 +591,24 @@ class ToolExecutor:
         return f"unknown tool {name!r}; available tools: {shown or '(none)'}"
 
 
+def _first_ending(
+    endings: list[Exception] | None, failure: BaseExceptionGroup[BaseException]
+) -> Exception | None:
+    """The exception the first of several calls ending the run at once ended it with, noted with the others
+    (their calls have their results in memory all the same); ``None`` when ``failure`` holds anything else.
+    """
+    if endings is None or len(endings) != len(failure.exceptions):
+        return None
+    if not all(any(error is raised for raised in failure.exceptions) for error in endings):
+        return None
+    first, others = endings[0], endings[1:]
+    first.add_note(
+        f"{len(others)} more call(s) of the same step ended the run at the same time: "
+        + ", ".join(repr(error) for error in others)
+    )
+    return first
+
+
 def _invoke(found: Tool[..., Any], kwargs: dict[str, Any]) -> Awaitable[Any]:
     """The call as an awaitable: an async tool's own coroutine (nothing in between), else ``_call_sync``."""
     if found.is_async:
@@ -583,7 +618,12 @@ def _invoke(found: Tool[..., Any], kwargs: dict[str, Any]) -> Awaitable[Any]:
 
 async def _call_sync(found: Tool[..., Any], kwargs: dict[str, Any]) -> Any:
     if found.inline:
-        value = found.fn(**kwargs)
+        try:
+            value = found.fn(**kwargs)
+        finally:
+            if found.context_parameter is not None:
+                # What it reported while it ran on the loop, where publishing could not wait.
+                await kwargs[found.context_parameter]._publish_queued()
     else:
         # abandon_on_cancel: a timeout or cancellation stops the wait at once; the thread cannot be stopped.
         value = await anyio.to_thread.run_sync(functools.partial(found.fn, **kwargs), abandon_on_cancel=True)

@@ -678,15 +678,43 @@ async def test_emit_progress_sync_outside_a_worker_thread_explains_itself() -> N
         ctx.emit_progress_sync("x")
 
 
-async def test_an_inline_sync_tool_cannot_report_progress_synchronously() -> None:
+async def test_an_inline_sync_tool_s_progress_is_published_when_it_returns_before_its_result() -> None:
     @tool(inline=True)
-    def quick(ctx: ToolContext) -> None:
+    def quick(ctx: ToolContext) -> str:
+        ctx.emit_progress_sync("parsed", {"rows": 3})
+        ctx.emit_progress_sync("checked")
+        return "ok"
+
+    @tool(inline=True)
+    def broken(ctx: ToolContext) -> str:
+        ctx.emit_progress_sync("parsed")
+        raise ValueError("row 2 is malformed")
+
+    ex, rec = executor(quick, broken)
+    results = await ex.run_calls([call("1", "quick"), call("2", "broken")], run_id="r", step=0)
+    assert results[0].output == "ok"
+    assert results[1].error == "ValueError: row 2 is malformed"
+    seen = [(type(e).__name__, getattr(e, "message", None)) for e in rec.events if type(e) is not ToolStarted]
+    assert seen == [
+        ("ToolProgress", "parsed"),
+        ("ToolProgress", "checked"),
+        ("ToolSucceeded", None),
+        ("ToolProgress", "parsed"),  # a failing tool's progress is not lost either
+        ("ToolFailed", None),
+    ]
+    assert rec.of(ToolProgress)[0].data == {"rows": 3}
+
+
+async def test_an_async_tool_calling_emit_progress_sync_is_told_to_await_emit_progress() -> None:
+    @tool
+    async def crawl(ctx: ToolContext) -> None:
         ctx.emit_progress_sync("x")
 
-    ex, _ = executor(quick)
-    result = await ex.run_call(call("1", "quick"), run_id="r", step=0)
+    ex, rec = executor(crawl)
+    result = await ex.run_call(call("1", "crawl"), run_id="r", step=0)
     assert result.error is not None
-    assert "not inline=True" in result.error
+    assert "async tools use 'await ctx.emit_progress(...)'" in result.error
+    assert rec.of(ToolProgress) == []
 
 
 async def test_events_go_through_the_run_bus_stamped() -> None:

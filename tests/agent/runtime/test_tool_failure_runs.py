@@ -9,6 +9,7 @@ call's own exception; every announced call ends exactly once; memory pairs every
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -166,6 +167,41 @@ async def test_tool_fatal_error_ends_the_run_from_a_tool_with_the_default_policy
         await agent.run("Export users.")
 
     check_ends_once(recorder.events)
+    assert_memory_valid(memory.items)
+
+
+async def test_calls_ending_the_run_at_the_same_instant_raise_the_first_one_not_a_group() -> None:
+    started: list[int] = []
+    all_started = anyio.Event()
+
+    @tool
+    async def export(part: int) -> str:
+        """Export a part; every part finds the same quota exceeded at the same time."""
+        started.append(part)
+        if len(started) == 3:
+            all_started.set()
+        await all_started.wait()
+        raise ToolFatalError(f"part {part}: the export would exceed the quota")
+
+    memory = InMemoryMemory()
+    calls = [(f"c{part}", "export", {"part": part}) for part in range(3)]
+    agent = Agent(FakeModelClient([reply(tool_calls=calls)]), tools=[export], memory=memory)
+    recorder = Recorder(agent)
+
+    with anyio.fail_after(5), pytest.raises(ToolFatalError, match="exceed the quota") as raised:
+        await agent.run("Export everything.")
+
+    assert not isinstance(raised.value, BaseExceptionGroup)
+    # The calls that had not raised yet when the first one did are cancelled; the others are noted.
+    [others, _run_result_note] = raised.value.__notes__
+    assert re.fullmatch(r"[12] more call\(s\) of the same step ended the run at the same time: .*", others)
+    check_ends_once(recorder.events)
+    [failed] = recorder.terminals()
+    assert isinstance(failed, RunFailed)
+    assert failed.error_type == "ToolFatalError"
+    ended = 1 + int(others[0])
+    ends = sorted(e.result.error_type for e in recorder.of(ToolFailed))
+    assert ends == ["cancelled"] * (3 - ended) + ["exception"] * ended
     assert_memory_valid(memory.items)
 
 
