@@ -26,8 +26,9 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict agentflow
 
+# No test may reach a real model: requests to hosts other than this machine raise ModelRequestBlocked.
 test: lint typecheck
-	$(BIN)/pytest -q
+	AGENTFLOW_BLOCK_MODEL_REQUESTS=1 $(BIN)/pytest -q
 
 demo: $(VENV)/.installed-base
 	$(BIN)/python -m agentflow.demo

@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ..http.request_guard import ModelRequestBlocked, block_model_requests
 from .script import (
     Fault,
     FaultKind,
@@ -67,6 +68,7 @@ __all__ = [
     "Fault",
     "FaultKind",
     "Hold",
+    "ModelRequestBlocked",
     "RecordedRequest",
     "Reply",
     "Responder",
@@ -77,6 +79,7 @@ __all__ = [
     "TrackedResponse",
     "TrackingTransport",
     "Turn",
+    "block_model_requests",
     "chat_reply",
     "load_script",
     "reply",

@@ -6,6 +6,8 @@ The ``test_*`` functions below are what you would put in your own test suite (py
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import anyio
 import pytest
 
@@ -14,7 +16,7 @@ from agentflow.agent.agent import Agent
 from agentflow.http.retry import RetryPolicy
 from agentflow.model.events import ModelRetry
 from agentflow.providers.openai.chat_model import OpenAIChatModel
-from agentflow.testing import Fault, Reply, ScriptedServer
+from agentflow.testing import Fault, ModelRequestBlocked, Reply, ScriptedServer, block_model_requests
 from agentflow.testing.fake import FakeModelClient, reply
 from agentflow.tools import tool
 
@@ -115,11 +117,28 @@ async def test_the_application_s_agent_over_a_fake_model() -> None:
 # --8<-- [end:override]
 
 
+# --8<-- [start:block]
+@pytest.fixture(autouse=True)
+def no_real_models() -> Iterator[None]:
+    with block_model_requests():  # a model pointed at a real provider raises ModelRequestBlocked
+        yield
+
+
+# --8<-- [end:block]
+
+
+async def test_a_real_provider_is_out_of_reach() -> None:
+    real = OpenAIChatModel(base_url="https://api.openai.com/v1", api_key="sk-test", model="gpt-4.1")
+    with block_model_requests(), pytest.raises(ModelRequestBlocked):
+        await Agent(real).run("Hello")
+
+
 async def main() -> None:
     await test_agent_answers_with_the_tool_result()
     await test_rate_limit_is_retried_then_reported()
     await test_agent_logic_without_http()
     await test_the_application_s_agent_over_a_fake_model()
+    await test_a_real_provider_is_out_of_reach()
     print("all passed")
 
 

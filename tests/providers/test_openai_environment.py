@@ -18,6 +18,7 @@ import orjson
 import pytest
 
 from agentflow import AuthenticationError, UserMessage
+from agentflow.http.request_guard import guard
 from agentflow.http.timeouts import Timeout
 from agentflow.providers.openai.chat_model import OpenAIChatModel
 from agentflow.providers.openai.responses_model import OpenAIResponsesModel
@@ -43,6 +44,8 @@ BUILDERS = pytest.mark.parametrize(
 def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ENV:
         monkeypatch.delenv(name, raising=False)
+    # These requests name OpenAI's own URL on purpose; a transport answers them, nothing leaves the machine.
+    monkeypatch.setattr(guard, "on", False)
 
 
 class _Answer:

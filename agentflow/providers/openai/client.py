@@ -30,6 +30,7 @@ import anyio
 import attrs
 import orjson
 
+from ...http.request_guard import guard
 from ...http.retry import RetryPolicy
 from ...http.sse import DEFAULT_MAX_EVENT_BYTES, SseDecoder
 from ...http.timeouts import Timeout
@@ -471,6 +472,11 @@ class OpenAIHttpClient:
     def _send(
         self, url: str, data: bytes, headers: Mapping[str, str], deadline: float | None, *, stream: bool
     ) -> Awaitable[HttpResponse]:
+        if guard.on:
+            refused = guard.refused(url)
+            if refused is not None:
+                raise refused
+
         def send() -> Awaitable[HttpResponse]:
             return self._transport.send(
                 "POST", url, headers=headers, body=data, timeout=self._timeout, stream=stream
