@@ -260,7 +260,7 @@ class OpenAIHttpClient:
         ``ModelTimeoutError``, ``ProtocolError`` when a 2xx body is not JSON, or what ``decode`` raises.
         """
         url = self.url(path)
-        data = orjson.dumps(body)
+        data = _encode(body)
         deadline = self._deadline()
         attempt = 1
         while True:
@@ -320,7 +320,7 @@ class OpenAIHttpClient:
         a cut-off stream, which would be retried. Events larger than ``max_event_bytes`` fail likewise.
         """
         url = self.url(path)
-        data = orjson.dumps(body)
+        data = _encode(body)
         deadline = self._deadline()
         attempt = 1
         while True:
@@ -556,6 +556,16 @@ class OpenAIHttpClient:
         return ModelRetry(
             attempt=attempt + 1, max_attempts=policy.max_attempts, delay=delay, reason=error.message
         )
+
+
+def _encode(body: Mapping[str, Any]) -> bytes:
+    """``body`` as JSON. Integer keys (``logit_bias`` token ids, as the openai SDK takes them) become strings;
+    orjson needs an option for that which slows every body down, so only a body that has some pays for it.
+    """
+    try:
+        return orjson.dumps(body)
+    except TypeError:
+        return orjson.dumps(body, option=orjson.OPT_NON_STR_KEYS)
 
 
 def _attempts(count: int) -> str:

@@ -183,9 +183,10 @@ class ResponsesRequest:
     ) -> ResponsesRequest:
         """This request with ``defaults`` filling its unset fields and ``overrides`` replacing fields.
 
-        ``extra_body`` maps merge key by key (defaults < request < overrides), and so do ``text`` objects
-        (defaults < request), whose keys are independent settings (``format``, ``verbosity``); ``include``
-        entries of the defaults are added to the request's. An override replaces ``text`` or ``include``.
+        ``extra_body`` maps merge key by key (defaults < request < overrides), and so do ``text`` and
+        ``reasoning`` objects (defaults < request), whose keys are independent settings (``format``,
+        ``verbosity``; ``effort``, ``summary``); ``include`` entries of the defaults are added to the
+        request's. An override replaces ``text``, ``reasoning`` or ``include``.
         Unknown names raise ``TypeError``; ``None`` in ``overrides`` leaves a field as it is.
 
         >>> r = ResponsesRequest("hi", temperature=0.2)
@@ -205,9 +206,10 @@ class ResponsesRequest:
                 # Extra output adds up: a default entry is kept beside the request's own (e.g. the
                 # ``reasoning.encrypted_content`` a stateless agent run adds).
                 changes["include"] = merge_include(value, self.include)
-            elif name == "text" and isinstance(value, Mapping) and self.text is not None:
-                # A request's ``format`` (an agent's output type) must not drop the model's ``verbosity``.
-                changes["text"] = {**value, **self.text}
+            elif name in _KEYED_SETTINGS and isinstance(value, Mapping) and getattr(self, name) is not None:
+                # A request's ``format`` (an agent's output type) must not drop the model's ``verbosity``,
+                # nor its ``effort`` the model's reasoning ``summary``.
+                changes[name] = {**value, **getattr(self, name)}
             elif getattr(self, name) is None and value is not None:
                 changes[name] = value
         for name, value in overrides.items():
@@ -217,6 +219,9 @@ class ResponsesRequest:
                 changes[name] = value
         return attrs.evolve(self, **changes) if changes else self
 
+
+_KEYED_SETTINGS = frozenset({"text", "reasoning"})
+"""Object fields whose keys are settings of their own: a request's keys go over the model's defaults."""
 
 _REQUEST_FIELDS = frozenset(f.name for f in attrs.fields(ResponsesRequest)) - {"input"}
 _HEADERS_HINT = "headers are set on the model, for every call: custom_headers={...}"
