@@ -70,10 +70,13 @@ class TokenUsage:
             or self.reasoning_tokens
         ):
             return other
+        # A usage without a total (a server that reports input and output only) adds its input + output to
+        # the sum's total: once another usage made that total non-zero, nothing could tell it was left out.
         return TokenUsage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
-            self.total_tokens + other.total_tokens,
+            (self.total_tokens or self.input_tokens + self.output_tokens)
+            + (other.total_tokens or other.input_tokens + other.output_tokens),
             self.cached_input_tokens + other.cached_input_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
             self.reasoning_tokens + other.reasoning_tokens,

@@ -245,6 +245,8 @@ class AgentRuntime:
         """``max_steps`` used up: stop, make one last tool-less call, or raise (``options.on_max_steps``)."""
         policy = ctx.options.on_max_steps
         if policy == "final_answer":
+            if ctx.token_budget_reached:
+                return ctx.result_for(StopReason.MAX_TOKENS)  # no model call once the budget is spent
             await self.run_step(ctx, final=True)
         elif policy == "raise":
             raise MaxStepsExceeded(ctx.step, ctx.result_for(StopReason.MAX_STEPS))
@@ -261,6 +263,9 @@ class AgentRuntime:
         await anyio.lowlevel.checkpoint_if_cancelled()
         ctx.bus.step = ctx.step
         ctx.step_usage = NO_USAGE
+        if ctx.announced:
+            # Per step: a server that numbers each turn's calls from call_0 again reuses last step's ids.
+            ctx.announced.clear()
         if ctx.bus.has_listeners():
             await ctx.emit(StepStarted())
         calls_before = len(ctx.tool_calls)

@@ -59,15 +59,22 @@ def complete_tool_calls(
     """
     out: list[ToolCall] = []
     seen: set[str] = set()
+    taken: set[str] | None = None
     for index, call in enumerate(calls):
         call_id = call.id.strip()
         if not call_id or call_id in seen:
+            if taken is None:  # the ids the model sent: a made-up id must be none of them either
+                taken = {c.id.strip() for c in calls}
             call_id = fallback_call_id(step, index)
+            suffix = 1
+            while call_id in seen or call_id in taken:
+                call_id = f"{fallback_call_id(step, index)}_{suffix}"
+                suffix += 1
         seen.add(call_id)
         name = (normalize_name(call.name) if normalize_name else call.name).strip() or FALLBACK_TOOL_NAME
-        out.append(
-            call if call_id == call.id and name == call.name else ToolCall(call_id, name, call.arguments)
-        )
+        # ``evolve``: a call's other fields (its kind, provider fields) stay as the model sent them.
+        same = call_id == call.id and name == call.name
+        out.append(call if same else attrs.evolve(call, id=call_id, name=name))
     return tuple(out)
 
 

@@ -152,7 +152,7 @@ class RunContext:
     pending: list[ToolCall] = attrs.field(factory=list)
     finished: dict[str, ToolResult] = attrs.field(factory=dict)
     announced: set[str] = attrs.field(factory=set, repr=False)
-    """The ids of the calls whose ``ToolCallRequested`` was published."""
+    """The ids of the step's calls whose ``ToolCallRequested`` was published."""
     result: AgentResult | None = None
     """The outcome once the run has ended (the partial result for a failed or cancelled run)."""
     error: BaseException | None = None

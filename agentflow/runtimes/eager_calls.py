@@ -63,6 +63,7 @@ from ..model.events import ToolCallReady
 from ..model.messages import ToolCall
 from ..result import StopReason, ToolResult
 from ..tools.arguments import ToolArgumentsError
+from ..tools.failures import noting_others
 from ..tools.outcome import cancelled_result
 from ..tools.tool import Tool
 from .calls import complete_tool_calls
@@ -296,9 +297,15 @@ async def run_early_step(runtime: AgentRuntime, ctx: RunContext, prompt: AgentPr
                 failure = exc
                 group.cancel_scope.cancel()
     except BaseExceptionGroup as errors:
-        # Only an early call's task can fail here (a BaseException from a tool): re-raised as itself.
+        # Only an early call's task can fail here (a BaseException from a tool, or the exception its call
+        # ends the run with): re-raised as itself; of calls ending the run at once, the first one's.
         if len(errors.exceptions) == 1:
             raise errors.exceptions[0] from None
+        first = ctx.tool_failure
+        if first is not None and all(isinstance(e, Exception) for e in errors.exceptions):
+            others = [e for e in errors.exceptions if e is not first]
+            if len(others) < len(errors.exceptions):
+                raise noting_others(first, others) from None
         raise
     if failure is not None:
         try:

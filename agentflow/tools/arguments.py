@@ -18,7 +18,7 @@ import orjson
 
 from ..exact_json import dumps as exact_dumps
 from ..exact_json import loads as exact_loads
-from .formats import FORMAT_EXAMPLES, FORMATS, uses_formats
+from .formats import DECIMAL_TYPES, FORMAT_EXAMPLES, FORMATS, read_number_literals, uses_formats
 from .outcome import MAX_ERROR_CHARS, exception_message
 from .schema_defs import DEFS, ref_name
 from .schema_shapes import ConversionError
@@ -88,6 +88,21 @@ def _describe(schema: Any, defs: Mapping[str, Any]) -> str:
     return "a value matching its schema"
 
 
+def _has_decimal(schema: Any) -> bool:
+    """Whether ``schema`` has a ``Decimal``'s ``{"type": ["string", "number"]}`` anywhere in it."""
+    pending = [schema]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, Mapping):
+            kind = item.get("type")
+            if isinstance(kind, list) and tuple(kind) == DECIMAL_TYPES:
+                return True
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
+
+
 class ArgumentParser:
     """Validates and converts one tool's arguments. Build it once per tool (the schema is compiled here).
 
@@ -95,7 +110,7 @@ class ArgumentParser:
     other messages (default: ``"<tool> arguments"``); an agent's structured output is checked the same way.
     """
 
-    __slots__ = ("_convert", "_defs", "_invalid", "_root", "_subject", "_validate")
+    __slots__ = ("_convert", "_decimals", "_defs", "_invalid", "_root", "_subject", "_validate")
 
     def __init__(
         self,
@@ -121,6 +136,8 @@ class ArgumentParser:
         self._convert = convert
         defs = schema.get(DEFS)
         self._defs: Mapping[str, Any] = defs if isinstance(defs, Mapping) else {}
+        self._decimals = convert is not None and _has_decimal(schema)
+        """Whether a ``Decimal`` is among the arguments: then number literals keep their digits."""
 
     def parse(self, raw: str | Mapping[str, Any]) -> dict[str, Any]:
         """Keyword arguments for the tool's function (a mapping is taken as already-decoded JSON)."""
@@ -132,6 +149,8 @@ class ArgumentParser:
                     value = exact_loads(raw)  # an account number of 30 digits stays exact
                 except orjson.JSONDecodeError as exc:
                     raise ToolArgumentsError(f"{self._subject} are not valid JSON: {exc}") from None
+                if self._decimals:
+                    value = read_number_literals(raw)  # an amount of 1.000000000000000001 too
         else:
             value = dict(raw)
         if not isinstance(value, dict):

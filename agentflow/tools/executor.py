@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import inspect
 import logging
@@ -55,7 +56,7 @@ from ..model.messages import ToolCall
 from ..result import ToolResult
 from .arguments import ToolArgumentsError
 from .context import ToolContext, UsageSink
-from .failures import ToolErrorPolicy, check_policy, settle_failure
+from .failures import ToolErrorPolicy, check_policy, noting_others, settle_failure
 from .outcome import MAX_ERROR_CHARS, exception_message, failed_result, output_text
 from .registry import ToolRegistry
 from .suspension import noting_waits
@@ -501,8 +502,9 @@ class ToolExecutor:
         started = time.perf_counter()
         try:
             with anyio.move_on_after(limit) if limit is not None else _NO_DEADLINE as scope:
-                invocation = _invoke(found, kwargs)
-                value = await (invocation if batch is None else noting_waits(invocation, batch.waiting))
+                # In a context of its own, as in a task of its own: its context variables stay its own.
+                waiting = None if batch is None else batch.waiting
+                value = await noting_waits(_invoke(found, kwargs), waiting, contextvars.copy_context())
                 output = output_text(value)
         except Exception as exc:
             # The model gets the message (cut at MAX_ERROR_CHARS), unless the tool's policy says otherwise;
@@ -595,18 +597,12 @@ def _first_ending(
     endings: list[Exception] | None, failure: BaseExceptionGroup[BaseException]
 ) -> Exception | None:
     """The exception the first of several calls ending the run at once ended it with, noted with the others
-    (their calls have their results in memory all the same); ``None`` when ``failure`` holds anything else.
-    """
+    (``noting_others``); ``None`` when ``failure`` holds anything else."""
     if endings is None or len(endings) != len(failure.exceptions):
         return None
     if not all(any(error is raised for raised in failure.exceptions) for error in endings):
         return None
-    first, others = endings[0], endings[1:]
-    first.add_note(
-        f"{len(others)} more call(s) of the same step ended the run at the same time: "
-        + ", ".join(repr(error) for error in others)
-    )
-    return first
+    return noting_others(endings[0], endings[1:])
 
 
 def _invoke(found: Tool[..., Any], kwargs: dict[str, Any]) -> Awaitable[Any]:

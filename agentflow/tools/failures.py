@@ -22,7 +22,7 @@ again, it would pass for one. Pure decisions, no I/O: ``ToolExecutor`` applies t
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Literal, TypeAlias, cast
 
 import attrs
@@ -37,6 +37,7 @@ __all__ = [
     "ToolErrorPolicy",
     "ToolFatalError",
     "check_policy",
+    "noting_others",
     "settle_failure",
 ]
 
@@ -146,6 +147,17 @@ def settle_failure(
         problem.__cause__ = exc
         return _withheld(standard, exc, call, error_type, tool), problem
     return attrs.evolve(standard, output=text), None
+
+
+def noting_others(first: Exception, others: Sequence[BaseException]) -> Exception:
+    """``first``, the exception the first of several calls ending the run at the same instant ended it with,
+    noted with the others' (their calls have their results in memory all the same): the run raises it
+    alone, not an ``ExceptionGroup`` that ``except PaymentDeclined`` would not catch."""
+    first.add_note(
+        f"{len(others)} more call(s) of the same step ended the run at the same time: "
+        + ", ".join(repr(error) for error in others)
+    )
+    return first
 
 
 def _withheld(

@@ -25,7 +25,17 @@ import attrs
 if TYPE_CHECKING:
     import decimal
 
-__all__ = ["FORMATS", "FORMAT_EXAMPLES", "StringType", "json_text", "string_type", "uses_formats"]
+__all__ = [
+    "DECIMAL_TYPES",
+    "FORMATS",
+    "FORMAT_EXAMPLES",
+    "NumberLiteral",
+    "StringType",
+    "json_text",
+    "read_number_literals",
+    "string_type",
+    "uses_formats",
+]
 
 
 @attrs.frozen
@@ -85,10 +95,50 @@ def _is_decimal(value: Any) -> bool:
     return isinstance(value, str | int | float) and not isinstance(value, bool)
 
 
+DECIMAL_TYPES: Final = ("string", "number")
+"""The JSON types of a ``Decimal`` parameter's schema (``{"type": ["string", "number"]}``)."""
+
+
+class NumberLiteral(float):
+    """A JSON number whose literal holds more digits than a float keeps (``1.000000000000000001``): it is
+    that float, and ``literal`` keeps the digits for a ``Decimal`` parameter (see ``read_number_literals``).
+    """
+
+    __slots__ = ("literal",)
+
+    literal: str
+
+
+def read_number_literals(text: str | bytes) -> Any:
+    """Valid JSON (orjson has checked it) read with every number literal a float would round kept as a
+    ``NumberLiteral``: what a tool with a ``Decimal`` parameter reads its arguments with, so that an amount
+    the model writes as a number keeps its digits. Integers are exact, as ``json`` reads them.
+
+    >>> value = read_number_literals('{"amount": 1.000000000000000001, "rate": 0.5}')
+    >>> value["amount"].literal, type(value["rate"]).__name__
+    ('1.000000000000000001', 'float')
+    """
+    return json.loads(text, parse_float=_float_literal)
+
+
+def _float_literal(text: str) -> float:
+    import decimal  # loaded already: only tools with a ``Decimal`` parameter read their arguments so
+
+    number = float(text)
+    if decimal.Decimal(text) == decimal.Decimal(repr(number)):
+        return number
+    kept = NumberLiteral(number)
+    kept.literal = text
+    return kept
+
+
 def _to_decimal(value: Any) -> decimal.Decimal:
     import decimal  # loaded already: a ``Decimal`` annotation brought this converter in (``string_type``)
 
     # A float goes through its shortest repr, so the JSON 0.1 is Decimal("0.1"), not 0.1000000000000000055…
+    # (and a number the float rounded, through the literal the model wrote).
+    if isinstance(value, NumberLiteral):
+        value = value.literal
     try:
         number = decimal.Decimal(repr(value) if isinstance(value, float) else value)
     except decimal.InvalidOperation:
@@ -115,7 +165,7 @@ def string_type(tp: Any) -> StringType | None:
         return StringType({"type": "string", "format": name}, _PARSERS[name], _is_str)
     if tp is _decimal_type():
         # A string keeps every digit ("0.10"); a number is accepted too, as models write prices so.
-        return StringType({"type": ["string", "number"]}, _to_decimal, _is_decimal)
+        return StringType({"type": list(DECIMAL_TYPES)}, _to_decimal, _is_decimal)
     if tp is os.PathLike:
         return StringType({"type": "string"}, pathlib.Path, _is_str)
     if issubclass(tp, pathlib.PurePath):

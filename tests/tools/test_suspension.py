@@ -1,9 +1,11 @@
-"""``noting_waits``: awaiting a coroutine step by step in the same task, noticing each wait."""
+"""``noting_waits``: awaiting a coroutine step by step in the same task and a context of its own, noticing
+each wait."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from contextvars import ContextVar, copy_context
 from typing import Any
 
 import anyio
@@ -19,7 +21,7 @@ async def test_a_coroutine_that_never_waits_is_not_noticed() -> None:
     async def quick() -> int:
         return 7
 
-    assert await noting_waits(quick(), lambda: waits.append(1)) == 7
+    assert await noting_waits(quick(), lambda: waits.append(1), copy_context()) == 7
     assert waits == []
 
 
@@ -32,7 +34,7 @@ async def test_each_wait_is_noticed_and_values_and_exceptions_pass_through() -> 
         raise KeyError("boom")
 
     with pytest.raises(KeyError, match="boom") as caught:
-        await noting_waits(slow(), lambda: waits.append(1))
+        await noting_waits(slow(), lambda: waits.append(1), copy_context())
     assert len(waits) == 3
     assert caught.value.__context__ is None
 
@@ -45,7 +47,7 @@ async def test_cancel_scopes_inside_run_as_when_awaited_directly() -> None:
             await anyio.lowlevel.checkpoint()
         return scope.cancelled_caught, "after"
 
-    assert await noting_waits(with_scopes(), lambda: None) == (True, "after")
+    assert await noting_waits(with_scopes(), lambda: None, copy_context()) == (True, "after")
 
 
 async def test_a_cancellation_reaches_the_coroutine_which_may_clean_up() -> None:
@@ -62,7 +64,7 @@ async def test_a_cancellation_reaches_the_coroutine_which_may_clean_up() -> None
             cleaned.set()
 
     async with anyio.create_task_group() as group:
-        group.start_soon(noting_waits, tool(), lambda: None)
+        group.start_soon(noting_waits, tool(), lambda: None, copy_context())
         await started.wait()
         group.cancel_scope.cancel()
     assert cleaned.is_set()
@@ -74,7 +76,7 @@ async def test_what_the_coroutine_raises_while_cancelled_is_not_chained_by_the_d
             await anyio.sleep_forever()
         raise ValueError("after the cancel")
 
-    task = asyncio.ensure_future(noting_waits(tool(), lambda: None))
+    task = asyncio.ensure_future(noting_waits(tool(), lambda: None, copy_context()))
     await asyncio.sleep(0)
     task.cancel()
     with pytest.raises(ValueError, match="after the cancel") as caught:
@@ -86,7 +88,7 @@ async def test_other_awaitables_count_as_waiting_once() -> None:
     waits: list[int] = []
     future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
     future.set_result("done")
-    assert await noting_waits(future, lambda: waits.append(1)) == "done"
+    assert await noting_waits(future, lambda: waits.append(1), copy_context()) == "done"
     assert waits == [1]
 
 
@@ -100,7 +102,25 @@ async def test_closing_the_driver_closes_the_coroutine() -> None:
             closed.append(True)
             raise
 
-    driver = noting_waits(tool(), lambda: None)
+    driver = noting_waits(tool(), lambda: None, copy_context())
     driver.send(None)  # runs to the first wait
     driver.close()
     assert closed == [True]
+
+
+TENANT: ContextVar[str] = ContextVar("tenant", default="none")
+
+
+async def test_the_coroutine_sees_the_caller_s_context_variables_and_keeps_its_own_changes() -> None:
+    seen: list[str] = []
+
+    async def tool() -> None:
+        seen.append(TENANT.get())
+        TENANT.set("acme")
+        await asyncio.sleep(0)
+        seen.append(TENANT.get())
+
+    TENANT.set("caller's")
+    await noting_waits(tool(), lambda: seen.append(f"wait in {TENANT.get()}"), copy_context())
+    assert seen == ["caller's", "wait in caller's", "acme"]
+    assert TENANT.get() == "caller's"

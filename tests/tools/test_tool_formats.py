@@ -126,3 +126,40 @@ def test_they_work_inside_classes_and_come_back_as_json_strings() -> None:
     assert booking == Booking(datetime.date(2024, 5, 31), uuid.UUID(ID))
     assert output_text(booking) == f'{{"day":"2024-05-31","id":"{ID}"}}'
     assert output_text(decimal.Decimal("12.50")) == "12.5"
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ('{"amount": 1.000000000000000001, "fee": 0.5}', "1.000000000000000001"),
+        ('{"amount": 1234567890123456.78, "fee": 0.5}', "1234567890123456.78"),
+        ('{"amount": "0.10", "fee": 0.5}', "0.10"),
+        ('{"amount": 0.1, "fee": 0.5}', "0.1"),
+        ('{"amount": 123456789012345678901234567890, "fee": 0.5}', "123456789012345678901234567890"),
+    ],
+)
+def test_a_decimal_written_as_a_number_keeps_every_digit_the_model_wrote(raw: str, expected: str) -> None:
+    @tool
+    def transfer(amount: decimal.Decimal, fee: float) -> str:
+        """Transfer an amount."""
+        return str(amount)
+
+    arguments = transfer.parse_arguments(raw)
+    assert arguments["amount"] == decimal.Decimal(expected)
+    assert str(arguments["amount"]) == expected
+    assert type(arguments["fee"]) is float
+
+
+@attrs.frozen
+class Payment:
+    amount: decimal.Decimal
+
+
+def test_a_decimal_nested_in_a_class_keeps_its_digits_too() -> None:
+    @tool
+    def pay(payments: list[Payment]) -> str:
+        """Pay."""
+        return ""
+
+    arguments = pay.parse_arguments('{"payments": [{"amount": 0.30000000000000000001}]}')
+    assert arguments["payments"][0].amount == decimal.Decimal("0.30000000000000000001")

@@ -18,6 +18,13 @@ def test_blank_and_repeated_ids_get_step_based_ids_and_blank_names_a_placeholder
     )
 
 
+def test_a_made_up_id_is_never_one_the_model_sent() -> None:
+    calls = [ToolCall("tool_step_0_1", "a"), ToolCall("", "b"), ToolCall("tool_step_0_1", "c")]
+    ids = [call.id for call in complete_tool_calls(calls, step=0)]
+    assert ids == ["tool_step_0_1", "tool_step_0_1_1", "tool_step_0_2"]
+    assert len(set(ids)) == 3
+
+
 def test_complete_calls_are_returned_unchanged() -> None:
     calls = (ToolCall("c1", "a", "{}"),)
     assert complete_tool_calls(calls, 0)[0] is calls[0]

@@ -13,11 +13,12 @@ from agentflow.agent.options import DEFAULT_FINAL_ANSWER_PROMPT, AgentOptions, M
 from agentflow.agent.prompt import AgentModelResult, AgentPrompt
 from agentflow.events import RunCancelled, RunFailed, RunFinished, StepStarted, ToolFailed
 from agentflow.model.events import ModelCompleted, TextDelta
+from agentflow.model.response import TokenUsage
 from agentflow.model.tools import ToolChoice
 from agentflow.result import StopReason
 from agentflow.runtimes import MaxStepsExceeded
 from agentflow.testing.fake import FakeModelClient, reply
-from agentflow.tools import tool
+from agentflow.tools import ToolContext, tool
 
 
 @tool
@@ -160,6 +161,38 @@ async def test_token_budget_stops_before_running_more_tools() -> None:
     assert "token budget" in result.tool_results[1].output
     assert result.usage.total_tokens == 22
     assert_memory_valid(result.new_items)
+
+
+async def test_the_final_answer_call_after_max_steps_is_not_made_once_a_tool_spent_the_budget() -> None:
+    @tool
+    async def summarise(ctx: ToolContext) -> str:
+        """Summarise with a model of its own."""
+        ctx.add_usage(TokenUsage(500, 500, 1000))
+        return "summary"
+
+    model = FakeModelClient([reply(tool_calls=[("summarise", {})], usage=(10, 10)), reply("final")])
+    options = AgentOptions(max_steps=1, on_max_steps="final_answer", max_tokens=100)
+    result = await Agent(model, tools=[summarise], options=options).run("go")
+
+    assert len(model.prompts) == 1
+    assert result.stop_reason is StopReason.MAX_TOKENS
+    assert result.usage.total_tokens == 1020
+
+
+async def test_usages_without_a_total_count_their_input_and_output_toward_the_budget() -> None:
+    # A client that reports input and output only (no total) after one that reports all three.
+    turns = [
+        reply(tool_calls=[("lookup", {"q": "a"})], usage=TokenUsage(40, 40, 80)),
+        reply(tool_calls=[("lookup", {"q": "b"})], usage=TokenUsage(40, 40)),
+        reply(tool_calls=[("lookup", {"q": "c"})], usage=TokenUsage(40, 40)),
+        reply("done", usage=TokenUsage(40, 40)),
+    ]
+    model = FakeModelClient(turns)
+    result = await Agent(model, tools=[lookup], options=AgentOptions(max_tokens=100)).run("go")
+
+    assert len(model.prompts) == 2
+    assert result.stop_reason is StopReason.MAX_TOKENS
+    assert result.usage.total_tokens == 160
 
 
 async def test_a_final_answer_over_the_token_budget_is_still_a_final_answer() -> None:

@@ -341,6 +341,40 @@ async def test_an_eager_call_that_ends_the_run_while_the_model_streams_closes_th
     assert_memory_valid(memory.items)
 
 
+async def test_eager_calls_ending_the_run_at_the_same_instant_raise_the_first_one_not_a_group() -> None:
+    both_started = anyio.Event()
+    started: list[str] = []
+
+    @tool(eager=True, on_error="raise")
+    async def fetch(url: str) -> str:
+        """Fetch a page (a read: it starts while the model streams)."""
+        started.append(url)
+        if len(started) == 2:
+            both_started.set()
+        await both_started.wait()
+        raise Declined(f"cannot reach {url}")
+
+    calls = [ToolCall("c1", "fetch", '{"url": "a"}'), ToolCall("c2", "fetch", '{"url": "b"}')]
+
+    async def turn(_prompt: AgentPrompt) -> AsyncIterator[ModelEvent]:
+        for index, call in enumerate(calls):
+            yield ToolCallStarted(index, call.id, call.name)
+            yield ToolCallReady(index, call)
+        await anyio.sleep_forever()  # both calls end the run while the model still streams
+
+    agent = Agent(FakeModelClient([turn]), tools=[fetch])
+    recorder = Recorder(agent)
+
+    with anyio.fail_after(5), pytest.raises(Declined, match="cannot reach") as raised:
+        await agent.run("Fetch a and b.")
+
+    assert raised.value.__notes__[0].startswith("1 more call(s) of the same step ended the run at the same")
+    check_ends_once(recorder.events)
+    [failed] = recorder.terminals()
+    assert isinstance(failed, RunFailed)
+    assert failed.error_type == "Declined"
+
+
 # -- CodeAct -----------------------------------------------------------------------------------------------
 
 
