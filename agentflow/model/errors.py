@@ -77,8 +77,40 @@ class ModelError(Exception):
         self.headers: Mapping[str, str] = headers or {}
         self.partial = partial
 
+    @property
+    def request_id(self) -> str | None:
+        """The id the server gave the request (``x-request-id``: OpenAI, Groq, vLLM…; Azure's
+        ``apim-request-id``), for a support ticket or the logs; ``None`` when it sent none. Also set for a
+        stream that failed after it began: the headers are the stream's."""
+        headers = self.headers
+        if not headers:
+            return None
+        for name in _REQUEST_ID_HEADERS:
+            value = header(headers, name)
+            if value:
+                return value
+        return None
+
+    @property
+    def retry_after(self) -> float | None:
+        """The seconds the server asked to wait before trying again (``retry-after-ms``, ``Retry-After``),
+        or ``None``: what a service passes on in its own ``Retry-After`` when it gives up (a 429 it may not
+        retry itself). The client's own retries already honour it (``RetryPolicy``).
+
+        >>> RateLimitError("slow down", status=429, headers={"Retry-After": "20"}).retry_after
+        20.0
+        """
+        if not self.headers:
+            return None
+        from ..http.retry import retry_after_seconds  # the HTTP layer builds on this module
+
+        return retry_after_seconds(self.headers)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.message!r}, status={self.status!r})"
+
+
+_REQUEST_ID_HEADERS = ("x-request-id", "request-id", "apim-request-id", "x-ms-request-id")
 
 
 class BadRequestError(ModelError):

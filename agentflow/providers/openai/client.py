@@ -265,6 +265,7 @@ class OpenAIHttpClient:
         attempt = 1
         while True:
             # One attempt, inline (no coroutine of its own: it is on the path of every call).
+            response: HttpResponse | None = None
             try:
                 response = await self._send(url, data, self._json_headers, deadline, stream=False)
                 try:
@@ -288,6 +289,8 @@ class OpenAIHttpClient:
                     ) from exc
                 return payload if decode is None else decode(payload)
             except ModelError as error:
+                if response is not None and not error.headers:
+                    error.headers = response.headers  # an error the 200 body reported: its request id
                 retry = self._plan_retry(error, attempt, deadline, url)
                 if retry is None:
                     raise
@@ -375,6 +378,10 @@ class OpenAIHttpClient:
                         await self._drain(response, deadline, url)
                 return
             except ModelError as error:
+                if response is not None and not error.headers:
+                    # A failure after the headers (a cut body, an in-band error): the response's headers
+                    # go with it, for its ``request_id`` (what a provider's support asks for).
+                    error.headers = response.headers
                 retry = None if emitted else self._plan_retry(error, attempt, deadline, url)
                 if retry is None:
                     # What had arrived goes with the error: a dropped body's, or an in-band error's that
