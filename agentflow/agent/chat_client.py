@@ -14,6 +14,8 @@ How a prompt lands on the Chat protocol (seed 000 §2, kept deliberately):
 - The result's memory item is one converted assistant item: text, tool calls, and the reasoning under the
   wire field the server sent it in (``reasoning_content`` from DeepSeek, ``reasoning`` from OpenRouter or
   Groq), so the next request sends it back under that name (DeepSeek's thinking mode answers 400 without it).
+  So are the provider fields of the message and its calls (OpenRouter's ``reasoning_details``, Gemini's
+  ``extra_content`` thought signatures, which Gemini 3 wants back on a tool loop), under their wire names.
   A server that sent none (OpenAI) is sent none. ``ChatModelClient(model, echo_reasoning=False)`` sends none
   at all, e.g. when a conversation held on DeepSeek goes on with a server that rejects the field. A server
   that answers 400 naming the field as unsupported (Groq: "property 'reasoning' is unsupported") gets the
@@ -154,7 +156,9 @@ def _settings_key(prompt: AgentPrompt) -> tuple[Any, ...] | None:
 def chat_result(response: ChatResponse) -> AgentModelResult:
     """The agent's view of a Chat response: text, reasoning, tool calls (blank ids filled in) and one
     assistant memory item (none when the model said nothing at all), which keeps the reasoning when the
-    message names the field it came in (``AiMessage.reasoning_field``).
+    message names the field it came in (``AiMessage.reasoning_field``), and the provider fields of the message
+    and of its calls (OpenRouter's ``reasoning_details``, Gemini's ``extra_content``), so the next step and a
+    stored session send them back.
 
     >>> from agentflow.model.messages import AiMessage
     >>> chat_result(ChatResponse(AiMessage("Paris."))).memory_items
@@ -171,6 +175,7 @@ def chat_result(response: ChatResponse) -> AgentModelResult:
                 refusal=message.refusal,
                 reasoning=message.reasoning,
                 reasoning_field=message.reasoning_field,
+                provider_fields=message.provider_fields,
             ),
         )
         if text or calls or message.refusal
@@ -198,29 +203,54 @@ def _remember_reply(prompt: AgentPrompt, result: AgentModelResult) -> AgentModel
     if converted is not None and len(result.memory_items) == 1:
         item = result.memory_items[0]
         raw = result.raw
-        field = raw.message.reasoning_field if isinstance(raw, ChatResponse) else None
+        field, extra = (
+            (raw.message.reasoning_field, raw.message.provider_fields)
+            if isinstance(raw, ChatResponse)
+            else (None, None)
+        )
         message = AiMessage(
             result.output_text or None,
             result.tool_calls,
             (result.reasoning_text or None) if field is not None else None,
             result.refusal or None,
             field,
+            extra or None,
         )
         converted[id(item)] = (item, message)
     return result
 
 
 def _without_reasoning(messages: list[Message]) -> list[Message]:
-    """``messages`` with no reasoning to send back (``echo_reasoning=False``)."""
-    return [
-        attrs.evolve(m, reasoning_field=None) if isinstance(m, AiMessage) and m.reasoning_field else m
-        for m in messages
-    ]
+    """``messages`` with no reasoning to send back (``echo_reasoning=False``): no reasoning field, and none of
+    the opaque reasoning data of provider fields (OpenRouter's ``reasoning_details``, Gemini's
+    ``extra_content``)."""
+    return [_plain(m) if isinstance(m, AiMessage) else m for m in messages]
+
+
+def _plain(message: AiMessage) -> AiMessage:
+    """``message`` without its reasoning field and provider fields (itself when it has none)."""
+    calls = message.tool_calls
+    if any(call.provider_fields is not None for call in calls):
+        calls = tuple(attrs.evolve(call, provider_fields=None) for call in calls)
+    elif not message.reasoning_field and message.provider_fields is None:
+        return message
+    return attrs.evolve(message, tool_calls=calls, reasoning_field=None, provider_fields=None)
 
 
 def _echoed_fields(request: ChatRequest) -> set[str]:
-    """The fields under which ``request`` sends reasoning back (empty for most requests)."""
-    return {m.reasoning_field for m in request.messages if isinstance(m, AiMessage) and m.reasoning_field}
+    """The fields under which ``request`` sends reasoning back: reasoning fields and provider fields of the
+    messages and their calls (empty for most requests)."""
+    fields: set[str] = set()
+    for m in request.messages:
+        if isinstance(m, AiMessage):
+            if m.reasoning_field:
+                fields.add(m.reasoning_field)
+            if m.provider_fields:
+                fields.update(m.provider_fields)
+            for call in m.tool_calls:
+                if call.provider_fields:
+                    fields.update(call.provider_fields)
+    return fields
 
 
 def _refuses(error: BadRequestError, fields: set[str]) -> bool:
@@ -238,8 +268,9 @@ class ChatModelClient(ProtocolClient[ChatModel, ChatRequest, ChatResponse]):
     """Runs agent prompts over the Chat Completions protocol through a ``ChatModel``.
 
     ``echo_reasoning`` (default ``True``): send an assistant turn's reasoning back under the field the server
-    sent it in. ``False`` sends no reasoning at all (memory still keeps it), for a conversation that goes on
-    with a server that rejects the field. ``aclose()`` (or leaving ``async with``) closes the wrapped model.
+    sent it in, and its provider fields as they came. ``False`` sends neither (memory still keeps them), for
+    a conversation that goes on with a server that rejects the fields. ``aclose()`` (or leaving
+    ``async with``) closes the wrapped model.
     """
 
     __slots__ = ("_echo_reasoning", "_last_parameters")

@@ -16,6 +16,8 @@ from typing import Any, TypeAlias
 import attrs
 
 from ..model.messages import (
+    CALL_PROVIDER_FIELDS,
+    MESSAGE_PROVIDER_FIELDS,
     REASONING_FIELDS,
     AiMessage,
     ContentPart,
@@ -37,19 +39,44 @@ _IMAGE_PARTS = frozenset({"input_image", "image_url"})
 
 
 def _chat_tool_calls(raw: Any, index: int) -> list[ToolCall]:
+    """The calls of a Chat-style ``tool_calls`` list: function calls, custom calls (``{"type": "custom",
+    "custom": {"name", "input"}}``) and their provider fields (``CALL_PROVIDER_FIELDS``), as the Chat codec
+    decodes them from an answer."""
     if raw is None:
         return []
     if not isinstance(raw, _SEQUENCES) or isinstance(raw, str):
         raise ValueError(f"{_where(index)}: 'tool_calls' must be a list, got {type(raw).__name__}")
     calls: list[ToolCall] = []
     for entry in raw:
-        function = entry.get("function") if isinstance(entry, MAPPINGS) else None
-        if not isinstance(function, MAPPINGS) or not isinstance(name := function.get("name"), str):
-            raise ValueError(
-                f"{_where(index)}: each tool call needs a 'function' with a 'name', got {entry!r}"
-            )
-        calls.append(ToolCall(str(entry.get("id") or ""), name, _arguments_text(function.get("arguments"))))
+        is_map = isinstance(entry, MAPPINGS)
+        if is_map and entry.get("type") == "custom":
+            custom = entry.get("custom")
+            if not isinstance(custom, MAPPINGS) or not isinstance(name := custom.get("name"), str):
+                raise ValueError(
+                    f"{_where(index)}: a custom tool call needs a 'custom' with a 'name', got {entry!r}"
+                )
+            call = ToolCall(str(entry.get("id") or ""), name, _arguments_text(custom.get("input")), "custom")
+        else:
+            function = entry.get("function") if is_map else None
+            if not isinstance(function, MAPPINGS) or not isinstance(name := function.get("name"), str):
+                raise ValueError(
+                    f"{_where(index)}: each tool call needs a 'function' with a 'name', got {entry!r}"
+                )
+            call = ToolCall(str(entry.get("id") or ""), name, _arguments_text(function.get("arguments")))
+        extra = _provider_fields(entry, CALL_PROVIDER_FIELDS)
+        calls.append(call if extra is None else attrs.evolve(call, provider_fields=extra))
     return calls
+
+
+def _provider_fields(item: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any] | None:
+    """The provider fields (``keys``) ``item`` holds, as ``provider_fields``; ``None`` when it holds none."""
+    found: dict[str, Any] | None = None
+    for key in keys:
+        value = item.get(key)
+        if value is not None:
+            found = found or {}
+            found[key] = value
+    return found
 
 
 def _image_part(part: Mapping[str, Any], index: int) -> ImagePart:
@@ -133,7 +160,9 @@ def _message_from_map(item: Mapping[str, Any], index: int) -> Message:
         calls = _chat_tool_calls(item.get("tool_calls"), index)
         text = body.text if body.has_text and (body.text or not calls) else None
         reasoning, field = _chat_reasoning(item, index)
-        return AiMessage(text, calls, reasoning, body.refusal, field)
+        return AiMessage(
+            text, calls, reasoning, body.refusal, field, _provider_fields(item, MESSAGE_PROVIDER_FIELDS)
+        )
     if role == "tool":
         call_id = item.get("tool_call_id")
         if not isinstance(call_id, str):
@@ -185,7 +214,9 @@ def to_chat_messages(items: Iterable[Any], *, cache: ChatMessageCache | None = N
 
     ``Message`` values pass through. ``message`` dicts (string content, or ``input_text``/``output_text``/
     ``input_image``/``refusal`` parts) become the message of their role; text parts are concatenated, and any
-    image makes a multimodal ``UserMessage``; an assistant dict's Chat-style ``tool_calls`` are kept.
+    image makes a multimodal ``UserMessage``; an assistant dict's Chat-style ``tool_calls`` are kept (custom
+    calls and their provider fields too), and so are its provider fields (``MESSAGE_PROVIDER_FIELDS``:
+    OpenRouter's ``reasoning_details``), which the Chat codec sends back as they are.
     ``function_call_output`` becomes a ``ToolResultMessage``. ``function_call`` items become tool calls of
     the assistant message right before them (a Responses turn — text, then calls — is one Chat turn), or of
     a new assistant message. An assistant dict's ``reasoning_content`` or ``reasoning`` (what a Chat server

@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeAlias
 
+import attrs
 import orjson
 
 from ..model.messages import (
@@ -116,6 +117,7 @@ def assistant_item(
     refusal: str | None = None,
     reasoning: str | None = None,
     reasoning_field: str | None = None,
+    provider_fields: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """An assistant turn in the Chat memory shape: text and, when present, Chat-style ``tool_calls``.
 
@@ -123,6 +125,11 @@ def assistant_item(
     ``reasoning`` is kept only with a ``reasoning_field`` (``"reasoning_content"`` or ``"reasoning"``: the
     wire field the server sent it in, see ``AiMessage.reasoning_field``), under that key (``""`` when the
     server sent the field empty), for Chat Completions to send back.
+
+    Provider fields are kept under their wire names, for Chat Completions to send back as they came: the
+    message's (``provider_fields``, e.g. OpenRouter's ``reasoning_details``) on the item, each call's
+    (``ToolCall.provider_fields``, e.g. Gemini's ``extra_content``) on its ``tool_calls`` entry. A ``custom``
+    call is kept in its Chat shape, ``{"id", "type": "custom", "custom": {"name", "input"}}``.
 
     >>> assistant_item("", [ToolCall("call_1", "f", "{}")])["tool_calls"][0]["function"]
     {'name': 'f', 'arguments': '{}'}
@@ -139,6 +146,8 @@ def assistant_item(
         item["content"] = content
     calls = [
         {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+        if call.kind == "function" and call.provider_fields is None  # the usual call: nothing else to keep
+        else _call_entry(call)
         for call in tool_calls
     ]
     if calls:
@@ -150,7 +159,24 @@ def assistant_item(
                 f"or None, got {reasoning_field!r}"
             )
         item[reasoning_field] = reasoning or ""
+    if provider_fields:
+        for key, value in provider_fields.items():
+            item.setdefault(key, value)  # never over the item's own fields
     return item
+
+
+def _call_entry(call: ToolCall) -> dict[str, Any]:
+    """The ``tool_calls`` entry of a call that is custom or carries provider fields (as the Chat codec sends
+    it)."""
+    entry: dict[str, Any] = (
+        {"id": call.id, "type": "custom", "custom": {"name": call.name, "input": call.arguments}}
+        if call.kind == "custom"
+        else {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+    )
+    if call.provider_fields:
+        for key, value in call.provider_fields.items():
+            entry.setdefault(key, value)
+    return entry
 
 
 def function_call_item(call_id: str, name: str, arguments: str) -> dict[str, Any]:
@@ -173,7 +199,8 @@ def message_to_item(message: Message) -> dict[str, Any]:
     Runs store ``Message`` inputs this way (``chat.run(UserMessage(...))``), so memory holds only JSON-ready
     items; the next request is the one the ``Message`` itself would have made, on Chat Completions and on
     Responses. An ``AiMessage`` becomes ``assistant_item`` (text, refusal, Chat-style ``tool_calls``, and its
-    reasoning under its ``reasoning_field``, which the Chat path sends back); a ``ToolResultMessage`` a
+    reasoning under its ``reasoning_field`` and its provider fields, which the Chat path sends back); a
+    ``ToolResultMessage`` a
     ``function_call_output``; a ``UserMessage`` a user message (its ``name`` kept for Chat, which alone sends
     it), its parts ``input_text`` / ``input_image`` (an image's ``detail`` only when set). Left out is only
     what neither protocol sends: a ``ToolResultMessage``'s ``name``, and reasoning without a
@@ -204,6 +231,7 @@ def message_to_item(message: Message) -> dict[str, Any]:
             refusal=message.refusal,
             reasoning=message.reasoning,
             reasoning_field=message.reasoning_field,
+            provider_fields=message.provider_fields,
         )
         if "content" not in item and "tool_calls" not in item:
             # A message without content is refused by Responses; Chat reads this one back as ``content: ""``,
@@ -256,8 +284,9 @@ def with_call_ids(calls: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
     for call in calls:
         call_id = call.id.strip() or f"call_{uuid.uuid4().hex[:24]}"
         name = call.name.strip()
+        # ``evolve`` keeps what else the call holds (its kind, its provider fields).
         out.append(
-            call if call_id == call.id and name == call.name else ToolCall(call_id, name, call.arguments)
+            call if call_id == call.id and name == call.name else attrs.evolve(call, id=call_id, name=name)
         )
     return tuple(out)
 

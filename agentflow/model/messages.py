@@ -7,13 +7,15 @@ stay the raw JSON string the model produced, so nothing is reformatted or lost o
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, ClassVar, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias
 
 import attrs
 
 from ..exact_json import loads as exact_loads
 
 __all__ = [
+    "CALL_PROVIDER_FIELDS",
+    "MESSAGE_PROVIDER_FIELDS",
     "REASONING_FIELDS",
     "AiMessage",
     "ContentPart",
@@ -23,6 +25,7 @@ __all__ = [
     "SystemMessage",
     "TextPart",
     "ToolCall",
+    "ToolCallKind",
     "ToolResultMessage",
     "UserMessage",
 ]
@@ -92,17 +95,39 @@ class UserMessage:
         return "\n".join(p.text for p in self.content if isinstance(p, TextPart))
 
 
-@attrs.frozen
+ToolCallKind: TypeAlias = Literal["function", "custom"]
+"""What a tool call calls: a ``function`` tool (JSON ``arguments``), or a ``custom`` tool (GPT-5's free-form
+tools: ``arguments`` holds the tool's ``input`` text, which need not be JSON)."""
+
+CALL_PROVIDER_FIELDS = ("extra_content",)
+"""Wire fields of a Chat tool call kept verbatim in ``ToolCall.provider_fields`` and sent back with the call:
+Gemini's ``extra_content`` (``{"google": {"thought_signature": …}}``, which Gemini 3 wants back on the next
+turn of a tool loop)."""
+
+MESSAGE_PROVIDER_FIELDS = ("reasoning_details",)
+"""Wire fields of a Chat assistant message kept verbatim in ``AiMessage.provider_fields`` and sent back with
+it: OpenRouter's ``reasoning_details`` (its reasoning blocks, with their signatures and encrypted data)."""
+
+
+@attrs.frozen(repr=False)
 class ToolCall:
     """A tool call requested by the model.
 
     ``arguments`` is the raw JSON text exactly as the model produced it; ``parse_arguments()`` decodes it
-    (an empty string means ``{}``).
+    (an empty string means ``{}``). For a ``custom`` call (``kind``) it is the tool's free-form ``input``.
+
+    ``provider_fields`` holds provider-specific wire fields of the call (``CALL_PROVIDER_FIELDS``) exactly as
+    the server sent them, or is ``None`` (the usual case): opaque data a codec sends back with the call, and
+    only then. It is left out of event JSON (``to_dict()``) and of the hash.
     """
 
     id: str
     name: str
     arguments: str = ""
+    kind: ToolCallKind = "function"
+    provider_fields: Mapping[str, Any] | None = attrs.field(
+        default=None, hash=False, metadata={"json": False}
+    )
 
     def parse_arguments(self) -> Any:
         """Decode ``arguments``; ``""`` (some servers send it for no-argument calls) is ``{}``.
@@ -117,6 +142,15 @@ class ToolCall:
             return {}
         return exact_loads(self.arguments)
 
+    def __repr__(self) -> str:
+        # The usual call (a function call without provider fields) reads as it always has.
+        text = f"ToolCall(id={self.id!r}, name={self.name!r}, arguments={self.arguments!r}"
+        if self.kind != "function":
+            text += f", kind={self.kind!r}"
+        if self.provider_fields is not None:
+            text += f", provider_fields={self.provider_fields!r}"
+        return text + ")"
+
 
 def _to_calls(value: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
     return tuple(value)
@@ -127,7 +161,7 @@ REASONING_FIELDS = ("reasoning_content", "reasoning")
 DeepSeek's ``reasoning_content``, and ``reasoning`` (OpenRouter, Groq)."""
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class AiMessage:
     """An assistant turn: text, tool calls, reasoning and refusal (any of them may be absent).
 
@@ -141,6 +175,11 @@ class AiMessage:
     turn with tool calls, where DeepSeek requires it). A field other than
     those of ``REASONING_FIELDS`` is refused (``ValueError``) when the message is sent.
 
+    ``provider_fields`` holds provider-specific wire fields of the message (``MESSAGE_PROVIDER_FIELDS``:
+    OpenRouter's ``reasoning_details``) exactly as the server sent them, or is ``None`` (the usual case). The
+    Chat codec sends them back with the message, and only then (OpenRouter wants its reasoning blocks back on
+    a tool loop; other servers never see them). Left out of event JSON (``to_dict()``) and of the hash.
+
     >>> AiMessage("4", reasoning="2+2", reasoning_field="reasoning_content").reasoning_field
     'reasoning_content'
     """
@@ -153,11 +192,23 @@ class AiMessage:
     # Not validated here (an attrs validator costs every answer decoded): a codec refuses a field it does not
     # know (``REASONING_FIELDS``) when it sends the message.
     reasoning_field: str | None = None
+    provider_fields: Mapping[str, Any] | None = attrs.field(
+        default=None, hash=False, metadata={"json": False}
+    )
 
     @property
     def has_tool_calls(self) -> bool:
         """Whether the model asked for at least one tool call."""
         return bool(self.tool_calls)
+
+    def __repr__(self) -> str:
+        text = (
+            f"AiMessage(text={self.text!r}, tool_calls={self.tool_calls!r}, reasoning={self.reasoning!r}, "
+            f"refusal={self.refusal!r}, reasoning_field={self.reasoning_field!r}"
+        )
+        if self.provider_fields is not None:
+            text += f", provider_fields={self.provider_fields!r}"
+        return text + ")"
 
 
 @attrs.frozen

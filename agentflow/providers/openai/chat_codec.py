@@ -10,6 +10,7 @@ standard field always wins over a custom one of the same name. Unset (``None``) 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
@@ -25,6 +26,7 @@ from ...model.messages import (
     SystemMessage,
     TextPart,
     ToolCall,
+    ToolCallKind,
     ToolResultMessage,
     UserMessage,
 )
@@ -46,7 +48,10 @@ __all__ = [
     "encode_parameters",
     "encode_tool",
     "encode_tool_choice",
+    "has_tools",
     "inline_reasoning_field",
+    "synthetic_call_id_prefix",
+    "usage_count",
 ]
 
 _FINISH_REASONS = {
@@ -85,6 +90,11 @@ def encode_message(message: Message) -> dict[str, Any]:
     in), and not at all when that is ``None``. Empty reasoning is not sent, with one exception: a turn with
     tool calls whose field is ``reasoning_content`` sends it as ``""`` (DeepSeek's thinking mode answers 400
     "Missing reasoning_content field" without it, also when the turn thought nothing).
+
+    Provider fields (``AiMessage.provider_fields``, ``ToolCall.provider_fields``: OpenRouter's
+    ``reasoning_details``, Gemini's ``extra_content``) go back verbatim on the message or call they came
+    with, never over a standard field; a message without them is sent exactly as before. A ``custom`` call
+    goes back as ``{"id", "type": "custom", "custom": {"name", "input"}}``.
 
     >>> encode_message(AiMessage(tool_calls=[ToolCall("call_1", "getWeather", '{"city":"hangzhou"}')]))
     ... # doctest: +NORMALIZE_WHITESPACE
@@ -148,6 +158,8 @@ def _assistant(message: AiMessage) -> dict[str, Any]:
     if message.tool_calls:
         out["tool_calls"] = [
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            if c.kind == "function" and c.provider_fields is None  # the usual call: nothing else to write
+            else _tool_call(c)
             for c in message.tool_calls
         ]
     field = message.reasoning_field
@@ -167,6 +179,26 @@ def _assistant(message: AiMessage) -> dict[str, Any]:
             # sends it so, and DeepSeek's recorded answer to that request is a 200). Elsewhere an empty field
             # says nothing, and strict servers refuse it (Groq: "reasoning is not supported with this model").
             out[field] = ""
+    extra = message.provider_fields
+    if extra:
+        # Back exactly as the server sent them (OpenRouter's ``reasoning_details``), and only to a server that
+        # sent them; never over a standard field.
+        for key, value in extra.items():
+            out.setdefault(key, value)
+    return out
+
+
+def _tool_call(call: ToolCall) -> dict[str, Any]:
+    """A tool call of an assistant message that is custom or carries provider fields (off the usual path)."""
+    out: dict[str, Any] = (
+        {"id": call.id, "type": "custom", "custom": {"name": call.name, "input": call.arguments}}
+        if call.kind == "custom"
+        else {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+    )
+    if call.provider_fields:
+        # Gemini's ``extra_content`` (its thought signature) goes back on the call it came with.
+        for key, value in call.provider_fields.items():
+            out.setdefault(key, value)
     return out
 
 
@@ -328,14 +360,22 @@ def encode_parameters(
         fields["tools"] = [encode_tool(t) for t in params.tools]
     # OpenAI rejects tool_choice and parallel_tool_calls without tools ("only allowed when 'tools' are
     # specified"), so they are only sent alongside them (the standard ones, or a custom ``tools`` field).
-    if (params.tool_choice is not None or params.parallel_tool_calls is not None) and (
-        params.tools or params.custom.get("tools")
-    ):
+    if (params.tool_choice is not None or params.parallel_tool_calls is not None) and has_tools(params):
         if params.tool_choice is not None:
             fields["tool_choice"] = encode_tool_choice(params.tool_choice)
         if params.parallel_tool_calls is not None:
             fields["parallel_tool_calls"] = params.parallel_tool_calls
     return fields
+
+
+def has_tools(params: ChatParameters) -> bool:
+    """Whether ``params`` send tools (standard ones, or a custom ``tools`` field): ``tool_choice`` and
+    ``parallel_tool_calls`` are sent only then, on both protocols (OpenAI rejects them without tools).
+
+    >>> has_tools(ChatParameters(custom={"tools": [{"type": "web_search"}]})), has_tools(ChatParameters())
+    (True, False)
+    """
+    return bool(params.tools or params.custom.get("tools"))
 
 
 # --- response ------------------------------------------------------------------------------------
@@ -361,7 +401,14 @@ def decode_finish_reason(value: Any) -> FinishReason | None:
     return _FINISH_REASONS.get(value, FinishReason.OTHER)
 
 
-def _int(value: Any) -> int:
+def usage_count(value: Any) -> int:
+    """A token count as both protocols read it: an integer; an integral float (``3.0``) or a decimal string
+    (``"3"``), as some gateways re-serialise counts; anything else (``15.5``, ``None``, ``"three"``) is 0,
+    so a complete answer never fails over its usage.
+
+    >>> usage_count(3), usage_count(3.0), usage_count("3"), usage_count(15.5), usage_count(None)
+    (3, 3, 3, 0, 0)
+    """
     if type(value) is int:  # the usual case, tested first (a bool is an int too, but not a count)
         return value
     if type(value) is float and value.is_integer():  # ``3.0``: some gateways re-serialise counts as floats
@@ -389,31 +436,31 @@ def decode_usage(usage: Mapping[str, Any]) -> TokenUsage:
     completion = get("completion_tokens_details")
     if completion is None or not isinstance(completion, _OBJECT):
         completion = _NO_DETAILS
-    # Counts are nearly always plain ints: ``_int`` (a call each) only reads the others.
+    # Counts are nearly always plain ints: ``usage_count`` (a call each) only reads the others.
     input_tokens = get("prompt_tokens")
     if type(input_tokens) is not int:
-        input_tokens = _int(input_tokens)
+        input_tokens = usage_count(input_tokens)
     output_tokens = get("completion_tokens")
     if type(output_tokens) is not int:
-        output_tokens = _int(output_tokens)
+        output_tokens = usage_count(output_tokens)
     total = get("total_tokens")
     if total is None:
         total = input_tokens + output_tokens
     elif type(total) is not int:
-        total = _int(total)
+        total = usage_count(total)
     cached = prompt.get("cached_tokens")
     if cached is None:
         cached = get("prompt_cache_hit_tokens")
     written = prompt.get("cache_write_tokens")
     reasoning = completion.get("reasoning_tokens")
-    # An absent count (``None``) is 0 without the ``_int`` call.
+    # An absent count (``None``) is 0 without the ``usage_count`` call.
     return TokenUsage(
         input_tokens,
         output_tokens,
         total,
-        cached if type(cached) is int else 0 if cached is None else _int(cached),
-        written if type(written) is int else 0 if written is None else _int(written),
-        reasoning if type(reasoning) is int else 0 if reasoning is None else _int(reasoning),
+        cached if type(cached) is int else 0 if cached is None else usage_count(cached),
+        written if type(written) is int else 0 if written is None else usage_count(written),
+        reasoning if type(reasoning) is int else 0 if reasoning is None else usage_count(reasoning),
     )
 
 
@@ -473,23 +520,49 @@ def _arguments(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
+def synthetic_call_id_prefix() -> str:
+    """The start of the ids one response gives the tool calls its server sent without one: ``call_<random>_``,
+    then the call's index. Random per response, so two turns' made-up ids never collide in a conversation
+    (memory pairs each call with its result by id)."""
+    return f"call_{os.urandom(6).hex()}_"
+
+
 def _tool_calls(message: Mapping[str, Any]) -> list[ToolCall]:
     calls: list[ToolCall] = []
     raw_calls = message.get("tool_calls")
     if raw_calls is not None and not isinstance(raw_calls, list):
         raise ProtocolError("choices[0].message.tool_calls is not a list")
     if raw_calls:
+        prefix = None
         for i, raw in enumerate(raw_calls):
-            function = raw.get("function") if isinstance(raw, _OBJECT) else None
-            if not isinstance(function, _OBJECT) or not isinstance(name := function.get("name"), str):
+            if not isinstance(raw, _OBJECT):
                 raise ProtocolError(f"choices[0].message.tool_calls[{i}] has no function name")
+            function = raw.get("function")
+            kind: ToolCallKind = "function"
+            if not isinstance(function, _OBJECT):
+                # GPT-5's custom (free-form) tools: ``{"type": "custom", "custom": {"name", "input"}}``.
+                function = raw.get("custom")
+                if not isinstance(function, _OBJECT) or raw.get("type") != "custom":
+                    raise ProtocolError(f"choices[0].message.tool_calls[{i}] has no function name")
+                kind = "custom"
+                arguments = function.get("input")
+            else:
+                arguments = function.get("arguments")
+            name = function.get("name")
+            if not isinstance(name, str):
+                raise ProtocolError(f"choices[0].message.tool_calls[{i}] has no {kind} name")
             call_id = raw.get("id")
-            arguments = function.get("arguments")
+            if not isinstance(call_id, str) or not call_id:
+                prefix = prefix or synthetic_call_id_prefix()
+                call_id = f"{prefix}{i}"
+            extra = raw.get("extra_content")  # Gemini's thought signature (``CALL_PROVIDER_FIELDS``)
             calls.append(
                 ToolCall(
-                    call_id if isinstance(call_id, str) and call_id else f"call_{i}",
+                    call_id,
                     name,
                     arguments if isinstance(arguments, str) else _arguments(arguments),
+                    kind,
+                    None if extra is None else {"extra_content": extra},
                 )
             )
         return calls  # the legacy ``function_call`` counts only when there are no tool calls
@@ -518,8 +591,14 @@ def inline_reasoning_field(sent: str | None, *, has_calls: bool) -> str | None:
 def decode_chat_response(payload: Any, *, think_tags: ThinkTags | None = DEFAULT_THINK_TAGS) -> ChatResponse:
     """A ``ChatResponse`` from a decoded ``chat.completion`` body (seed 003 §3.4–3.6).
 
-    Raises ``ProtocolError`` when ``choices`` is missing or empty or ``choices[0].message`` is missing,
-    and the typed ``ModelError`` when the body is an error object (also a flat one, or ``detail``).
+    The answer is the choice whose ``index`` is 0 (the first choice when none is), as in a stream. Raises
+    ``ProtocolError`` when ``choices`` is missing or empty or that choice has no ``message``, and the typed
+    ``ModelError`` when the body is an error object (also a flat one, or ``detail``).
+
+    Provider fields: the message's ``reasoning_details`` (OpenRouter) and each call's ``extra_content``
+    (Gemini) are kept verbatim in ``provider_fields`` (``None`` when absent or empty), for ``encode_message``
+    to send back; a ``{"type": "custom", "custom": {"name", "input"}}`` call (GPT-5 custom tools) is a
+    ``ToolCall`` of kind ``"custom"`` whose ``arguments`` are its ``input``.
 
     ``think_tags``: string content that opens with a block in these tags (after optional whitespace) has
     that block split off as the reasoning (``think_tags.split_think_block``); ``None`` leaves it in the
@@ -546,6 +625,10 @@ def decode_chat_response(payload: Any, *, think_tags: ThinkTags | None = DEFAULT
             raise error_from_payload(payload, body=body, default_message="the response has no choices")
         raise ProtocolError("the response has no choices", body=body)
     choice = choices[0]
+    if isinstance(choice, _OBJECT) and choice.get("index", 0):
+        # ``n > 1`` with the choices out of order: the answer is the choice with index 0, as in a stream (the
+        # first one when none has it).
+        choice = next((c for c in choices if isinstance(c, _OBJECT) and not c.get("index", 0)), choice)
     message = choice.get("message") if isinstance(choice, _OBJECT) else None
     if not isinstance(message, _OBJECT):
         raise ProtocolError("the response has no choices[0].message", body=orjson.dumps(payload).decode())
@@ -592,6 +675,7 @@ def decode_chat_response(payload: Any, *, think_tags: ThinkTags | None = DEFAULT
         reasoning = thought or inline
         reasoning_field = inline_reasoning_field(reasoning_field, has_calls=bool(calls))
     refusal = message.get("refusal")
+    details = message.get("reasoning_details")  # OpenRouter (``MESSAGE_PROVIDER_FIELDS``); absent elsewhere
     usage = payload.get("usage")
     reason = choice.get("finish_reason")
     finish = _FINISH_REASONS.get(reason) if type(reason) is str else None  # a known reason, the usual case
@@ -600,12 +684,13 @@ def decode_chat_response(payload: Any, *, think_tags: ThinkTags | None = DEFAULT
     # Positional arguments, in field order: measurably cheaper than keywords for attrs' ``__init__`` (twice
     # per tool loop).
     return ChatResponse(
-        AiMessage(  # text, tool_calls, reasoning, refusal, reasoning_field
+        AiMessage(  # text, tool_calls, reasoning, refusal, reasoning_field, provider_fields
             text,
             calls,
             reasoning or None,
             refusal if isinstance(refusal, str) else None,
             reasoning_field,
+            {"reasoning_details": details} if details else None,
         ),
         decode_usage(usage) if isinstance(usage, _OBJECT) else None,  # usage
         finish,  # finish_reason

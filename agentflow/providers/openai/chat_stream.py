@@ -15,7 +15,16 @@ call with another id starts a new call (Ollama sends parallel calls all at ``ind
 their ids; vercel/ai and litellm read them the same way); a fragment without an index continues the current
 call unless it brings a new id, or it is one of several fragments in one delta (then its position is its
 index); the legacy ``delta.function_call`` is one call with the id ``"function_call"``, as in a blocking
-answer. A call the server gave no id gets ``call_<index>`` when it starts, so every event names it alike.
+answer. A call the server gave no id gets one made up when it starts (``call_<random>_<index>``, unique per
+response); an id the server sends later replaces it until the call is ready (``ToolCallReady`` and the
+response carry the server's). A ``{"type": "custom", "custom": {"name", "input"}}`` call (GPT-5 custom tools)
+is aggregated alike, its ``input`` as the arguments (``ToolCall.kind == "custom"``).
+
+Provider fields: each call's ``extra_content`` (Gemini's thought signature; the last one sent) and the
+message's ``reasoning_details`` (OpenRouter) are kept for sending back (``provider_fields``). OpenRouter sends
+``reasoning_details`` in fragments: those of one entry (same ``index`` and ``type``) are merged, their
+``text`` / ``summary`` pieces concatenated and other fields (``signature``, ``data``, ``format``…) the last
+non-empty value, into the list a blocking answer holds.
 
 Inline reasoning: with ``think_tags`` (default ``("<think>", "</think>")``), string content that opens with
 the open tag (after optional whitespace) is split by a ``ThinkTagSplitter``: the block → ``ReasoningDelta``,
@@ -62,7 +71,7 @@ from ...model.events import (
     ToolCallStarted,
     UsageReported,
 )
-from ...model.messages import AiMessage, ToolCall
+from ...model.messages import AiMessage, ToolCall, ToolCallKind
 from ...model.response import ChatResponse, FinishReason, TokenUsage
 from .chat_codec import (
     content_pieces,
@@ -70,6 +79,7 @@ from .chat_codec import (
     decode_metadata,
     decode_usage,
     inline_reasoning_field,
+    synthetic_call_id_prefix,
 )
 from .think_tags import DEFAULT_THINK_TAGS, Piece, ThinkTags, ThinkTagSplitter
 
@@ -86,7 +96,7 @@ class _CallBuffer:
     unless the call displaced another one at that index).
     """
 
-    __slots__ = ("id", "index", "name", "parts", "ready", "slot", "started", "synthetic_id")
+    __slots__ = ("extra", "id", "index", "kind", "name", "parts", "ready", "slot", "started", "synthetic_id")
 
     def __init__(self, index: int, slot: int) -> None:
         self.index = index
@@ -96,10 +106,20 @@ class _CallBuffer:
         self.parts: list[str] = []
         self.started = False
         self.ready = False
-        self.synthetic_id = False  # ``id`` is ours (``call_<index>``), not the server's
+        self.synthetic_id = False  # ``id`` is ours (``call_<random>_<index>``), not the server's
+        self.kind: ToolCallKind = "function"
+        self.extra: Any = None  # Gemini's ``extra_content`` (its thought signature), as sent
 
     def call(self) -> ToolCall:
-        return ToolCall(self.id, self.name, "".join(self.parts))  # ``_start`` gave it an id if it had none
+        # ``_start`` gave it an id if it had none.
+        extra = self.extra
+        return ToolCall(
+            self.id,
+            self.name,
+            "".join(self.parts),
+            self.kind,
+            None if extra is None else {"extra_content": extra},
+        )
 
 
 class ChatStreamDecoder:
@@ -120,9 +140,12 @@ class ChatStreamDecoder:
     __slots__ = (
         "_calls",
         "_current",
+        "_detail_at",
+        "_details",
         "_done",
         "_finish_reason",
         "_finished",
+        "_id_prefix",
         "_last",
         "_metadata",
         "_native",
@@ -147,6 +170,11 @@ class ChatStreamDecoder:
         self._calls: dict[int, _CallBuffer] = {}  # by wire index: the call its fragments go to
         self._retired: tuple[_CallBuffer, ...] = ()  # calls displaced from their wire index by a new id
         self._current: _CallBuffer | None = None
+        self._id_prefix = ""  # of the ids made up for calls sent without one (``synthetic_call_id_prefix``)
+        # OpenRouter's ``reasoning_details``, merged from their fragments (``None`` until one arrives), and
+        # each merged entry by its ``(index, type)``.
+        self._details: list[Any] | None = None
+        self._detail_at: dict[tuple[int, Any], dict[str, Any]] = {}
         self._usage: TokenUsage | None = None
         self._finish_reason: FinishReason | None = None
         self._finished = False
@@ -309,6 +337,9 @@ class ChatStreamDecoder:
             # DeepSeek's streams open with ``reasoning_content: ""``; its thinking mode wants the field back
             # even when no reasoning follows. (Elsewhere ``native`` is ``None``: one identity test.)
             self._reasoning_field = "reasoning_content"
+        details = delta.get("reasoning_details")
+        if details:  # OpenRouter sends it on every delta, nearly always empty
+            self._merge_details(details)
         refusal = delta.get("refusal")
         if refusal:
             if type(refusal) is not str:
@@ -335,15 +366,26 @@ class ChatStreamDecoder:
             buffer = calls.get(index)
             call_id = fragment.get("id")
             # OpenAI sends the id on a call's first fragment only; a different one at a used index is a new
-            # call (Ollama puts every call at index 0).
-            if buffer is None or (call_id and call_id != buffer.id and buffer.id and not buffer.synthetic_id):
+            # call (Ollama puts every call at index 0), unless it is the late id of a call we named.
+            if buffer is None or (
+                call_id and call_id != buffer.id and buffer.id and _new_call(buffer, fragment)
+            ):
                 buffer = self._open(index, out)
             self._current = buffer
-            if call_id and not buffer.id:
+            if call_id and (not buffer.id or (buffer.synthetic_id and not buffer.ready)):
                 if type(call_id) is not str:
                     raise ProtocolError(f"the id of tool call {index} is not a string")
+                # A server's id, also one that arrives after we made one up (the call was started with ours):
+                # its ``ToolCallReady`` and the response carry the real one.
                 buffer.id = call_id
+                buffer.synthetic_id = False
             function = fragment.get("function")
+            key = "arguments"
+            if not function:
+                function = fragment.get("custom")  # GPT-5 custom tools: ``{"name", "input"}``
+                if function:
+                    buffer.kind = "custom"
+                    key = "input"
             arguments = None
             if function:
                 name = function.get("name")
@@ -351,16 +393,19 @@ class ChatStreamDecoder:
                     if type(name) is not str:
                         raise ProtocolError(f"the name of tool call {index} is not a string")
                     buffer.name = name
-                arguments = function.get("arguments")
+                arguments = function.get(key)
                 if arguments is not None and type(arguments) is not str:
                     arguments = orjson.dumps(arguments).decode()
                 if arguments:
                     buffer.parts.append(arguments)
+            extra = fragment.get("extra_content")  # Gemini's thought signature (``CALL_PROVIDER_FIELDS``)
+            if extra is not None:
+                buffer.extra = extra
             if buffer.started:
                 if arguments:
                     out.append(ToolCallArgumentsDelta(buffer.index, arguments))
             elif buffer.name:
-                _start(buffer, out)
+                self._start(buffer, out)
 
     def _implicit_index(self, fragment: dict[str, Any]) -> int:
         """Wire index of a lone fragment from a server that omits it: a new call when it brings a new id,
@@ -401,14 +446,73 @@ class ChatStreamDecoder:
                 continue
             if buffer is not displaced and not _complete(buffer.parts):
                 break
-            _ready(buffer, out)
+            self._ready(buffer, out)
         if displaced is not None and not displaced.ready:
-            _ready(displaced, out)
+            self._ready(displaced, out)
 
     def _ready_all(self, out: list[ModelEvent]) -> None:
         for buffer in self._calls.values():
             if not buffer.ready:
-                _ready(buffer, out)
+                self._ready(buffer, out)
+
+    def _ready(self, buffer: _CallBuffer, out: list[ModelEvent]) -> None:
+        """``ToolCallReady`` for a call (``ToolCallStarted`` first if its name came only now)."""
+        buffer.ready = True
+        if not buffer.started:
+            if not buffer.name:
+                raise ProtocolError(f"tool call at index {buffer.index} ended without a function name")
+            self._start(buffer, out)
+        out.append(ToolCallReady(buffer.index, buffer.call()))
+
+    def _start(self, buffer: _CallBuffer, out: list[ModelEvent]) -> None:
+        """``ToolCallStarted`` for a call whose name is known, then the argument fragments that came first."""
+        buffer.started = True
+        if not buffer.id:
+            # No id yet: one is made up now, so every event agrees unless the server's own id comes before the
+            # call is ready (then ``ToolCallReady`` carries that one). Unique per response: two turns' made-up
+            # ids never collide in memory.
+            if not self._id_prefix:
+                self._id_prefix = synthetic_call_id_prefix()
+            buffer.id = f"{self._id_prefix}{buffer.index}"
+            buffer.synthetic_id = True
+        out.append(ToolCallStarted(buffer.index, buffer.id, buffer.name))
+        if buffer.parts:
+            out.append(ToolCallArgumentsDelta(buffer.index, "".join(buffer.parts)))
+
+    def _merge_details(self, entries: Any) -> None:
+        """Adds fragments of OpenRouter's ``reasoning_details`` to the entries merged so far.
+
+        Fragments of one entry share its ``index`` (and ``type``): their ``text`` and ``summary`` pieces are
+        concatenated, and any other field takes the last non-empty value sent (a ``signature`` or encrypted
+        ``data`` comes whole, often on a fragment of its own after an empty one). An entry without an
+        integer ``index`` is kept as it came. The result is the list a blocking answer holds.
+        """
+        if type(entries) is not list:
+            entries = [entries]
+        merged = self._details
+        if merged is None:
+            merged = self._details = []
+        at = self._detail_at
+        for entry in entries:
+            if type(entry) is not dict:
+                merged.append(entry)
+                continue
+            index = entry.get("index")
+            if type(index) is not int:
+                merged.append(entry)
+                continue
+            key = (index, entry.get("type"))
+            known = at.get(key)
+            if known is None:
+                at[key] = known = dict(entry)
+                merged.append(known)
+                continue
+            for name, value in entry.items():
+                if name in _CONCATENATED and type(value) is str:
+                    before = known.get(name)
+                    known[name] = before + value if type(before) is str else value
+                elif value is not None and value != "":
+                    known[name] = value
 
     def response(self) -> ChatResponse:
         """What has been aggregated so far, as a ``ChatResponse``."""
@@ -427,6 +531,7 @@ class ChatStreamDecoder:
         if thoughts and not self._native:
             # Reasoning only from the content (a think block, thinking parts): no field carried it.
             field = inline_reasoning_field(field, has_calls=bool(calls))
+        details = self._details
         return ChatResponse(
             message=AiMessage(
                 text=text,
@@ -434,6 +539,7 @@ class ChatStreamDecoder:
                 reasoning="".join(thoughts) if thoughts else None,
                 refusal="".join(self._refusal) if self._refusal else None,
                 reasoning_field=field,
+                provider_fields={"reasoning_details": _snapshot(details)} if details else None,
             ),
             usage=self._usage,
             finish_reason=self._finish_reason,
@@ -469,30 +575,32 @@ def _complete(parts: list[str]) -> bool:
         return False
 
 
-def _ready(buffer: _CallBuffer, out: list[ModelEvent]) -> None:
-    """``ToolCallReady`` for a call (``ToolCallStarted`` first if its name came only now)."""
-    buffer.ready = True
-    if not buffer.started:
-        if not buffer.name:
-            raise ProtocolError(f"tool call at index {buffer.index} ended without a function name")
-        _start(buffer, out)
-    out.append(ToolCallReady(buffer.index, buffer.call()))
-
-
 def _event_index(buffer: _CallBuffer) -> int:
     return buffer.index
 
 
-def _start(buffer: _CallBuffer, out: list[ModelEvent]) -> None:
-    """``ToolCallStarted`` for a call whose name is known, then the argument fragments that came first."""
-    buffer.started = True
-    if not buffer.id:
-        # The server sent no id: the one ``ToolCallReady`` will carry is fixed now, so every event agrees.
-        buffer.id = f"call_{buffer.index}"
-        buffer.synthetic_id = True
-    out.append(ToolCallStarted(buffer.index, buffer.id, buffer.name))
-    if buffer.parts:
-        out.append(ToolCallArgumentsDelta(buffer.index, "".join(buffer.parts)))
+def _new_call(buffer: _CallBuffer, fragment: dict[str, Any]) -> bool:
+    """Whether a fragment bringing a new id to the wire index of ``buffer`` (which has another id) starts a
+    new call, rather than giving a call whose id we made up its real one.
+
+    A server's own id is never replaced (Ollama's parallel calls, all at index 0): a new call. A made-up one
+    is kept for a fragment that names another function: a new call too. Otherwise the fragment goes on with
+    the call (whose made-up id its id replaces, unless the call was already announced as ready).
+    """
+    if not buffer.synthetic_id:
+        return True
+    function = fragment.get("function") or fragment.get("custom")
+    name = function.get("name") if isinstance(function, dict) else None
+    return bool(name) and bool(buffer.name) and name != buffer.name
+
+
+def _snapshot(details: list[Any]) -> list[Any]:
+    """The merged ``reasoning_details`` as they are now (kept as they are by a partial response)."""
+    return [dict(entry) if type(entry) is dict else entry for entry in details]
+
+
+_CONCATENATED = frozenset({"text", "summary"})
+"""The ``reasoning_details`` fields whose fragments are pieces of one string."""
 
 
 def _has_native_reasoning(delta: dict[str, Any]) -> bool:

@@ -36,6 +36,7 @@ from ...model.messages import (
 from ...model.request import ChatParameters, ChatRequest
 from ...model.response import TokenUsage
 from ...model.tools import ToolChoice, ToolSpec
+from .chat_codec import has_tools, usage_count
 from .responses_types import (
     InputItem,
     ResponsesRequest,
@@ -47,6 +48,7 @@ from .responses_types import (
 )
 
 __all__ = [
+    "CALL_ITEMS",
     "MESSAGE_BREAK",
     "PENDING_STATUSES",
     "UNFINISHED_STATUSES",
@@ -216,11 +218,14 @@ def encode_input(items: Iterable[InputItem]) -> list[Any]:
 
     Messages become ``{"type": "message", "role", "content": [input_text | input_image…]}`` (assistant text as
     ``output_text``, a refusal as a ``refusal`` part); an assistant's tool calls become ``function_call``
-    items and a tool result a ``function_call_output``. Mappings pass through verbatim.
+    items and a tool result a ``function_call_output`` — a ``custom`` call (``ToolCall.kind``) a
+    ``custom_tool_call`` item (its ``input``), and the result of one a ``custom_tool_call_output``. Mappings
+    pass through verbatim. Chat provider fields (``provider_fields``) have no Responses form and are not sent.
     ``AiMessage.reasoning`` is not sent: reasoning is replayed through the raw reasoning items of an earlier
     response.
     """
     wire: list[Any] = []
+    custom: set[str] | None = None  # the ids of the custom calls seen (their results go back in their shape)
     for item in items:
         if isinstance(item, Mapping):
             wire.append(item if isinstance(item, dict) else dict(item))
@@ -239,6 +244,18 @@ def encode_input(items: Iterable[InputItem]) -> list[Any]:
             if content:
                 wire.append(_message("assistant", content))
             for call in item.tool_calls:
+                if call.kind == "custom":
+                    wire.append(
+                        {
+                            "type": "custom_tool_call",
+                            "call_id": call.id,
+                            "name": call.name,
+                            "input": call.arguments,
+                        }
+                    )
+                    custom = custom or set()
+                    custom.add(call.id)
+                    continue
                 wire.append(
                     {
                         "type": "function_call",
@@ -248,7 +265,8 @@ def encode_input(items: Iterable[InputItem]) -> list[Any]:
                     }
                 )
         elif isinstance(item, ToolResultMessage):
-            wire.append({"type": "function_call_output", "call_id": item.call_id, "output": item.text})
+            kind = "custom_tool_call_output" if custom and item.call_id in custom else "function_call_output"
+            wire.append({"type": kind, "call_id": item.call_id, "output": item.text})
         else:
             raise TypeError(
                 f"cannot send {type(item).__name__} as a Responses input item; use an agentflow message "
@@ -270,8 +288,10 @@ def request_from_chat(request: ChatRequest, overrides: ChatParameters | None = N
     """The ``ResponsesRequest`` for a unified ``ChatRequest`` (with ``overrides`` applied to its parameters).
 
     ``max_completion_tokens`` (else ``max_tokens``) → ``max_output_tokens``; ``reasoning_effort`` →
-    ``reasoning.effort``; ``response_format`` → ``text.format``; ``custom`` → ``extra_body``. ``stop`` and
-    ``seed`` have no Responses equivalent and raise ``ValueError`` rather than being dropped.
+    ``reasoning.effort``; ``response_format`` → ``text.format``; ``custom`` → ``extra_body``. ``tool_choice``
+    and ``parallel_tool_calls`` are sent only with tools (standard ones or a custom ``tools`` field), as on
+    Chat Completions: OpenAI rejects them without. ``stop`` and ``seed`` have no Responses equivalent and
+    raise ``ValueError`` rather than being dropped.
     """
     params = request.parameters if overrides is None else request.parameters.merged(overrides)
     if params.stop:
@@ -281,12 +301,13 @@ def request_from_chat(request: ChatRequest, overrides: ChatParameters | None = N
     max_tokens = (
         params.max_completion_tokens if params.max_completion_tokens is not None else params.max_tokens
     )
+    tools = has_tools(params)
     return ResponsesRequest(
         request.messages,
         model=params.model,
         tools=params.tools,
-        tool_choice=params.tool_choice,
-        parallel_tool_calls=params.parallel_tool_calls,
+        tool_choice=params.tool_choice if tools else None,
+        parallel_tool_calls=params.parallel_tool_calls if tools else None,
         temperature=params.temperature,
         top_p=params.top_p,
         max_output_tokens=max_tokens,
@@ -300,33 +321,22 @@ def request_from_chat(request: ChatRequest, overrides: ChatParameters | None = N
 # --- response ---------------------------------------------------------------------------------------------
 
 
-def _count(value: Any, where: str) -> int:
-    if value is None:
-        return 0
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and value.isascii() and value.isdigit():
-        return int(value)  # ``"3"``: some gateways re-serialise counts as strings (Chat reads them alike)
-    raise ProtocolError(f"usage field {where} is not an integer: {value!r}")
-
-
 def decode_usage(usage: Any) -> TokenUsage | None:
-    """``TokenUsage`` from a Responses ``usage`` object; missing sub-fields count as 0, a missing total as
-    input + output. ``None`` when the server sent no usage.
+    """``TokenUsage`` from a Responses ``usage`` object; ``None`` when the server sent none (or no object).
+
+    Counts are read as on Chat Completions (``chat_codec.usage_count``): integers, integral floats (``3.0``)
+    and decimal strings (``"3"``) count; anything else (``15.5``, ``"three"``) and missing sub-fields count
+    as 0, so a complete answer is never thrown away over its usage; a missing total is input + output.
 
     >>> usage = decode_usage({"input_tokens": 10, "output_tokens": 5,
     ...                       "input_tokens_details": {"cached_tokens": 4}})
     >>> (usage.total_tokens, usage.cached_input_tokens, usage.uncached_input_tokens)
     (15, 4, 6)
     """
-    if usage is None:
-        return None
     if not isinstance(usage, Mapping):
-        raise ProtocolError(f"usage is not an object: {usage!r}")
-    input_tokens = _count(usage.get("input_tokens"), "input_tokens")
-    output_tokens = _count(usage.get("output_tokens"), "output_tokens")
+        return None
+    input_tokens = usage_count(usage.get("input_tokens"))
+    output_tokens = usage_count(usage.get("output_tokens"))
     total = usage.get("total_tokens")
     in_details = usage.get("input_tokens_details")
     out_details = usage.get("output_tokens_details")
@@ -335,10 +345,10 @@ def decode_usage(usage: Any) -> TokenUsage | None:
     return TokenUsage(
         input_tokens=input_tokens,
         output_tokens=output_tokens,
-        total_tokens=input_tokens + output_tokens if total is None else _count(total, "total_tokens"),
-        cached_input_tokens=_count(in_details.get("cached_tokens"), "cached_tokens"),
-        cache_write_tokens=_count(in_details.get("cache_write_tokens"), "cache_write_tokens"),
-        reasoning_tokens=_count(out_details.get("reasoning_tokens"), "reasoning_tokens"),
+        total_tokens=input_tokens + output_tokens if total is None else usage_count(total),
+        cached_input_tokens=usage_count(in_details.get("cached_tokens")),
+        cache_write_tokens=usage_count(in_details.get("cache_write_tokens")),
+        reasoning_tokens=usage_count(out_details.get("reasoning_tokens")),
     )
 
 
@@ -346,17 +356,28 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+CALL_ITEMS = frozenset({"function_call", "custom_tool_call"})
+"""Output item types that are tool calls (``ResponsesResponse.tool_calls``): function calls, and GPT-5's
+custom (free-form) tool calls."""
+
+
 def tool_call_from_item(item: Mapping[str, Any]) -> ToolCall:
-    """The ``ToolCall`` of a ``function_call`` item; ``ProtocolError`` without a name or call id.
+    """The ``ToolCall`` of a ``function_call`` item, or of a ``custom_tool_call`` item (kind ``"custom"``, its
+    ``input`` as the arguments); ``ProtocolError`` without a name or call id (the item's ``id`` stands in for
+    a missing ``call_id``).
 
     Arguments stay the raw JSON text (an object sent by a lenient server is serialised, never reformatted).
     """
+    kind = item.get("type")
     name = item.get("name")
     if not isinstance(name, str) or not name:
-        raise ProtocolError(f"function_call item without a name: {item.get('id')!r}")
+        raise ProtocolError(f"{kind} item without a name: {item.get('id')!r}")
     call_id = item.get("call_id") or item.get("id")
     if not isinstance(call_id, str):
-        raise ProtocolError(f"function_call item {name!r} without a call_id")
+        raise ProtocolError(f"{kind} item {name!r} without a call_id")
+    if kind == "custom_tool_call":
+        text = item.get("input")
+        return ToolCall(call_id, name, text if isinstance(text, str) else "", "custom")
     arguments = item.get("arguments")
     if arguments is None:
         arguments = ""
@@ -409,7 +430,7 @@ def build_response(envelope: Mapping[str, Any], output: Iterable[Any]) -> Respon
                 joined = "".join(message)
                 if joined:
                     texts.append(joined)
-        elif kind == "function_call":
+        elif kind == "function_call" or kind == "custom_tool_call":
             # A call the model did not finish (a cut-off stream, max_output_tokens) stays in ``output`` but is
             # not offered as a tool call: its arguments may be truncated.
             if item.get("status") not in UNFINISHED_STATUSES:

@@ -14,9 +14,14 @@ relied on, so missing or out-of-order numbers are harmless):
 - ``response.output_item.added`` of a ``function_call`` → ``ToolCallStarted``;
   ``response.function_call_arguments.delta`` → ``ToolCallArgumentsDelta``;
   ``response.function_call_arguments.done`` or ``response.output_item.done`` → ``ToolCallReady`` (once per
-  call). Their ``index`` is the call's position among the response's function calls (0, 1, …, in the order
+  call). Their ``index`` is the call's position among the response's tool calls (0, 1, …, in the order
   the stream first shows each call), as on Chat Completions, not its ``output_index``, which counts reasoning
-  and message items too;
+  and message items too. Calls are keyed by ``output_index``: an item added without its ``call_id`` (only
+  an item ``id``, or neither) is announced once the ``call_id`` is known (its ``output_item.done``; the item
+  ``id`` stands in if that has none either), its argument deltas held until then and sent as one
+  ``ToolCallArgumentsDelta`` after ``ToolCallStarted``, so every event names the call by its real id;
+- a ``custom_tool_call`` item (GPT-5 custom tools) and its ``response.custom_tool_call_input.delta`` /
+  ``.done`` events → the same events, the call's ``input`` as its arguments (``ToolCall.kind == "custom"``);
 - ``response.completed`` → ``UsageReported`` then ``ModelCompleted``; ``response.incomplete`` → the same
   when incomplete results are returned, else ``IncompleteResponseError``; ``response.failed`` and ``error``
   events (nested ``{"error": {…}}`` or flat) → the typed ``ModelError``;
@@ -47,6 +52,7 @@ from ...model.events import (
     UsageReported,
 )
 from .responses_codec import (
+    CALL_ITEMS,
     MESSAGE_BREAK,
     PENDING_STATUSES,
     UNFINISHED_STATUSES,
@@ -71,6 +77,11 @@ def _identity(response: ResponsesResponse) -> ResponsesResponse:
     return response
 
 
+def _arguments_key(item: Mapping[str, Any]) -> str:
+    """The field a call item holds its arguments in: a custom call's ``input``, else ``arguments``."""
+    return "input" if item.get("type") == "custom_tool_call" else "arguments"
+
+
 def _joined(content: list[Any], part_type: str, key: str) -> str:
     """The ``key`` strings of a message's ``part_type`` content parts, concatenated."""
     texts = (p.get(key) for p in content if isinstance(p, Mapping) and p.get("type") == part_type)
@@ -89,6 +100,7 @@ class ResponsesStreamDecoder(Generic[R]):
     """
 
     __slots__ = (
+        "_announced_at",
         "_break_owed",
         "_call_args",
         "_call_index",
@@ -98,11 +110,13 @@ class ResponsesStreamDecoder(Generic[R]):
         "_failed",
         "_finalize",
         "_finished",
+        "_held",
         "_index_by_item",
         "_items",
         "_on_incomplete",
         "_pending_args",
         "_ready",
+        "_ready_at",
         "_reasoning",
         "_reasoning_break",
         "_reasoning_buf",
@@ -143,8 +157,13 @@ class ResponsesStreamDecoder(Generic[R]):
         self._call_args: dict[int, list[str]] = {}
         self._call_index: dict[int, int] = {}  # output_index → the call's position (the events' ``index``)
         self._pending_args: dict[int, str] = {}
+        # Calls announced (``ToolCallStarted``) and ready (``ToolCallReady``), by output index and by call id
+        # (a server's final output may number its items otherwise than its events did).
+        self._announced_at: set[int] = set()
         self._started: set[str] = set()
+        self._ready_at: set[int] = set()
         self._ready: set[str] = set()
+        self._held: set[int] = set()  # calls added without a call_id: their deltas wait for it
         self._dispatch: dict[str, Callable[[dict[str, Any]], list[ModelEvent]]] = {
             "response.created": self._on_envelope,
             "response.in_progress": self._on_envelope,
@@ -152,6 +171,7 @@ class ResponsesStreamDecoder(Generic[R]):
             "response.output_item.added": self._on_item_added,
             "response.output_item.done": self._on_item_done,
             "response.function_call_arguments.done": self._on_arguments_done,
+            "response.custom_tool_call_input.done": self._on_input_done,
             "response.refusal.delta": self._on_refusal_delta,
             "response.reasoning_summary_part.added": self._on_reasoning_part,
             "response.content_part.added": self._on_content_part,
@@ -201,10 +221,13 @@ class ResponsesStreamDecoder(Generic[R]):
             return [TextDelta(delta)]
         if kind == "response.reasoning_summary_text.delta" or kind == "response.reasoning_text.delta":
             return self._on_reasoning_delta(payload, kind)
-        if kind == "response.function_call_arguments.delta":
+        if (
+            kind == "response.function_call_arguments.delta"
+            or kind == "response.custom_tool_call_input.delta"
+        ):
             delta = payload.get("delta")
             if type(delta) is not str:
-                raise ProtocolError(f"function_call_arguments delta is not a string: {delta!r}")
+                raise ProtocolError(f"{kind} is not a string: {delta!r}")
             idx = payload.get("output_index")
             if idx is None:
                 idx = self._index_of(payload)
@@ -212,6 +235,8 @@ class ResponsesStreamDecoder(Generic[R]):
             if args is None:
                 args = self._call_args[idx] = []
             args.append(delta)
+            if self._held and idx in self._held:
+                return []  # its call_id is not known yet: sent once the call is announced
             position = self._call_index.get(idx)
             if position is None:
                 position = self._call_position(idx)
@@ -337,14 +362,21 @@ class ResponsesStreamDecoder(Generic[R]):
     def _on_item_added(self, payload: dict[str, Any]) -> list[ModelEvent]:
         idx, item = self._take_item(payload)
         kind = item.get("type")
-        if kind == "function_call":
+        if kind in CALL_ITEMS:
             if idx in self._pending_args:  # its arguments.done came first (out of order): it is finished
-                item["arguments"] = self._pending_args.pop(idx)
+                item[_arguments_key(item)] = self._pending_args.pop(idx)
                 item["status"] = "completed"
                 return self._call_events(idx, item)
-            call_id = item.get("call_id") or item.get("id")
+            call_id = item.get("call_id")
+            if not isinstance(call_id, str) or not call_id:
+                # Only an item ``id`` (or nothing): the call_id comes with ``output_item.done``, and the call
+                # is announced then, under it. Its position is taken now, in the order calls show up.
+                self._held.add(idx)
+                self._call_position(idx)
+                return []
             name = item.get("name")
-            if isinstance(call_id, str) and isinstance(name, str) and call_id not in self._started:
+            if isinstance(name, str) and idx not in self._announced_at and call_id not in self._started:
+                self._announced_at.add(idx)
                 self._started.add(call_id)
                 return [ToolCallStarted(self._call_position(idx), call_id, name)]
         elif kind == "reasoning" and self._reasoning_idx is not None:
@@ -356,20 +388,24 @@ class ResponsesStreamDecoder(Generic[R]):
         self._finished.add(idx)
         return self._catch_up(idx, item)
 
-    def _on_arguments_done(self, payload: dict[str, Any]) -> list[ModelEvent]:
+    def _on_arguments_done(self, payload: dict[str, Any], key: str = "arguments") -> list[ModelEvent]:
         idx = payload.get("output_index")
         if not isinstance(idx, int):
             idx = self._index_of(payload)
-        arguments = payload.get("arguments")
+        arguments = payload.get(key)
         if not isinstance(arguments, str):
             arguments = "".join(self._call_args.get(idx, ()))
         item = self._items.get(idx)
-        if item is None or item.get("type") != "function_call" or not item.get("name"):
+        if item is None or item.get("type") not in CALL_ITEMS or not item.get("name"):
             self._pending_args[idx] = arguments  # the item shows up later (out of order)
             return []
-        item["arguments"] = arguments
+        item[_arguments_key(item)] = arguments
         item["status"] = "completed"  # the arguments are final: a cut-off partial still offers this call
         return self._call_events(idx, item)
+
+    def _on_input_done(self, payload: dict[str, Any]) -> list[ModelEvent]:
+        """``response.custom_tool_call_input.done``: a custom call's ``input`` is final."""
+        return self._on_arguments_done(payload, "input")
 
     def _on_refusal_delta(self, payload: dict[str, Any]) -> list[ModelEvent]:
         delta = payload.get("delta")
@@ -396,31 +432,46 @@ class ResponsesStreamDecoder(Generic[R]):
             self._reasoning_break = True
         return []
 
-    def _call_events(self, idx: int, item: dict[str, Any]) -> list[ModelEvent]:
-        """``ToolCallStarted`` (unless sent) and ``ToolCallReady`` for a finished ``function_call``, once."""
-        if idx in self._pending_args and not item.get("arguments"):
-            item["arguments"] = self._pending_args[idx]
-        call = tool_call_from_item(item)
-        if call.id in self._ready:
+    def _call_events(self, idx: int, item: dict[str, Any], *, final: bool = False) -> list[ModelEvent]:
+        """``ToolCallStarted`` (unless sent) and ``ToolCallReady`` for a finished call, once.
+
+        A call without a ``call_id`` waits for its ``output_item.done`` (``final``), which brings it; only if
+        that has none either does the item ``id`` stand in, as in a blocking answer.
+        """
+        key = _arguments_key(item)
+        if idx in self._pending_args and not item.get(key):
+            item[key] = self._pending_args[idx]
+        if not final and not item.get("call_id"):
             return []
+        call = tool_call_from_item(item)
+        if idx in self._ready_at or call.id in self._ready:
+            return []
+        self._ready_at.add(idx)
         self._ready.add(call.id)
         position = self._call_position(idx)
         events: list[ModelEvent] = []
-        if call.id not in self._started:
+        if idx not in self._announced_at and call.id not in self._started:
+            self._announced_at.add(idx)
             self._started.add(call.id)
             events.append(ToolCallStarted(position, call.id, call.name))
+            if idx in self._held:
+                # The deltas held while the call_id was unknown, as one.
+                held = "".join(self._call_args.get(idx, ()))
+                if held:
+                    events.append(ToolCallArgumentsDelta(position, held))
+        self._held.discard(idx)
         events.append(ToolCallReady(position, call))
         return events
 
     def _catch_up(self, idx: int, item: dict[str, Any]) -> list[ModelEvent]:
         """Events for a finished item whose content never arrived as deltas (servers that skip them)."""
         kind = item.get("type")
-        if kind == "function_call":
+        if kind in CALL_ITEMS:
             # A call the model did not finish (cut at max_output_tokens) may hold truncated arguments: it
             # stays in ``output`` but is never announced as ready, as in ``ResponsesResponse.tool_calls``.
             if item.get("status") in UNFINISHED_STATUSES:
                 return []
-            return self._call_events(idx, item)
+            return self._call_events(idx, item, final=True)
         events: list[ModelEvent] = []
         if kind == "message":
             content = item.get("content")
@@ -493,7 +544,7 @@ class ResponsesStreamDecoder(Generic[R]):
         # call gets exactly one ToolCallReady, whichever events the server chose to send. ``idx`` is the
         # item's output index (an aggregated output skips unnamed calls, so it is not the list position).
         for idx, item in indexed:
-            if idx not in self._finished or item.get("type") == "function_call":
+            if idx not in self._finished or item.get("type") in CALL_ITEMS:
                 events.extend(self._catch_up(idx, item))
         result = self._finalize(response)
         check_response(response, on_incomplete=self._on_incomplete, partial=result)
@@ -572,12 +623,12 @@ class ResponsesStreamDecoder(Generic[R]):
                     item["content"] = [{"type": "reasoning_text", "text": text}]
             if idx in self._pending_args:
                 item.setdefault("type", "function_call")
-                item["arguments"] = self._pending_args[idx]
+                item[_arguments_key(item)] = self._pending_args[idx]
                 item["status"] = "completed"
             elif idx in self._call_args:
                 item.setdefault("type", "function_call")
-                item["arguments"] = "".join(self._call_args[idx])
-            if item.get("type") == "function_call" and not item.get("name"):
+                item[_arguments_key(item)] = "".join(self._call_args[idx])
+            if item.get("type") in CALL_ITEMS and not item.get("name"):
                 continue  # arguments without a known function name cannot form a call
             if finished:
                 item["status"] = "completed"

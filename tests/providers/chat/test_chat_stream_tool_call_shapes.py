@@ -4,6 +4,7 @@ their ids (Ollama), index-less fragments side by side in one delta, calls withou
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -114,7 +115,15 @@ def test_index_less_fragments_in_one_delta_are_separate_calls() -> None:
         calls(fragment(name="f", args="{}"), fragment(name="g", args="[]")),
         delta({}, "tool_calls"),
     )
-    assert calls_of(events) == (ToolCall("call_0", "f", "{}"), ToolCall("call_1", "g", "[]"))
+    first, second = calls_of(events)
+    assert (first.name, first.arguments, second.name, second.arguments) == ("f", "{}", "g", "[]")
+    assert SYNTHETIC.fullmatch(first.id)
+    assert first.id.endswith("_0")
+    assert second.id == first.id.removesuffix("0") + "1"  # one prefix per response, then the index
+
+
+SYNTHETIC = re.compile(r"call_[0-9a-f]{12}_\d+")
+"""A made-up call id: ``call_<random>_<index>``."""
 
 
 def test_a_call_without_id_has_the_same_synthetic_id_in_every_event() -> None:
@@ -123,21 +132,69 @@ def test_a_call_without_id_has_the_same_synthetic_id_in_every_event() -> None:
         calls(fragment(0, args=":1}")),
         delta({}, "tool_calls"),
     )
+    started = events[0]
+    assert isinstance(started, ToolCallStarted)
+    assert SYNTHETIC.fullmatch(started.id)
+    made_up = started.id
     assert events[:-1] == [
-        ToolCallStarted(0, "call_0", "f"),
+        ToolCallStarted(0, made_up, "f"),
         ToolCallArgumentsDelta(0, '{"a"'),
         ToolCallArgumentsDelta(0, ":1}"),
-        ToolCallReady(0, ToolCall("call_0", "f", '{"a":1}')),
+        ToolCallReady(0, ToolCall(made_up, "f", '{"a":1}')),
     ]
 
 
-def test_an_id_arriving_after_the_start_of_an_id_less_call_does_not_split_it() -> None:
+def test_made_up_ids_differ_from_one_response_to_the_next() -> None:
+    turn = (calls(fragment(0, name="f", args="{}")), delta({}, "tool_calls"))
+    first, second = calls_of(decode(*turn))[0].id, calls_of(decode(*turn))[0].id
+    assert first != second  # a conversation's memory pairs calls with results by id
+
+
+def test_an_id_arriving_after_the_start_of_an_id_less_call_replaces_the_made_up_one() -> None:
     events = decode(
         calls(fragment(0, name="f", args="{")),
         calls(fragment(0, "late", args="}")),
         delta({}, "tool_calls"),
     )
-    assert calls_of(events) == (ToolCall("call_0", "f", "{}"),)
+    # One call, not two; ``ToolCallReady`` and the response carry the server's id.
+    assert calls_of(events) == (ToolCall("late", "f", "{}"),)
+    ready = [e for e in events if isinstance(e, ToolCallReady)]
+    assert [e.call.id for e in ready] == ["late"]
+
+
+def test_a_late_id_after_the_name_and_arguments_is_the_call_id() -> None:
+    # LiteLLM-bridged providers: arguments first, then the name, then the id on a fragment of its own.
+    events = decode(
+        calls(fragment(0, args='{"a"')),
+        calls(fragment(0, name="f", args=":1}")),
+        calls({"index": 0, "id": "call_REAL", "type": "function"}),
+        delta({}, "tool_calls"),
+    )
+    assert calls_of(events) == (ToolCall("call_REAL", "f", '{"a":1}'),)
+    assert [e.call.id for e in events if isinstance(e, ToolCallReady)] == ["call_REAL"]
+
+
+def test_a_late_id_after_the_call_is_ready_does_not_change_it() -> None:
+    events = decode(
+        calls(fragment(0, name="f", args="{}")),
+        calls(fragment(1, "b", "g", "{}")),  # the first call is complete: ready now
+        calls(fragment(0, "late")),
+        delta({}, "tool_calls"),
+    )
+    first, second = calls_of(events)
+    assert SYNTHETIC.fullmatch(first.id)
+    assert second.id == "b"
+    assert [e.call.id for e in events if isinstance(e, ToolCallReady)] == [first.id, "b"]
+
+
+def test_a_new_id_naming_another_function_after_an_id_less_call_is_a_new_call() -> None:
+    events = decode(
+        calls(fragment(0, name="f", args="{}")),
+        calls(fragment(0, "b", "g", "[]")),
+        delta({}, "tool_calls"),
+    )
+    first, second = calls_of(events)
+    assert (first.name, second.id, second.name, second.arguments) == ("f", "b", "g", "[]")
 
 
 LEGACY = (
