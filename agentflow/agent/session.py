@@ -7,8 +7,9 @@ request) take turns too, within one event loop. ``exclusive()`` takes a turn for
 saving the memory between runs), and ``rollback_on_failure`` puts a failed run's memory back inside its turn.
 A session with a ``store`` keeps its conversation there too, loaded and saved at the boundaries of its turns
 (``agentflow.agent.stored_turns``); sessions over one memory then share that too, so they must all name the
-same store and ``session_id``. Nothing here talks to a model; the session hands its memory and its turns
-to the agent's runs.
+same store and ``session_id``. Sessions over different memories that name the same store and ``session_id``
+(a session per request, two requests of one chat at once) take turns on that conversation as well, within one
+event loop. Nothing here talks to a model; the session hands its memory and its turns to the agent's runs.
 """
 
 from __future__ import annotations
@@ -31,9 +32,10 @@ if TYPE_CHECKING:
 
 __all__ = ["Session"]
 
-_EXCLUSIVE: set[tuple[Turns, asyncio.Task[Any]]] = set()
-"""The turns held by ``Session.exclusive()`` blocks, each with the task that holds it (entries leave with
-their block, so nothing here outlives it)."""
+_EXCLUSIVE: set[tuple[object, asyncio.Task[Any]]] = set()
+"""The turns held by ``Session.exclusive()`` blocks (a memory's ``Turns``, and a stored session's
+``Conversation``), each with the task that holds it (entries leave with their block, so nothing here outlives
+it)."""
 
 
 class Session(RunStarter[OutputT]):
@@ -62,7 +64,10 @@ class Session(RunStarter[OutputT]):
     ends when saving (the run fails with it: ``RunFailed`` is its terminal event, and ``run_result`` its
     result; its items stay in memory and are saved with the next run's). Sessions over one memory share its
     stored conversation: a session naming another store or ``session_id`` than one already over the memory,
-    or none (its runs would go unsaved), is refused with ``ValueError``.
+    or none (its runs would go unsaved), is refused with ``ValueError``. Sessions of the same store and
+    ``session_id`` over other memories take turns with this one (in this event loop), each reading what the
+    others saved; a writer no turn can see (another process) makes the later save a
+    ``SessionConflictError``.
     """
 
     __slots__ = ("_stored", "_turns", "agent", "id", "memory", "rollback_on_failure", "store")
@@ -124,7 +129,9 @@ class Session(RunStarter[OutputT]):
     @contextlib.asynccontextmanager
     async def exclusive(self) -> AsyncIterator[Memory]:
         """Hold the session's turn: the block waits for the run in progress on its memory, and no other run
-        on it starts until the block ends (in this event loop). Yields the memory.
+        on it starts until the block ends (in this event loop). Yields the memory. A session with a ``store``
+        holds its stored conversation's turn too: runs of sessions over other memories with the same store and
+        ``session_id`` wait for the block as well.
 
         For code that reads or edits the memory between runs, such as saving it whole or undoing a turn::
 
@@ -134,8 +141,8 @@ class Session(RunStarter[OutputT]):
         A session with a ``store`` loads its conversation first, so the block sees it (``SessionStoreError``
         if that fails). Edits made in the block stay in memory: the store keeps what runs appended.
 
-        A run of this session started by the task inside the block would wait for the block to end, which
-        waits for it: that is a ``RuntimeError`` at once instead.
+        A run of this session (or of one over the same stored conversation) started by the task inside the
+        block would wait for the block to end, which waits for it: that is a ``RuntimeError`` at once instead.
         """
         async with self._turn():
             if self._stored is not None:
@@ -162,17 +169,20 @@ class Session(RunStarter[OutputT]):
 
     @contextlib.asynccontextmanager
     async def _turn(self) -> AsyncIterator[None]:
-        """Hold the memory's turn in this task (what ``exclusive()``, ``load()`` and ``clear()`` share)."""
-        lock = self._turns.lock()
+        """Hold the memory's turn in this task, and a stored session's conversation's (what ``exclusive()``,
+        ``load()`` and ``clear()`` share)."""
+        lock = (self._stored if self._stored is not None else self._turns).lock()
         await lock.acquire()
         task = asyncio.current_task()
         assert task is not None  # a lock was acquired: we are in a task
-        entry = (self._turns, task)
-        _EXCLUSIVE.add(entry)
+        entries: list[tuple[object, asyncio.Task[Any]]] = [(self._turns, task)]
+        if self._stored is not None:
+            entries.append((self._stored.conversation, task))
+        _EXCLUSIVE.update(entries)
         try:
             yield
         finally:
-            _EXCLUSIVE.discard(entry)
+            _EXCLUSIVE.difference_update(entries)
             lock.release()
 
     def _check_unstored(self) -> None:
@@ -194,13 +204,20 @@ class Session(RunStarter[OutputT]):
                 "this task holds the session's turn (session.exclusive()): a run started here would wait for "
                 "the block, which waits for the run; start it after the block"
             )
+        if _EXCLUSIVE and self._stored is not None and _held_here(self._stored.conversation):
+            raise RuntimeError(
+                f"this task holds the turn of conversation {self.id!r} (session.exclusive() of a session "
+                "with the same store and session_id): a run started here would wait for the block, which "
+                "waits for the run; start it after the block"
+            )
         # A stored session's runs take the same turns, with its loading and saving at their boundaries.
         turns = self._stored if self._stored is not None else self._turns
         return self.agent, self.memory, turns, self.rollback_on_failure
 
 
-def _held_here(turns: Turns) -> bool:
-    """Whether the current task holds ``turns`` in a ``Session.exclusive()`` block."""
+def _held_here(turns: object) -> bool:
+    """Whether the current task holds ``turns`` (a memory's, or a stored conversation's) in a
+    ``Session.exclusive()`` block."""
     try:
         task = asyncio.current_task()
     except RuntimeError:  # no running loop (``run_sync`` asks before it starts one)

@@ -4,7 +4,10 @@ One table (``agentflow_session_items`` unless named otherwise), created on first
 item)``, the primary key ``(session_id, seq)``, ``item`` the item's JSON bytes (``encode_item``: orjson, as
 ``dump_items`` writes it). How it stays correct under concurrency:
 
-- every call runs in a worker thread (``anyio.to_thread``), never on the event loop;
+- every call runs in a worker thread (``anyio.to_thread``), never on the event loop, on a thread limiter of
+  the store's own (one token per event loop; see ``_limiter``), never anyio's default one: sync tools and
+  other libraries share that one, and forty slow sync tools elsewhere in the process must not make every
+  chat's load and save wait for them;
 - one connection per store, opened on first use, used by one thread at a time (a ``threading.Lock``): a
   store may serve many sessions of one event loop, and ``run_sync`` calls in other threads with loops of
   their own;
@@ -24,13 +27,16 @@ stays light.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import threading
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import anyio
 import anyio.to_thread
 
 from .stores import check_append, decode_items, encode_item
@@ -69,7 +75,9 @@ class SQLiteStore:
     ``":memory:"`` database, an empty one).
     """
 
-    __slots__ = ("_connection", "_lock", "path", "table", "timeout")
+    # __weakref__: sessions of one store take turns per conversation, in a registry that must not keep the
+    # store alive (``agentflow.agent.stored_turns.conversation_of``).
+    __slots__ = ("__weakref__", "_connection", "_limiters", "_lock", "path", "table", "timeout")
 
     def __init__(
         self, path: str | os.PathLike[str], *, table: str = "agentflow_session_items", timeout: float = 5.0
@@ -84,6 +92,9 @@ class SQLiteStore:
         """SQLite's busy timeout, in seconds."""
         self._connection: sqlite3.Connection | None = None
         self._lock = threading.Lock()
+        self._limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter] = (
+            weakref.WeakKeyDictionary()
+        )
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
@@ -119,7 +130,7 @@ class SQLiteStore:
 
     async def aclose(self) -> None:
         """``close()`` in a worker thread, so the event loop does not wait for a call in progress."""
-        await anyio.to_thread.run_sync(self.close)
+        await self._in_thread(self.close)
 
     async def __aenter__(self) -> SQLiteStore:
         return self
@@ -131,7 +142,22 @@ class SQLiteStore:
 
     async def _in_thread(self, function: Callable[..., _T], *args: Any) -> _T:
         # Not abandoned on cancellation: the thread's transaction ends (commit or rollback) first.
-        return await anyio.to_thread.run_sync(function, *args)
+        return await anyio.to_thread.run_sync(function, *args, limiter=self._limiter())
+
+    def _limiter(self) -> anyio.CapacityLimiter:
+        """The store's thread limiter in the running event loop (made on first use), one token.
+
+        One token, because the store's calls take turns on its connection anyway (``_lock``): a second
+        thread would only wait for the lock, so calls wait here, on the loop, instead. One per loop, because
+        an anyio limiter wakes its waiters with the loop's own primitives: a store shared by ``run_sync``
+        calls in several threads (each with its loop) must not share one. Calls from other loops still take
+        turns on ``_lock``, in their threads.
+        """
+        loop = asyncio.get_running_loop()
+        limiter = self._limiters.get(loop)
+        if limiter is None:
+            limiter = self._limiters[loop] = anyio.CapacityLimiter(1)
+        return limiter
 
     def _connect(self) -> sqlite3.Connection:
         """The connection (opened and the table created on first use); the caller holds ``_lock``."""

@@ -35,6 +35,18 @@ is unsaved are facts about the memory's conversation, not about one ``Session`` 
 one memory (a session per request over a shared memory) take turns on one account of them. A memory holds
 one stored conversation: a session over it with another store or ``session_id`` is refused (``ValueError``).
 
+Sessions over *different* memories may hold the same stored conversation: a web app building
+``agent.session(session_id=chat_id, store=store)`` per request, and two requests of one chat at once (two
+browser tabs, a double submit). Within one event loop they take turns as well: a stored session's turn is
+the memory's lock, then the conversation's (``Conversation``: one per store object and ``session_id``, kept
+while a session over it lives), held from the load to the save. So the second request loads what the first
+saved instead of failing its save with a conflict after its model call was paid for. A long-lived session
+whose conversation another session of this process saved to (or cleared) since it read it reads it again at
+the start of its next turn, unless it holds unsaved items (those would be lost: its save finds the conflict
+instead). What no lock of this process can see — another process, another event loop (``run_sync`` in
+threads), another store object on the same database, code calling the store directly — is still caught by
+``start`` and is a ``SessionConflictError``.
+
 The store is an append-only log of the runs' items, so memory may hold less than it (a ``WindowedMemory``
 trims; it reloads trimmed). Edits made to memory in ``session.exclusive()`` stay in memory;
 ``session.clear()`` clears both.
@@ -42,17 +54,21 @@ trims; it reloads trimmed). Edits made to memory in ``session.exclusive()`` stay
 
 from __future__ import annotations
 
+import itertools
+import threading
+import weakref
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Self
 
 import anyio
+from anyio import LockStatistics
 
 from .item_shapes import to_items
 from .memory import Memory
 from .stores import SessionConflictError, SessionStore, SessionStoreError, StoreConflict, StoreOperation
 from .turns import Turns
 
-__all__ = ["StoredTurns", "stored_turns_of"]
+__all__ = ["Conversation", "StoredTurns", "conversation_of", "stored_turns_of"]
 
 _SAVE_SECONDS = 10.0
 """How long an append or a clear may take. They are shielded from cancellation (a cancel must not tear one
@@ -61,11 +77,110 @@ in two), so this bounds how long a cancelled run's ending waits for a store whos
 working in a thread it never abandons (``SQLiteStore``) is bounded by its own timeout instead."""
 
 
-class StoredTurns(Turns):
-    """A session's turns (the memory's own locks, shared with every session over it) that also load the
-    conversation from ``store`` before the session's first turn and append each run's items after it."""
+_VERSIONS = itertools.count(1)
+"""Stamps for ``Conversation.version`` (``next()`` on it is atomic: sessions in other threads write too)."""
 
-    __slots__ = ("_loaded", "_stale", "session_id", "store", "stored", "unsaved")
+
+class Conversation:
+    """One stored conversation (a store object and a ``session_id``) as this process sees it: the turns the
+    sessions over it take, whatever their memory, and the version of the last write one of them made.
+
+    ``conversation_of`` gives every session of the same store and id the same one, while any of them lives.
+    """
+
+    __slots__ = ("__weakref__", "turns", "version")
+
+    def __init__(self) -> None:
+        self.turns = Turns()
+        """The conversation's lock per event loop, taken after the memory's (``StoredTurns.lock``)."""
+        self.version = 0
+        """Changed by every append or clear a session of this process made: a session that read the
+        conversation at another version reads it again before its next turn."""
+
+
+_CONVERSATIONS: weakref.WeakKeyDictionary[object, weakref.WeakValueDictionary[str, Conversation]] = (
+    weakref.WeakKeyDictionary()
+)
+_CONVERSATIONS_LOCK = threading.Lock()  # sessions are built in any thread (run_sync in a thread pool)
+
+
+def conversation_of(store: SessionStore, session_id: str) -> Conversation:
+    """The ``Conversation`` of ``session_id`` in ``store``, shared by every session over it in this process.
+
+    Weak both ways: an entry lives while a session (its ``StoredTurns``) holds it and the store lives, so a
+    conversation per request does not pile up. A store that cannot be hashed or weakly referenced gets a new
+    one per call: its sessions over different memories do not take turns (their saves still find a
+    conflict rather than interleave).
+    """
+    with _CONVERSATIONS_LOCK:
+        try:
+            by_id = _CONVERSATIONS.get(store)
+            if by_id is None:
+                by_id = _CONVERSATIONS[store] = weakref.WeakValueDictionary()
+        except TypeError:
+            return Conversation()
+        conversation = by_id.get(session_id)
+        if conversation is None:
+            conversation = by_id[session_id] = Conversation()
+        return conversation
+
+
+class _TurnLock(anyio.Lock):
+    """A stored session's turn: the memory's lock, then its conversation's (both of the running loop), and
+    released the other way round. Always in that order, and a memory holds one conversation, so two turns
+    never wait for each other's second lock."""
+
+    __slots__ = ("_conversation", "_memory")
+
+    def __new__(cls, memory: anyio.Lock, conversation: anyio.Lock) -> Self:
+        return object.__new__(cls)
+
+    def __init__(self, memory: anyio.Lock, conversation: anyio.Lock) -> None:
+        self._memory = memory
+        self._conversation = conversation
+
+    async def acquire(self) -> None:
+        """Take the memory's lock, then the conversation's (cancelled in between: neither is held)."""
+        await self._memory.acquire()
+        try:
+            await self._conversation.acquire()
+        except BaseException:
+            self._memory.release()
+            raise
+
+    def acquire_nowait(self) -> None:
+        """Take both locks now, or neither (``anyio.WouldBlock``)."""
+        self._memory.acquire_nowait()
+        try:
+            self._conversation.acquire_nowait()
+        except BaseException:
+            self._memory.release()
+            raise
+
+    def release(self) -> None:
+        """Release the conversation, then the memory."""
+        try:
+            self._conversation.release()
+        finally:
+            self._memory.release()
+
+    def locked(self) -> bool:
+        """Whether a turn of this memory, or of another memory over the same conversation, is held."""
+        return self._memory.locked() or self._conversation.locked()
+
+    def statistics(self) -> LockStatistics:
+        """The memory lock's holder, and the tasks waiting for either lock."""
+        memory, conversation = self._memory.statistics(), self._conversation.statistics()
+        return LockStatistics(self.locked(), memory.owner, memory.tasks_waiting + conversation.tasks_waiting)
+
+
+class StoredTurns(Turns):
+    """A session's turns (the memory's own locks, shared with every session over it, then the stored
+    conversation's: ``lock``) that also load the conversation from ``store`` at the start of a turn when it
+    has not read it yet (or another session of this process wrote to it since) and append each run's items
+    at its end."""
+
+    __slots__ = ("_loaded", "_seen", "_stale", "conversation", "session_id", "store", "stored", "unsaved")
 
     def __init__(self, shared: Turns, store: SessionStore, session_id: str) -> None:
         super().__init__()
@@ -73,21 +188,36 @@ class StoredTurns(Turns):
         self._locks = shared._locks
         self.store = store
         self.session_id = session_id
+        self.conversation = conversation_of(store, session_id)
+        """The conversation's turns, shared with sessions over other memories (see the module docstring)."""
         self._loaded = False
         self._stale = False  # memory diverged from the store (a conflict): the next load replaces it whole
+        self._seen = 0  # the conversation's version this memory holds
         self.stored = 0
         """How many items the store holds for the session, as far as the session knows (``start``)."""
         self.unsaved: list[Any] = []
         """Items in memory that the store has not taken yet (sent first by the next append)."""
 
+    def lock(self) -> anyio.Lock:
+        """The turn of the running event loop: the memory's lock, then the conversation's."""
+        return _TurnLock(super().lock(), self.conversation.turns.lock())
+
     async def load(self, memory: Memory) -> None:
-        """Read the stored conversation into ``memory``, once (the caller holds the turn).
+        """Read the stored conversation into ``memory`` if this memory has not read it yet, or another session
+        of this process wrote to it since (the caller holds the turn).
 
         Raises ``SessionStoreError`` (memory untouched) if the store fails or gives back something that is
         not a list of items.
         """
+        if self._loaded and self._seen != self.conversation.version and not self.unsaved:
+            # Another session of this process (over another memory) saved to it or cleared it: appending
+            # where this memory thinks the store ends would be a conflict, so read it again. Unsaved items
+            # would be lost by that: then the save reports the conflict, and hands them back.
+            self._loaded = False
+            self._stale = True
         if self._loaded:
             return
+        version = self.conversation.version  # read before the load: a write during it is seen next turn
         try:
             stored = await self.store.load(self.session_id)
         except Exception as exc:
@@ -107,6 +237,7 @@ class StoredTurns(Turns):
         self.stored = len(items)
         self._loaded = True
         self._stale = False
+        self._seen = version
 
     async def save(self, items: Iterable[Any]) -> SessionStoreError | None:
         """Append the items a run wrote, after any left unsaved; the error instead of raising it (the caller
@@ -133,6 +264,7 @@ class StoredTurns(Turns):
             return self._error("append", _timed_out(), unsaved=len(pending))
         self.stored += len(pending)
         self.unsaved = []
+        self._wrote()
         return None
 
     async def clear(self, memory: Memory) -> None:
@@ -150,12 +282,19 @@ class StoredTurns(Turns):
         self.unsaved = []
         self.stored = 0
         self._loaded = True  # both are empty: nothing left to read
+        self._wrote()
+
+    def _wrote(self) -> None:
+        """This memory wrote to the conversation: a new version, which it holds and other memories do not."""
+        version = next(_VERSIONS)
+        self.conversation.version = self._seen = version
 
     def _conflict(self, cause: StoreConflict, items: list[Any]) -> SessionConflictError:
         error = SessionConflictError(
             f"saving session {self.session_id!r} to its {type(self.store).__name__} failed: {cause}. Nothing "
-            f"was saved; the {len(items)} item(s) are this error's items (the run itself ended: its result "
-            "is run_result), and the session's next turn reads the stored conversation again",
+            "was saved, since this run answered an outdated conversation. Send its input again: the "
+            "session's next turn reads the stored conversation first. The run's result is this error's "
+            f"run_result, and the {len(items)} unsaved item(s) are its items",
             session_id=self.session_id,
             operation="append",
             items=items,

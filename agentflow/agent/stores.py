@@ -9,7 +9,7 @@ A store keeps, per session id, an append-only log of conversation items. Three o
   store holds (``None``: no check). The store appends when it holds exactly ``start``; when what it holds
   after ``start`` is the first of these very items, an earlier append of them went through although the
   caller heard of a failure (a dropped reply, a timeout after the commit), and it writes only the rest;
-  otherwise the conversation changed since the caller read it (another process wrote to it) and it raises
+  otherwise the conversation changed since the caller read it (another writer saved to it) and it raises
   ``StoreConflict``, writing nothing (``check_append`` decides, for every store);
 - ``clear(session_id)``: forget the session.
 
@@ -23,8 +23,11 @@ appended, and a run that never got to the end of its turn appended nothing. Ther
 "update": rewriting history in place is what a crash half-way through would corrupt. Items the store could not
 take stay in the session's memory and go with the next append, so an ``append`` that fails cleanly (all or
 none) loses nothing, and ``start`` makes one that succeeded unbeknown to the session harmless to repeat:
-nothing is written twice. ``start`` is also optimistic versioning: two processes running one conversation at
-once cannot interleave their turns, the second to save gets a conflict instead.
+nothing is written twice. ``start`` is also optimistic versioning: two writers running one conversation at
+once cannot interleave their turns, the second to save gets a conflict instead. Within one process and event
+loop, sessions of the same store object and ``session_id`` take turns instead, from load to save, so they
+never conflict with each other (``agentflow.agent.stored_turns``); that needs a store that can be hashed and
+weakly referenced, as a plain class is. Other processes, event loops and store objects are other writers.
 
 Items are the memory's JSON-ready dicts. A store keeps each one in the form ``dump_items`` writes
 (``encode_item``) and reads them back as ``load_items`` does (``decode_items``), so a conversation comes back
@@ -100,6 +103,10 @@ class SessionStoreError(Exception):
     ('user-42', 'append', None)
     """
 
+    retryable: bool | None = None
+    """Whether sending the run's input again can succeed: ``None`` (it depends on the store's failure, and
+    after a failed save a session that lives on still holds the run's items); ``True`` for a conflict."""
+
     def __init__(
         self,
         message: str,
@@ -118,12 +125,21 @@ class SessionStoreError(Exception):
 
 
 class SessionConflictError(SessionStoreError):
-    """A session's save found the stored conversation changed since the session read it: another process (or
-    a session over another memory) wrote to it. Nothing was saved, and the run fails with this error.
+    """A session's save found the stored conversation changed since the session read it: another writer saved
+    to it (another process, a session in another event loop or over another store object on the same
+    database, code calling the store itself; sessions of one store object in one event loop take turns
+    instead). Nothing was saved, and the run fails with this error: it answered a conversation that is no
+    longer the stored one.
+
     ``run_result`` is the run's result, and ``items`` what could not be saved (that run's items, and any left
     unsaved before); the session reads the stored conversation again on its next turn, so its memory no
-    longer holds them.
+    longer holds them. To recover, send the run's input again (``retryable`` is true): the model then
+    answers the conversation as it is now. Appending ``items`` yourself would put a turn answered without
+    the other writer's turn after it.
     """
+
+    retryable = True
+    """Sending the run's input again can succeed: the next turn reads the stored conversation first."""
 
     def __init__(self, message: str, *, items: Sequence[Any] = (), **kwargs: Any) -> None:
         super().__init__(message, **kwargs)
@@ -138,7 +154,8 @@ class StoreConflict(Exception):
     def __init__(self, session_id: str, *, expected: int, found: int) -> None:
         super().__init__(
             f"session {session_id!r} holds {found} item(s) in the store where {expected} were expected: the "
-            "conversation changed since it was read (another process wrote to it)"
+            "conversation changed since it was read (another writer saved to it: another process, event loop "
+            "or store object, or code calling the store)"
         )
         self.session_id = session_id
         self.expected = expected
@@ -205,7 +222,9 @@ class InMemoryStore:
     [{'type': 'message', 'role': 'user', 'content': 'hi'}]
     """
 
-    __slots__ = ("_sessions",)
+    # __weakref__: sessions of one store take turns per conversation, in a registry that must not keep the
+    # store alive (``agentflow.agent.stored_turns.conversation_of``).
+    __slots__ = ("__weakref__", "_sessions")
 
     def __init__(self) -> None:
         self._sessions: dict[str, list[bytes]] = {}

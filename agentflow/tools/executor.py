@@ -41,6 +41,7 @@ import inspect
 import logging
 import math
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from typing import Any
 
@@ -62,7 +63,7 @@ from .registry import ToolRegistry
 from .suspension import noting_waits
 from .tool import Tool
 
-__all__ = ["ToolExecutor"]
+__all__ = ["SYNC_TOOL_THREADS", "ToolExecutor", "sync_tool_limiter"]
 
 _log = logging.getLogger("agentflow.tools")
 
@@ -612,6 +613,38 @@ def _invoke(found: Tool[..., Any], kwargs: dict[str, Any]) -> Awaitable[Any]:
     return _call_sync(found, kwargs)
 
 
+SYNC_TOOL_THREADS = 40
+"""How many sync tools may run in worker threads at once per event loop, across every run (the
+``sync_tool_limiter`` of a loop starts with this many tokens). Set it before the loop's first sync tool call;
+``sync_tool_limiter().total_tokens = n`` changes the running loop's own."""
+
+_SYNC_TOOL_LIMITERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def sync_tool_limiter() -> anyio.CapacityLimiter:
+    """The thread limiter sync tools run on in the running event loop (made on first use, with
+    ``SYNC_TOOL_THREADS`` tokens): set its ``total_tokens`` to change how many run at once.
+
+    Not anyio's default limiter (``anyio.to_thread.current_default_thread_limiter()``, also 40): other code
+    in the process shares that one (``SQLiteStore`` does not; a web framework's sync endpoints, file I/O
+    helpers may), and slow or hung sync tools must not make it wait for a thread. It bounds the threads
+    sync tools are waited for, not the threads that exist: a call that times out or is cancelled gives its
+    token back at once, while its thread runs on until the function returns (a thread cannot be stopped),
+    so a tool that hangs leaves a thread behind per call. Give such a tool a timeout of its own (a socket
+    timeout, say), not only the run's.
+
+    One per event loop: an anyio limiter wakes its waiters with the primitives of the loop it is used in,
+    and ``run_sync`` calls in several threads each run a loop of their own.
+    """
+    loop = asyncio.get_running_loop()
+    limiter = _SYNC_TOOL_LIMITERS.get(loop)
+    if limiter is None:
+        limiter = _SYNC_TOOL_LIMITERS[loop] = anyio.CapacityLimiter(SYNC_TOOL_THREADS)
+    return limiter
+
+
 async def _call_sync(found: Tool[..., Any], kwargs: dict[str, Any]) -> Any:
     if found.inline:
         try:
@@ -622,7 +655,9 @@ async def _call_sync(found: Tool[..., Any], kwargs: dict[str, Any]) -> Any:
                 await kwargs[found.context_parameter]._publish_queued()
     else:
         # abandon_on_cancel: a timeout or cancellation stops the wait at once; the thread cannot be stopped.
-        value = await anyio.to_thread.run_sync(functools.partial(found.fn, **kwargs), abandon_on_cancel=True)
+        value = await anyio.to_thread.run_sync(
+            functools.partial(found.fn, **kwargs), abandon_on_cancel=True, limiter=sync_tool_limiter()
+        )
     if inspect.isawaitable(value):
         value = await value
     return value

@@ -26,7 +26,8 @@ async def main() -> None:
             store = SQLiteStore(chats_db)  # one per process, shared by every session
             agent = Agent(OpenAIChatModel(base_url=server.base_url, model="m"))
 
-            # One request of a web app: a session per request, keyed by the conversation's id.
+            # One request of a web app: a session per request, keyed by the conversation's id. Two requests
+            # of one conversation at once (two tabs) take turns: the second answers after the first's turn.
             async def answer(user_id: str, question: str) -> str:
                 chat = agent.session(session_id=user_id, store=store)
                 result = await chat.run(question)  # loads the conversation, then appends this turn

@@ -105,14 +105,13 @@ async def test_two_processes_on_one_conversation_cannot_interleave_their_turns(t
 
 async def test_after_a_conflict_with_a_cleared_conversation_memory_starts_empty() -> None:
     store = InMemoryStore()
-    other = Agent(FakeModelClient([reply("x")])).session(session_id="s", store=store)
     chat_model = FakeModelClient([reply("a1"), reply("a2")])
     chat = Agent(chat_model).session(session_id="s", store=store)
     await chat.load()
-    await other.run("elsewhere")
+    await store.append("s", [message("elsewhere")])  # another writer, which no session of ours can see
     with pytest.raises(SessionConflictError):
         await chat.run("q1")
-    await other.clear()  # the conversation is forgotten in the store
+    await store.clear("s")  # the conversation is forgotten in the store
 
     await chat.run("q2")
     assert texts(chat_model.prompts[1].items) == ["user:q2"]  # nothing of the conflicting turn is kept
