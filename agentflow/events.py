@@ -234,8 +234,10 @@ class RunFailed(RunEvent):
     """Terminal: the run raised; ``partial`` keeps the finished work.
 
     For a model error (``ModelError``), ``status`` is its HTTP status (``None`` for a connection or protocol
-    failure) and ``retryable`` whether sending the run again may help (a rate limit, a 5xx, a dropped
-    connection); for any other error both are ``None``. A UI can offer "try again" from them without parsing
+    failure), ``retryable`` whether sending the run again may help (a rate limit, a 5xx, a dropped
+    connection) and ``request_id`` the id the provider gave the failed request (for its support). Other
+    errors that say whether a retry may help (``SessionConflictError``: yes) set ``retryable``; otherwise it
+    is ``None``, as ``status`` and ``request_id`` are. A UI can offer "try again" from them without parsing
     ``error``.
     """
 
@@ -244,6 +246,7 @@ class RunFailed(RunEvent):
     partial: AgentResult | None = None
     status: int | None = None
     retryable: bool | None = None
+    request_id: str | None = None
 
 
 @attrs.frozen

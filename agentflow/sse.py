@@ -9,26 +9,53 @@ one frame::
     data: {"type":"text_delta","run_id":"run_…","step":0,"seq":7,"text":"Hel"}
 
 ``data`` is ``exact_json.dumps(event.to_dict())`` (orjson; integers beyond 64 bits stay exact) on one line,
-``id`` the event's ``seq`` and ``event`` its ``type``, so a browser's ``EventSource`` can listen by type. This
-module encodes and forwards only: it starts no run, imports no web framework and never swallows an event.
-Cancelling the run when the client goes away is the server's job (see the "Embedding in web services" page of
-the docs).
+``id`` the event's ``seq`` and ``event`` its ``type``, so a browser's ``EventSource`` can listen by type.
+
+A browser is not the server's log: by default (``errors="public"``) the failure texts of a frame are replaced
+by short public ones (``public_event``). Such texts are written for the developer: a model error names the
+URL it posted to and may say how to configure a key, a tool's exception says whatever its library put in it.
+``errors="full"`` sends them as ``to_dict()`` holds them, for a trusted client (an internal dashboard);
+``to_dict()`` itself is always complete, for logs and the server's own use.
+
+This module encodes and forwards only: it starts no run, imports no web framework and never swallows an
+event. Cancelling the run when the client goes away is the server's job (see the "Embedding in web services"
+page of the docs).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
-from typing import TypeAlias
+import re
+from collections.abc import AsyncGenerator, AsyncIterable, Awaitable, Callable
+from typing import Any, Literal, TypeAlias, TypeVar, cast
 
 import anyio
+import attrs
 import orjson
 from anyio.streams.memory import MemoryObjectSendStream
 
+from .events import RunCancelled, RunFailed, RunFinished, ToolFailed
 from .exact_json import dumps as exact_dumps
 from .json_forms import safe_repr
-from .model.events import Event
+from .model.errors import ModelError
+from .model.events import Event, ModelRetry
+from .result import AgentResult, ToolResult
 
-__all__ = ["HEARTBEAT", "SSE_HEADERS", "encode_comment", "encode_sse", "sse_stream"]
+__all__ = [
+    "HEARTBEAT",
+    "SSE_HEADERS",
+    "ErrorDetail",
+    "encode_comment",
+    "encode_sse",
+    "public_event",
+    "public_run_error",
+    "sse_stream",
+]
+
+E = TypeVar("E", bound=Event)
+
+ErrorDetail: TypeAlias = Literal["public", "full"]
+"""How much of a failure a frame tells the client: ``"public"`` (the default) a short public text in place of
+each failure's own message (``public_event``), ``"full"`` what ``to_dict()`` holds."""
 
 HEARTBEAT = b": keep-alive\n\n"
 """The comment frame ``sse_stream`` sends while a run is quiet (clients ignore comments)."""
@@ -42,7 +69,7 @@ SSE_HEADERS: dict[str, str] = {
 """Response headers for an event stream."""
 
 
-def encode_sse(event: Event) -> bytes:
+def encode_sse(event: Event, *, errors: ErrorDetail = "public") -> bytes:
     """One SSE frame for ``event``: ``event: <type>``, ``id: <seq>``, ``data: <JSON of to_dict()>``.
 
     >>> from agentflow.model.events import TextDelta
@@ -56,7 +83,14 @@ def encode_sse(event: Event) -> bytes:
     cannot carry is still written, so the stream goes on to its terminal event: text with a lone surrogate
     (a file name read with ``os.fsdecode``) with the surrogate escaped, any other such value as its
     ``repr``, and an event whose ``to_dict()`` fails as its type and stamps with an ``error``.
+
+    With ``errors="public"`` (the default) the event is first passed through ``public_event``, which replaces
+    the texts of a failure by public ones; ``errors="full"`` writes ``to_dict()`` as it is.
     """
+    if errors == "public":
+        event = public_event(event)
+    elif errors != "full":
+        raise ValueError(_bad_errors(errors))
     try:
         data = exact_dumps(event.to_dict())
     except (
@@ -97,6 +131,138 @@ def _scrubbed(value: object, depth: int = 0) -> object:
     return _scrubbed(safe_repr(value), depth + 1)
 
 
+def _bad_errors(errors: object) -> str:
+    return f"errors must be 'public' or 'full', got {errors!r}"
+
+
+# -- public failure texts ----------------------------------------------------------------------------------
+
+_FAILURES = (RunFailed, ModelRetry, ToolFailed, RunFinished, RunCancelled)
+"""The events that can carry a failure's own text (directly, or in a result's ``error`` / tool results)."""
+
+_RUN_FAILED = "The run failed."
+
+_MODEL_FAILURES = {
+    "AuthenticationError": "The model service refused this server's credentials.",
+    "RateLimitError": "The model service is limiting requests.",
+    "ModelTimeoutError": "The model service did not answer in time.",
+    "ModelConnectionError": "The model service could not be reached.",
+    "ContentFilterError": "The model provider's content filter blocked the request or the answer.",
+    "StreamCutOffError": "The model's answer was cut off.",
+    "IncompleteResponseError": "The model's answer is incomplete.",
+    "ProtocolError": "The model service's answer could not be read.",
+}
+"""Public texts for agentflow's own model errors, by class name (what ``RunFailed.error_type`` holds)."""
+
+_TOOL_FAILURES = {
+    "unknown_tool": "The model asked for a tool that does not exist.",
+    "invalid_arguments": "The model called the tool with invalid arguments.",
+    "timeout": "The tool took too long.",
+    "cancelled": "The tool call was cancelled.",
+}
+"""Public texts for a failed tool call, by ``ToolResult.error_type`` (any other: "The tool failed.")."""
+
+# A model error with a status says so first, as ``HTTP 503: …`` (``agentflow.model.errors``): a retry's reason
+# is that message, and the status is all of it a browser gets.
+_HTTP_STATUS = re.compile(r"HTTP ([1-5][0-9][0-9])\b")
+
+
+def public_run_error(error_type: str, status: int | None = None) -> str:
+    """A short text for a failed run that tells a user what happened and nothing of how the server is set up.
+
+    Built from what ``RunFailed`` says apart from its message: a model error (``error_type`` names a
+    ``ModelError`` class) gets a sentence for its kind and its HTTP status, anything else "The run failed.".
+    Never a URL, a host, a model name or a hint about configuration.
+
+    >>> public_run_error("AuthenticationError", 401)
+    "The model service refused this server's credentials (HTTP 401)."
+    >>> public_run_error("ServerError", 503)
+    'The model service returned an error (HTTP 503).'
+    >>> public_run_error("SessionStoreError")
+    'The run failed.'
+    """
+    if error_type not in _model_error_names():
+        # The application's own error (a tool's on_error="raise", a session store, a validator), whose text
+        # is for its developers; ``error_type`` names it.
+        return _RUN_FAILED
+    text = _MODEL_FAILURES.get(error_type, "The model service returned an error.")
+    return text if status is None else f"{text[:-1]} (HTTP {status})."
+
+
+def _model_error_names() -> set[str]:
+    # Walked each time (once per failed run): a transport of your own may define ModelError subclasses late.
+    names: set[str] = set()
+    pending: list[type[ModelError]] = [ModelError]
+    while pending:
+        cls = pending.pop()
+        names.add(cls.__name__)
+        pending.extend(cls.__subclasses__())
+    return names
+
+
+def public_event(event: E) -> E:
+    """``event`` as a browser may see it: each failure's own text replaced by a public one.
+
+    - ``RunFailed``: ``error`` becomes ``public_run_error(error_type, status)``; ``error_type``, ``status``
+      and ``retryable`` stay as they are;
+    - ``ModelRetry``: ``reason`` becomes "The model service returned an error (HTTP 503)." (the status only
+      when the reason starts with one), else "The model call failed.";
+    - ``ToolFailed``, and a failed tool result in a terminal event's ``result`` / ``partial``: ``error`` and
+      ``output`` (the ``TOOL_ERROR`` text the model got) become a sentence for its ``error_type``;
+    - a result's ``error`` (a failed run's ``partial``) becomes the run's public text.
+
+    Any other event is returned as it is (the same object), as is a failure event with nothing to
+    replace. What stays is everything a UI decides with: types, statuses, ``retryable``, ``ok``, the
+    partial answer. Keep the full texts for the server (``to_dict()`` has them; so does the event itself).
+
+    >>> failed = RunFailed("AuthenticationError", "HTTP 401: bad key (POST http://10.0.0.7/v1)", status=401,
+    ...                    retryable=False)
+    >>> public_event(failed).error
+    "The model service refused this server's credentials (HTTP 401)."
+    """
+    if not isinstance(event, _FAILURES):
+        return event  # the common case (every delta): one check
+    return cast(E, _public(event))
+
+
+def _public(event: Event) -> Event:
+    if isinstance(event, RunFailed):
+        text = public_run_error(event.error_type, event.status)
+        partial = None if event.partial is None else _public_result(event.partial, text)
+        return attrs.evolve(event, error=text, partial=partial)
+    if isinstance(event, ModelRetry):
+        found = _HTTP_STATUS.match(event.reason)
+        if found is None:
+            return attrs.evolve(event, reason="The model call failed.")
+        return attrs.evolve(event, reason=f"The model service returned an error (HTTP {found.group(1)}).")
+    if isinstance(event, ToolFailed):
+        return attrs.evolve(event, result=_public_tool_result(event.result))
+    if isinstance(event, RunFinished):
+        result = _public_result(event.result, _RUN_FAILED)
+        return event if result is event.result else attrs.evolve(event, result=result)
+    if isinstance(event, RunCancelled):
+        partial = _public_result(event.partial, _RUN_FAILED)
+        return event if partial is event.partial else attrs.evolve(event, partial=partial)
+    return event
+
+
+def _public_result(result: AgentResult[Any], error: str) -> AgentResult[Any]:
+    """``result`` with its ``error`` (if any) as ``error`` and its failed tool results public; the same
+    object when there is nothing to replace."""
+    failed = any(not r.ok for r in result.tool_results)
+    if result.error is None and not failed:
+        return result
+    tool_results = tuple(_public_tool_result(r) for r in result.tool_results)
+    return attrs.evolve(result, error=None if result.error is None else error, tool_results=tool_results)
+
+
+def _public_tool_result(result: ToolResult) -> ToolResult:
+    if result.ok:
+        return result
+    text = _TOOL_FAILURES.get(result.error_type or "", "The tool failed.")
+    return attrs.evolve(result, output=text, error=text)
+
+
 def encode_comment(text: str = "") -> bytes:
     """A comment frame (ignored by clients; keeps idle connections and proxies alive).
 
@@ -111,8 +277,9 @@ async def sse_stream(
     events: AsyncIterable[Event],
     *,
     heartbeat: float | None = None,
+    errors: ErrorDetail = "public",
     sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes, None]:
     """The frames of ``events`` (e.g. an ``AgentRun``), in order, ending when ``events`` ends.
 
     ``heartbeat`` (seconds) sends ``HEARTBEAT`` at the end of every period of that length in which no frame
@@ -122,10 +289,16 @@ async def sse_stream(
     the stream's own task group: close the stream in the task that iterates it (run it to the end, or wrap
     it in ``contextlib.aclosing``). An exception raised by ``events`` is raised here, unchanged. ``sleep``
     is injectable for tests.
+
+    ``errors`` is ``encode_sse``'s: ``"public"`` (the default) sends a failure's public text
+    (``public_event``) instead of its message, which may name internal URLs and configuration; ``"full"``
+    sends the message, for a client you trust with it.
     """
+    if errors not in ("public", "full"):
+        raise ValueError(_bad_errors(errors))
     if heartbeat is None:
         async for event in events:
-            yield encode_sse(event)
+            yield encode_sse(event, errors=errors)
         return
     if heartbeat <= 0:
         raise ValueError(f"heartbeat must be a positive number of seconds or None, got {heartbeat!r}")
@@ -147,7 +320,7 @@ async def sse_stream(
                     if isinstance(item, bytes):
                         yield item
                     else:
-                        frame = encode_sse(item)  # never raises: an event is always written
+                        frame = encode_sse(item, errors=errors)  # never raises: an event is always written
                         quiet.sent = True
                         yield frame
         except GeneratorExit:

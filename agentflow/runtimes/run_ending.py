@@ -75,12 +75,14 @@ async def end_failed(ctx: RunContext, exc: BaseException, *, partial: AgentResul
         if late is not None and late is not exc:
             exc.add_note(f"Ending the run failed as well: {exception_message(late)}")
     model_error = exc if isinstance(exc, ModelError) else None
+    retryable = getattr(exc, "retryable", None)  # a ModelError's, a SessionConflictError's…
     failed = RunFailed(
         error_type=type(exc).__name__,
         error=str(exc),
         partial=partial,
         status=model_error.status if model_error is not None else None,
-        retryable=model_error.retryable if model_error is not None else None,
+        retryable=retryable if isinstance(retryable, bool) else None,
+        request_id=model_error.request_id if model_error is not None else None,
     )
     await _publish_terminal(ctx, failed)
 

@@ -8,17 +8,52 @@ then open http://127.0.0.1:8080/ . ``GET /runs?q=…`` is the event stream; ``GE
 
 from __future__ import annotations
 
-from contextlib import aclosing
+from collections.abc import AsyncIterator
+from contextlib import aclosing, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 from aiohttp import web
 
 from agentflow.agent.agent import Agent
+from agentflow.agent.run import AgentRun
 from agentflow.sse import SSE_HEADERS, sse_stream
 
 PAGE = Path(__file__).parent / "static" / "index.html"
+
+
+# --8<-- [start:open-runs]
+class OpenRuns:
+    """The runs a service is streaming, so that shutting down can cancel them: each then sends its client
+    a ``run_cancelled`` frame and its response ends, instead of the server cutting the connection."""
+
+    def __init__(self) -> None:
+        self._runs: set[AgentRun[Any]] = set()
+        self._closing = False
+
+    @asynccontextmanager
+    async def track(self, run: AgentRun[Any]) -> AsyncIterator[None]:
+        """Hold ``run`` for the block. A run opened once shutdown has begun is cancelled at once."""
+        self._runs.add(run)
+        try:
+            if self._closing:
+                await run.cancel()
+            yield
+        finally:
+            self._runs.discard(run)
+
+    async def cancel_all(self) -> None:
+        """Cancel every run held, and every one opened from now on (each ends with ``RunCancelled``)."""
+        self._closing = True
+        for run in list(self._runs):
+            await run.cancel()  # asks, does not wait: every stream ends on its own, concurrently
+
+
+# --8<-- [end:open-runs]
+
 AGENT = web.AppKey("agent", Agent)
+RUNS = web.AppKey("runs", OpenRuns)
 
 
 # --8<-- [start:handler]
@@ -31,9 +66,11 @@ async def run_events(request: web.Request) -> web.StreamResponse:
     await response.prepare(request)
     # The run belongs to this handler. If the client goes away, aiohttp cancels the handler (the app runs
     # with handler_cancellation=True), and leaving this block cancels the run: its model stream and tools
-    # stop, memory is completed, RunCancelled is published.
+    # stop, memory is completed, RunCancelled is published. On shutdown, RUNS cancels it (see create_app).
+    # sse_stream sends a failure's public text, not its message (errors="full" would send that).
     async with (
         request.app[AGENT].stream(question) as run,
+        request.app[RUNS].track(run),
         aclosing(sse_stream(run, heartbeat=15.0)) as frames,
     ):
         try:
@@ -53,23 +90,39 @@ async def page(request: web.Request) -> web.FileResponse:
     return web.FileResponse(PAGE)
 
 
+# --8<-- [start:app]
 def create_app(agent: Agent) -> web.Application:
     """The service for ``agent`` (the caller owns the agent and closes it)."""
     app = web.Application()
     app[AGENT] = agent
+    app[RUNS] = runs = OpenRuns()
     app.router.add_get("/", page)
     app.router.add_get("/runs", run_events)
+
+    async def cancel_runs(app: web.Application) -> None:
+        await runs.cancel_all()
+
+    # On shutdown aiohttp waits for every handler to finish, and an event stream finishes only when its run
+    # does. on_shutdown runs before that wait (after the server stopped accepting connections): cancelled
+    # there, each run sends its run_cancelled frame and its handler returns, so the wait is short.
+    app.on_shutdown.append(cancel_runs)
     return app
 
 
+# --8<-- [end:app]
+
+
 # --8<-- [start:serve]
-async def serve(app: web.Application, host: str = "127.0.0.1", port: int = 8080) -> web.AppRunner:
+async def serve(
+    app: web.Application, host: str = "127.0.0.1", port: int = 8080, *, shutdown_timeout: float = 5.0
+) -> web.AppRunner:
     """Start serving ``app``; the caller calls ``await runner.cleanup()`` to stop."""
     # aiohttp does NOT cancel a handler when its client disconnects unless asked to: without this, a run
     # whose client left would go on until its next write fails (or forever, while a tool waits).
-    # On shutdown, open event streams get a few seconds, not aiohttp's default 60: an SSE stream is never
-    # idle, so it would hold a redeploy up for the whole timeout; cancelled handlers cancel their runs.
-    runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=5.0)
+    # shutdown_timeout only bounds a handler that does not finish once its run is cancelled: aiohttp waits
+    # that long, then as long again, then cancels the handler without waiting for it and closes its
+    # connection (its client gets no terminal frame). The default, 60 s, would hold a redeploy up for 2 min.
+    runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=shutdown_timeout)
     await runner.setup()
     await web.TCPSite(runner, host, port).start()
     return runner

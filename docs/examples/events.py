@@ -1,9 +1,12 @@
-"""Streaming and events: filtering a run's events, callbacks, a slow consumer, and to_dict()."""
+"""Streaming and events: filtering, callbacks, events of your own, a slow consumer, and to_dict()."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterable, AsyncIterator
+
 import anyio
 import anyio.lowlevel
+import attrs
 import orjson
 
 from agentflow.agent.agent import Agent
@@ -21,8 +24,29 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
+# --8<-- [start:custom]
+@attrs.frozen
+class Citation(Event):
+    """An event of your own: where a part of the answer came from."""
+
+    source: str
+
+
+async def with_citations(events: AsyncIterable[Event]) -> AsyncIterator[Event]:
+    """The run's events, each tool result followed by a ``Citation`` of it."""
+    async for event in events:
+        yield event
+        if isinstance(event, ToolSucceeded):
+            # Not published on the bus, so it takes the stamps of the event it follows: seq never goes back.
+            source = f"the {event.call.name} tool"
+            yield Citation(source, run_id=event.run_id, step=event.step, seq=event.seq)
+
+
+# --8<-- [end:custom]
+
+
 async def main() -> None:
-    script = [Reply(tool_calls=[("add", {"a": 2, "b": 3})]), Reply(text="2 + 3 = 5", chunk_size=1)] * 3
+    script = [Reply(tool_calls=[("add", {"a": 2, "b": 3})]), Reply(text="2 + 3 = 5", chunk_size=1)] * 4
     async with ScriptedServer(script) as server:
         agent = Agent(OpenAIChatModel(base_url=server.base_url, model="m"), tools=[add])
         async with agent:
@@ -44,6 +68,15 @@ async def main() -> None:
             print(log)
             # --8<-- [end:callbacks]
             assert log[0] == "step 0: add"
+
+            # --8<-- [start:custom-use]
+            async with agent.stream("2 + 3?", types=(ToolSucceeded, RunFinished)) as run:
+                seen = [
+                    event.type async for event in with_citations(run)
+                ]  # or sse_stream(with_citations(run))
+            print(seen)  # ['tool_succeeded', 'citation', 'run_finished']
+            # --8<-- [end:custom-use]
+            assert seen == ["tool_succeeded", "citation", "run_finished"]
 
             # --8<-- [start:drop]
             # A consumer that may fall behind (a UI): with a tiny buffer, deltas are dropped instead of

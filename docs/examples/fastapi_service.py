@@ -8,40 +8,79 @@ then open http://127.0.0.1:8000/ . ``GET /runs?q=…`` is the event stream; ``GE
 
 from __future__ import annotations
 
-from contextlib import aclosing
+import socket
+from collections.abc import AsyncIterator
+from contextlib import aclosing, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
+import uvicorn
 from fastapi import FastAPI, HTTPException
 from fastapi.responses import FileResponse, StreamingResponse
 from starlette.types import Send
 
 from agentflow.agent.agent import Agent
+from agentflow.agent.run import AgentRun
 from agentflow.sse import SSE_HEADERS, sse_stream
 
 PAGE = Path(__file__).parent / "static" / "index.html"
 
 
+class OpenRuns:
+    """The runs a service is streaming, so that shutting down can cancel them: each then sends its client
+    a ``run_cancelled`` frame and its response ends, instead of the server cutting the connection."""
+
+    def __init__(self) -> None:
+        self._runs: set[AgentRun[Any]] = set()
+        self._closing = False
+
+    @asynccontextmanager
+    async def track(self, run: AgentRun[Any]) -> AsyncIterator[None]:
+        """Hold ``run`` for the block. A run opened once shutdown has begun is cancelled at once."""
+        self._runs.add(run)
+        try:
+            if self._closing:
+                await run.cancel()
+            yield
+        finally:
+            self._runs.discard(run)
+
+    async def cancel_all(self) -> None:
+        """Cancel every run held, and every one opened from now on (each ends with ``RunCancelled``)."""
+        self._closing = True
+        for run in list(self._runs):
+            await run.cancel()  # asks, does not wait: every stream ends on its own, concurrently
+
+
 # --8<-- [start:response]
 class AgentRunResponse(StreamingResponse):
     """Streams one agent run as SSE. The run lives inside ``stream_response``, so it is owned by the
-    response: Starlette cancels ``stream_response`` when the client disconnects, and the run with it.
+    response: when the client disconnects, Starlette cancels ``stream_response`` or its write fails there,
+    and leaving the ``async with`` cancels the run, in the task that opened it.
 
-    A plain ``StreamingResponse(generator)`` whose generator opens the run does not close that generator
-    when the client leaves mid-write: the run's ``async with`` would be left open until garbage collection.
+    A plain ``StreamingResponse(generator)`` whose generator opens the run relies on the cancel landing inside
+    the generator: it does under uvicorn (ASGI spec 2.3), but under a spec 2.4 server a disconnect shows as a
+    write that fails, outside it, and the generator is left at its ``yield``, its run closed later from
+    another task (see the docs page).
     """
 
-    def __init__(self, agent: Agent, question: str, *, heartbeat: float | None = 15.0) -> None:
+    def __init__(
+        self, agent: Agent, question: str, *, runs: OpenRuns, heartbeat: float | None = 15.0
+    ) -> None:
         headers = {k: v for k, v in SSE_HEADERS.items() if k != "Content-Type"}
         super().__init__(content=(), media_type="text/event-stream", headers=headers)
         self.agent = agent
         self.question = question
+        self.runs = runs
         self.heartbeat = heartbeat
 
     async def stream_response(self, send: Send) -> None:
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        # sse_stream sends a failure's public text, not its message (errors="full" would send that).
         async with (
             self.agent.stream(self.question) as run,
+            self.runs.track(run),
             aclosing(sse_stream(run, heartbeat=self.heartbeat)) as frames,
         ):
             async for frame in frames:
@@ -53,15 +92,17 @@ class AgentRunResponse(StreamingResponse):
 
 
 def create_app(agent: Agent) -> FastAPI:
-    """The service for ``agent`` (the caller owns the agent and closes it)."""
+    """The service for ``agent`` (the caller owns the agent and closes it); ``app.state.runs`` holds the
+    runs it is streaming."""
     app = FastAPI(title="agentflow SSE example")
+    app.state.runs = runs = OpenRuns()
 
     # --8<-- [start:route]
     @app.get("/runs")
     async def run_events(q: str = "") -> AgentRunResponse:
         if not q.strip():
             raise HTTPException(400, "ask something: /runs?q=...")
-        return AgentRunResponse(agent, q.strip())
+        return AgentRunResponse(agent, q.strip(), runs=runs)
 
     # --8<-- [end:route]
 
@@ -72,13 +113,41 @@ def create_app(agent: Agent) -> FastAPI:
     return app
 
 
+# --8<-- [start:server]
+class Server(uvicorn.Server):
+    """uvicorn, cancelling the app's runs as it begins to shut down.
+
+    uvicorn waits for open responses to end before it runs the app's lifespan shutdown, and an event stream
+    ends only when its run does: a lifespan would cancel the runs only once ``timeout_graceful_shutdown``
+    had cut their streams (no ``run_cancelled`` frame for the clients). Cancelled here, first, each run
+    sends its frame and its response ends, so uvicorn's wait is short.
+    """
+
+    def __init__(self, config: uvicorn.Config, runs: OpenRuns) -> None:
+        super().__init__(config)
+        self.runs = runs
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        await self.runs.cancel_all()
+        await super().shutdown(sockets)
+
+
+def build_server(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> Server:
+    """A uvicorn server for ``app`` (from ``create_app``); ``options`` go to ``uvicorn.Config``."""
+    # Without a limit uvicorn waits for open responses forever: this bounds one that does not end once its
+    # run is cancelled.
+    options.setdefault("timeout_graceful_shutdown", 5)
+    return Server(uvicorn.Config(app, host=host, port=port, **options), app.state.runs)
+
+
+# --8<-- [end:server]
+
+
 async def main() -> None:
-    import uvicorn
     from web_agent import build_agent, demo_server, endpoint
 
     async with demo_server() as scripted, build_agent(**endpoint(scripted.base_url)) as agent:
-        config = uvicorn.Config(create_app(agent), host="127.0.0.1", port=8000, lifespan="off")
-        await uvicorn.Server(config).serve()
+        await build_server(create_app(agent)).serve()
 
 
 if __name__ == "__main__":

@@ -5,15 +5,15 @@ from __future__ import annotations
 import importlib.util
 import socket
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from functools import partial
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import aiohttp
 import anyio
+import attrs
 import orjson
 
 from agentflow.agent.agent import Agent
@@ -36,45 +36,88 @@ def load_example(name: str) -> ModuleType:
     return module
 
 
+@attrs.frozen
+class Served:
+    """A docs example being served: its root URL, and how to shut it down gracefully while it serves."""
+
+    url: str
+    shutdown: Callable[[], Awaitable[None]]
+    """Begin the server's graceful shutdown and return when it has completed."""
+
+
 @asynccontextmanager
-async def aiohttp_service(agent: Agent) -> AsyncIterator[str]:
-    """The aiohttp example serving ``agent`` on a free port; yields its root URL."""
+async def aiohttp_served(agent: Agent, **options: Any) -> AsyncIterator[Served]:
+    """The aiohttp example serving ``agent`` on a free port (``options`` go to its ``serve``)."""
     example = load_example("aiohttp_service")
-    runner = await example.serve(example.create_app(agent), "127.0.0.1", 0)
-    try:
-        host, port = runner.addresses[0][:2]
-        yield f"http://{host}:{port}"
-    finally:
+    runner = await example.serve(example.create_app(agent), "127.0.0.1", 0, **options)
+    stopped = False
+
+    async def shutdown() -> None:
+        nonlocal stopped
+        stopped = True
         await runner.cleanup()
 
+    try:
+        host, port = runner.addresses[0][:2]
+        yield Served(f"http://{host}:{port}", shutdown)
+    finally:
+        if not stopped:
+            await runner.cleanup()
+
 
 @asynccontextmanager
-async def fastapi_service(agent: Agent) -> AsyncIterator[str]:
-    """The FastAPI example under a real uvicorn server on a free port; yields its root URL.
+async def fastapi_served(agent: Agent, **options: Any) -> AsyncIterator[Served]:
+    """The FastAPI example under a real uvicorn server (the example's ``build_server``) on a free port;
+    ``options`` go to ``uvicorn.Config``.
 
     The listening socket is bound here, so the URL is known (and connections queue) before uvicorn runs.
     """
-    import uvicorn
-
     example = load_example("fastapi_service")
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     sock.listen(16)
     port = sock.getsockname()[1]
-    config = uvicorn.Config(example.create_app(agent), lifespan="off", log_level="warning")
-    server = uvicorn.Server(config)
+    options = {"lifespan": "off", "log_level": "warning", **options}
+    server = example.build_server(example.create_app(agent), **options)
+    stopped = anyio.Event()
+
+    async def serve() -> None:
+        try:
+            await server.serve(sockets=[sock])
+        finally:
+            stopped.set()
+
+    async def shutdown() -> None:
+        server.should_exit = True
+        await stopped.wait()
+
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(partial(server.serve, sockets=[sock]))
+            tg.start_soon(serve)
             try:
-                yield f"http://127.0.0.1:{port}"
+                yield Served(f"http://127.0.0.1:{port}", shutdown)
             finally:
                 server.should_exit = True
     finally:
         sock.close()
 
 
+@asynccontextmanager
+async def aiohttp_service(agent: Agent) -> AsyncIterator[str]:
+    """The aiohttp example serving ``agent`` on a free port; yields its root URL."""
+    async with aiohttp_served(agent) as served:
+        yield served.url
+
+
+@asynccontextmanager
+async def fastapi_service(agent: Agent) -> AsyncIterator[str]:
+    """The FastAPI example under a real uvicorn server on a free port; yields its root URL."""
+    async with fastapi_served(agent) as served:
+        yield served.url
+
+
 SERVICES = {"aiohttp": aiohttp_service, "fastapi": fastapi_service}
+SERVED = {"aiohttp": aiohttp_served, "fastapi": fastapi_served}
 
 
 class SseReader:

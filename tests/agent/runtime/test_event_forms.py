@@ -8,6 +8,7 @@ import dataclasses
 import datetime
 import decimal
 import os
+import tempfile
 import uuid
 from typing import Any, Literal
 
@@ -28,6 +29,7 @@ from agentflow import (
     UsageReported,
     tool,
 )
+from agentflow.agent.sqlite_store import SQLiteStore
 from agentflow.model.events import to_jsonable
 from agentflow.sse import encode_sse
 from agentflow.testing import Fault, Reply, ScriptedServer
@@ -92,7 +94,27 @@ async def test_run_failed_says_the_status_and_whether_trying_again_may_help() ->
     failed = events[-1]
     assert isinstance(failed, RunFailed)
     assert (failed.status, failed.retryable) == (429, True)
+    assert failed.request_id is not None
+    assert failed.request_id.startswith("req_")  # ScriptedServer's x-request-id
     assert orjson.loads(encode_sse(failed).split(b"data: ", 1)[1])["status"] == 429
+
+
+async def test_run_failed_says_a_session_conflict_may_be_retried() -> None:
+    # Another writer (another process's store object on the same file) saved to the conversation first.
+    async with ScriptedServer([Reply(text="first"), Reply(text="second")]) as server:
+        agent = Agent(model_for("chat", server))
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "chats.db")
+            async with SQLiteStore(path) as mine, SQLiteStore(path) as theirs:
+                session = agent.session(session_id="c1", store=mine)
+                await session.load()
+                await agent.session(session_id="c1", store=theirs).run("hi")
+                async with agent, session.stream("hello") as run:
+                    events = [event async for event in run]
+    failed = events[-1]
+    assert isinstance(failed, RunFailed)
+    assert failed.error_type == "SessionConflictError"
+    assert (failed.status, failed.retryable, failed.request_id) == (None, True, None)
 
 
 async def test_a_tool_returning_text_with_a_lone_surrogate_does_not_break_the_run() -> None:
