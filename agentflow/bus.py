@@ -538,10 +538,10 @@ class EventBus:
         if owner is not None and owner == anyio.get_current_task():
             raise RuntimeError(
                 f"an event callback must not publish on the bus that calls it (run {self.run_id!r}): it runs "
-                "while the bus delivers an event, and the bus waits for it. Publish from another task that "
-                "the callback does not wait for instead: task_group.start_soon(bus.publish, event) in a "
-                "callback that returns None (the bus awaits what a callback returns); the event then "
-                "follows the one being delivered."
+                "while the bus delivers an event, and the bus waits for it. Add events of your own where "
+                "the run's events are consumed instead (an async generator over the run that yields yours "
+                "beside them), or from a tool with ctx.emit_progress(...): see 'Events of your own' in "
+                "docs/events.md."
             )
 
     def _closed_error(self, event: Event) -> BusClosedError:

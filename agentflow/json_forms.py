@@ -13,6 +13,7 @@ Pure functions, no I/O.
 
 from __future__ import annotations
 
+import datetime
 import enum
 import os
 import sys
@@ -27,6 +28,7 @@ __all__ = [
     "bytes_text",
     "encodable_text",
     "foreign_form",
+    "iso_duration",
     "json_form",
     "lenient_form",
     "plain_text",
@@ -43,6 +45,27 @@ def bytes_text(data: bytes) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         return f"<{len(data)} bytes of binary data>"
+
+
+def iso_duration(value: datetime.timedelta) -> str:
+    """A ``timedelta`` as an ISO 8601 duration, as pydantic writes one (``PT1M30S``), not its ``repr``.
+
+    >>> day, cut = datetime.timedelta(days=1, seconds=90), datetime.timedelta(milliseconds=-1500)
+    >>> iso_duration(day), iso_duration(cut)
+    ('P1DT1M30S', '-PT1.5S')
+    """
+    sign = "-" if value < datetime.timedelta(0) else ""
+    value = abs(value)
+    minutes, seconds = divmod(value.seconds, 60)
+    hours, minutes = divmod(minutes, 60)
+    text = f"{sign}P{value.days}D" if value.days else f"{sign}P"
+    clock = (f"{hours}H" if hours else "") + (f"{minutes}M" if minutes else "")
+    if value.microseconds:
+        fraction = f"{value.microseconds / 1_000_000:.6f}".rstrip("0")[1:]  # ".5"
+        clock += f"{seconds}{fraction}S"
+    elif seconds or not (value.days or clock):
+        clock += f"{seconds}S"
+    return text + ("T" + clock if clock else "")
 
 
 def foreign_form(value: Any) -> Any:
@@ -65,8 +88,9 @@ def json_form(value: Any) -> Any:
     when there is none.
 
     attrs instances become dicts keyed by the names the class is built with, sets lists, paths text, enums
-    their value, a ``Decimal`` a number when a float says it exactly (else its digits), and bytes, pydantic
-    models and NumPy values their ``foreign_form``. The form may itself hold such values (orjson asks again).
+    their value, a ``timedelta`` an ISO 8601 duration (``iso_duration``), a ``Decimal`` a number when a
+    float says it exactly (else its digits), and bytes, pydantic models and NumPy values their
+    ``foreign_form``. The form may itself hold such values (orjson asks again).
 
     >>> json_form({1, 2}), json_form(b"ok")
     ([1, 2], 'ok')
@@ -83,6 +107,8 @@ def json_form(value: Any) -> Any:
         return os.fspath(value)
     if isinstance(value, enum.Enum):
         return value.value
+    if isinstance(value, datetime.timedelta):
+        return iso_duration(value)
     decimal = sys.modules.get("decimal")  # whoever holds a Decimal has imported it (~1 ms otherwise)
     if decimal is not None and isinstance(value, decimal.Decimal):
         return decimal_value(value)

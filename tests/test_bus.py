@@ -661,7 +661,7 @@ async def test_a_callback_publishing_on_its_own_bus_gets_a_clear_error_and_the_r
     for failure in bus.callback_failures:
         assert isinstance(failure.error, RuntimeError)
         assert "must not publish on the bus that calls it" in str(failure.error)
-        assert "another task that the callback does not wait for" in str(failure.error)
+        assert "'Events of your own' in docs/events.md" in str(failure.error)
 
 
 async def test_a_callback_may_have_another_task_publish_after_the_event_it_handles() -> None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic
 import attrs
 
 from ..exact_json import decimal_value
-from ..json_forms import NO_FORM, foreign_form, safe_repr
+from ..json_forms import NO_FORM, foreign_form, iso_duration, safe_repr
 from .messages import ToolCall
 from .response import NOT_IN_JSON, ChatResponse, TokenUsage
 
@@ -48,10 +48,20 @@ _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 _MAX_DEPTH = 64  # deeper than any event; what is below (a cycle, most likely) is shown as its repr
 
 
+def _key(key: Any) -> str:
+    """A mapping key as JSON text: an enum by its value (as the values are), anything else its ``str``."""
+    if isinstance(key, str):
+        return key
+    if isinstance(key, enum.Enum):
+        key = key.value
+    return str(key)
+
+
 def to_jsonable(value: Any, _depth: int = 0) -> Any:
     """Turn attrs values, enums, tuples and mappings into plain JSON-ready data (orjson-serialisable).
 
-    Fields marked ``NOT_IN_JSON`` are left out. Dates and times become ISO 8601 text, UUIDs and paths text,
+    Fields marked ``NOT_IN_JSON`` are left out. Dates, times and durations become ISO 8601 text (a
+    ``timedelta``: ``PT1M30S``), enums their value (as mapping keys too), UUIDs and paths text,
     dataclasses mappings, a ``Decimal`` a number when a float says it exactly (else its digits), bytes their
     UTF-8 text, pydantic models their ``model_dump(mode="json")`` and NumPy values their ``tolist()``, as
     they are in a tool's output (``agentflow.json_forms``); an object with a ``to_dict()`` is what that
@@ -88,13 +98,15 @@ def to_jsonable(value: Any, _depth: int = 0) -> Any:
             if f.metadata.get("json", True)
         }
     if isinstance(value, Mapping):
-        return {str(k): to_jsonable(v, depth) for k, v in value.items()}
+        return {_key(k): to_jsonable(v, depth) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
         return [to_jsonable(v, depth) for v in value]
     if isinstance(value, BaseException):
         return {"type": type(value).__name__, "message": str(value)}
     if isinstance(value, datetime.date | datetime.time):
         return value.isoformat()
+    if isinstance(value, datetime.timedelta):
+        return iso_duration(value)
     if isinstance(value, uuid.UUID):
         return str(value)
     if isinstance(value, os.PathLike):

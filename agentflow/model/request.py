@@ -171,8 +171,8 @@ _CALL_HINTS: dict[str, str] = {
     "custom_parameters": "provider-specific body fields for one call go in extra_body={...} (or "
     "ChatParameters(custom={...}) in a ChatRequest); custom_parameters= on the model sets them for every "
     "call",
-    "extra_headers": "headers are set on the model, for every call: custom_headers={...} (a model with "
-    "other headers for other calls)",
+    "extra_headers": "headers for one call go in extra_headers={...} (a keyword of the OpenAI models' "
+    "calls), for every call in custom_headers={...} on the model",
     "extra_query": "query parameters go in the model's base_url ('https://host/v1?api-version=...'), sent "
     "with every call",
     "timeout": "time limits are set on the model: read_timeout=..., or timeout=Timeout(...)",

@@ -140,7 +140,8 @@ def _non_finite(value: Any) -> str:
 def _fallback_text(value: Any) -> str:
     """The text of a return value that JSON cannot carry as it is (a plain object, a cycle…)."""
     _log.warning(
-        "a tool returned a %s that has no JSON form; the model is shown it (or its parts) as str()",
+        "a tool returned a value of type %s that has no JSON form; the model is shown it (or its parts) as "
+        "str()",
         type(value).__qualname__,
     )
     if isinstance(value, list | tuple | dict | set | frozenset) or _is_record(value):

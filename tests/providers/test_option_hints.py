@@ -80,10 +80,11 @@ async def test_custom_fields_on_a_call_point_to_extra_body(build: Callable[..., 
 
 
 @BUILDERS
-async def test_headers_on_a_call_point_to_the_models_custom_headers(build: Callable[..., Model]) -> None:
+async def test_the_sdk_s_header_names_on_a_call_point_to_extra_headers(build: Callable[..., Model]) -> None:
     async with build(base_url="http://127.0.0.1:8000", model="m") as model:
-        with pytest.raises(TypeError, match=r"headers are set on the model, for every call: custom_headers="):
-            await model.chat(HI, extra_headers={"X-Trace": "1"})
+        for name in ("custom_headers", "default_headers"):
+            with pytest.raises(TypeError, match=r"headers for one call go in extra_headers=\{\.\.\.\}"):
+                await model.chat(HI, **{name: {"X-Trace": "1"}})
         with pytest.raises(TypeError, match=r"query parameters go in the model's base_url"):
             model.stream(HI, extra_query={"api-version": "1"})
 
@@ -100,8 +101,8 @@ async def test_a_misspelt_parameter_gets_a_suggestion() -> None:
 
 async def test_responses_native_calls_name_where_headers_go() -> None:
     async with OpenAIResponsesModel(base_url="http://127.0.0.1:8000", model="m") as model:
-        with pytest.raises(TypeError, match=r"headers are set on the model, for every call: custom_headers="):
-            await model.create("hi", extra_headers={"X-Trace": "1"})
+        with pytest.raises(TypeError, match=r"headers for one call go in extra_headers=\{\.\.\.\}"):
+            await model.create("hi", custom_headers={"X-Trace": "1"})
         with pytest.raises(TypeError, match=r"\['max_tokens'\] \(did you mean 'max_output_tokens'\?\)"):
             await model.create("hi", max_tokens=5)
 

@@ -31,6 +31,7 @@ from .chat_codec import (
 )
 from .chat_stream import ChatStreamDecoder
 from .client import OnRetry, OpenAIHttpClient, check_sdk_keywords, redact_url
+from .http_options import call_headers
 from .think_tags import DEFAULT_THINK_TAGS, ThinkTags, check_think_tags
 
 __all__ = ["OpenAIChatModel"]
@@ -237,28 +238,36 @@ class OpenAIChatModel:
             max_tokens_field=self._max_tokens_field,
         )
 
-    async def chat(self, request: RequestLike, /, **overrides: Any) -> ChatResponse:
+    async def chat(
+        self, request: RequestLike, /, *, extra_headers: Mapping[str, str] | None = None, **overrides: Any
+    ) -> ChatResponse:
         """Send the request and return the whole response (retried per the policy).
 
         ``overrides`` are ``ChatParameters`` fields for this call only, e.g. ``temperature=0``, and
         ``extra_body={...}`` for provider-specific body fields (``ChatParameters.custom``).
+        ``extra_headers`` are HTTP headers for this call only (a request id, a trace header, a gateway's
+        per-user key), sent after the model's own.
         """
+        headers = call_headers(extra_headers)
         messages, params = self._merge(request, overrides)
         body = self._body(messages, params, stream=False)
         # Decoded inside the retry loop: a 200 body that carries a retryable error is retried.
-        return await self._client.post_json(_ENDPOINT, body, decode=self._decode)
+        return await self._client.post_json(_ENDPOINT, body, decode=self._decode, headers=headers)
 
-    def stream(self, request: RequestLike, /, **overrides: Any) -> ModelStream[ChatResponse]:
+    def stream(
+        self, request: RequestLike, /, *, extra_headers: Mapping[str, str] | None = None, **overrides: Any
+    ) -> ModelStream[ChatResponse]:
         """Stream the response: ``TextDelta``/``ReasoningDelta``/``RefusalDelta`` as they arrive, tool-call
         events, ``UsageReported``, ``ModelRetry`` for retries before the first event, and finally
         ``ModelCompleted(ChatResponse)``. Nothing is sent until the stream is entered or iterated; a bad
-        request (no model name…) fails here, at once.
+        request (no model name…) fails here, at once. ``extra_headers`` as for ``chat``.
         """
+        headers = call_headers(extra_headers)
         messages, params = self._merge(request, overrides)
         body = self._body(messages, params, stream=True)
         client = self._client
         decoder = self._decoder
-        return ModelStream(lambda: client.stream(_ENDPOINT, body, decoder))
+        return ModelStream(lambda: client.stream(_ENDPOINT, body, decoder, headers))
 
     async def aclose(self) -> None:
         """Release the model's HTTP connections. The model reconnects if it is used again."""

@@ -226,7 +226,12 @@ class OpenAIHttpClient:
 
     @overload
     async def post_json(
-        self, path: str, body: Mapping[str, Any], *, on_retry: OnRetry | None = None
+        self,
+        path: str,
+        body: Mapping[str, Any],
+        *,
+        on_retry: OnRetry | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Any: ...
 
     @overload
@@ -237,6 +242,7 @@ class OpenAIHttpClient:
         *,
         decode: Callable[[Any], T],
         on_retry: OnRetry | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> T: ...
 
     async def post_json(
@@ -246,8 +252,11 @@ class OpenAIHttpClient:
         *,
         decode: Callable[[Any], Any] | None = None,
         on_retry: OnRetry | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Any:
         """POST ``body`` as JSON and return the decoded JSON answer, retrying per the policy.
+
+        ``headers`` are sent with this call only, after the client's own (they may replace one).
 
         ``decode`` (optional) turns the JSON answer into the caller's result inside the retry loop: a
         retryable ``ModelError`` it raises (a 200 body that reports a ``server_error``…) is retried like
@@ -261,13 +270,14 @@ class OpenAIHttpClient:
         """
         url = self.url(path)
         data = _encode(body)
+        sent_headers = self._json_headers if not headers else {**self._json_headers, **headers}
         deadline = self._deadline()
         attempt = 1
         while True:
             # One attempt, inline (no coroutine of its own: it is on the path of every call).
             response: HttpResponse | None = None
             try:
-                response = await self._send(url, data, self._json_headers, deadline, stream=False)
+                response = await self._send(url, data, sent_headers, deadline, stream=False)
                 try:
                     raw = await response.read()  # already in memory: the transport read it within its timeout
                 finally:
@@ -306,9 +316,14 @@ class OpenAIHttpClient:
     # --- streaming ---------------------------------------------------------------------------
 
     async def stream(
-        self, path: str, body: Mapping[str, Any], decoder: Callable[[], StreamDecoder]
+        self,
+        path: str,
+        body: Mapping[str, Any],
+        decoder: Callable[[], StreamDecoder],
+        headers: Mapping[str, str] | None = None,
     ) -> AsyncGenerator[ModelEvent, None]:
-        """POST ``body`` and yield the model events that ``decoder`` makes of the SSE stream.
+        """POST ``body`` and yield the model events that ``decoder`` makes of the SSE stream (``headers``:
+        sent with this call only, after the client's own).
 
         A failed attempt is retried (announced by a ``ModelRetry`` event, and to the client's ``on_retry``)
         only while no event has been yielded yet; afterwards the error propagates. A body that fails once
@@ -324,6 +339,7 @@ class OpenAIHttpClient:
         """
         url = self.url(path)
         data = _encode(body)
+        sent_headers = self._stream_headers if not headers else {**self._stream_headers, **headers}
         deadline = self._deadline()
         attempt = 1
         while True:
@@ -331,7 +347,7 @@ class OpenAIHttpClient:
             response: HttpResponse | None = None
             decode: StreamDecoder | None = None
             try:
-                response = await self._send(url, data, self._stream_headers, deadline, stream=True)
+                response = await self._send(url, data, sent_headers, deadline, stream=True)
                 await self._check_stream_response(response, deadline, url)
                 decode = decoder()
                 feed = decode.feed

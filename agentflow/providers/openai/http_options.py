@@ -17,7 +17,7 @@ from ...http.timeouts import Timeout, check_seconds
 from ...http.transport import HttpTransport
 from .base_url import DEFAULT_BASE_URL
 
-__all__ = ["check_http_options", "check_sdk_keywords"]
+__all__ = ["call_headers", "check_headers", "check_http_options", "check_sdk_keywords"]
 
 
 def _got(value: object) -> str:
@@ -76,14 +76,7 @@ def check_http_options(
             hint = " (to share an aiohttp session, pass transport=AiohttpTransport(session=session))"
         raise TypeError(f"transport must be an HttpTransport, got {type(transport).__name__}{hint}")
     if headers is not None:
-        if not isinstance(headers, Mapping):
-            raise TypeError(f"custom headers must be a mapping of str to str, got {type(headers).__name__}")
-        for name, value in headers.items():
-            if not isinstance(name, str):
-                raise TypeError(f"custom header names must be str, got {_got(name)}")
-            if not isinstance(value, str):
-                # The value itself is not shown: it may be a credential.
-                raise TypeError(f"custom header {name!r} must have a str value, got {type(value).__name__}")
+        check_headers(headers, "custom header")
     if sleep is not None and not callable(sleep):
         raise TypeError(f"sleep must be an async function of seconds (like anyio.sleep), got {_got(sleep)}")
     if sleep is not None and _blocking(sleep):
@@ -110,6 +103,33 @@ def _blocking(sleep: object) -> bool:
     while isinstance(sleep, functools.partial):
         sleep = sleep.func
     return inspect.isbuiltin(sleep) or inspect.isclass(sleep)
+
+
+def check_headers(headers: object, noun: str) -> Mapping[str, str]:
+    """``headers`` if it is a mapping of str to str, else a ``TypeError`` naming them (``noun``: "custom
+    header", "per-call header").
+
+    >>> check_headers({"X-Request-Id": 7}, "per-call header")
+    Traceback (most recent call last):
+    ...
+    TypeError: per-call header 'X-Request-Id' must have a str value, got int
+    """
+    if not isinstance(headers, Mapping):
+        raise TypeError(f"{noun}s must be a mapping of str to str, got {type(headers).__name__}")
+    for name, value in headers.items():
+        if not isinstance(name, str):
+            raise TypeError(f"{noun} names must be str, got {_got(name)}")
+        if not isinstance(value, str):
+            # The value itself is not shown: it may be a credential.
+            raise TypeError(f"{noun} {name!r} must have a str value, got {type(value).__name__}")
+    return headers
+
+
+def call_headers(extra_headers: Mapping[str, str] | None) -> Mapping[str, str] | None:
+    """A call's ``extra_headers``, checked; ``None`` when it has none (the model's own headers alone)."""
+    if not extra_headers:
+        return None
+    return check_headers(extra_headers, "per-call header")
 
 
 _AZURE = (

@@ -20,6 +20,7 @@ from ...model.request import ChatRequest, parameters_from
 from ...model.response import ChatResponse
 from ...model.stream import ModelStream
 from .client import OnRetry, OpenAIHttpClient, check_sdk_keywords, redact_url
+from .http_options import call_headers
 from .responses_codec import (
     IncompletePolicy,
     check_response,
@@ -150,12 +151,21 @@ class OpenAIResponsesModel:
         """The request as it will be sent: the model's defaults fill unset fields, ``overrides`` win."""
         return ResponsesRequest.coerce(request).merged(self._defaults, overrides)
 
-    async def create(self, request: ResponsesRequestLike, /, **overrides: Any) -> ResponsesResponse:
-        """Send the request and return the whole response.
+    async def create(
+        self,
+        request: ResponsesRequestLike,
+        /,
+        *,
+        extra_headers: Mapping[str, str] | None = None,
+        **overrides: Any,
+    ) -> ResponsesResponse:
+        """Send the request and return the whole response (``extra_headers``: HTTP headers for this call
+        only, sent after the model's own).
 
         Raises the typed ``ModelError`` for HTTP failures, ``failed`` responses and error objects, and
         ``IncompleteResponseError`` for an ``incomplete`` response (unless ``on_incomplete="return"``).
         """
+        headers = call_headers(extra_headers)
         body = encode_request(self.build_request(request, **overrides), stream=False)
         on_incomplete = self._on_incomplete
 
@@ -163,22 +173,29 @@ class OpenAIResponsesModel:
             # Inside the retry loop: a 200 body with status "failed" and a retryable code is retried.
             return check_response(decode_response(payload), on_incomplete=on_incomplete)
 
-        return await self._client.post_json(_PATH, body, decode=decode)
+        return await self._client.post_json(_PATH, body, decode=decode, headers=headers)
 
     def create_stream(
-        self, request: ResponsesRequestLike, /, **overrides: Any
+        self,
+        request: ResponsesRequestLike,
+        /,
+        *,
+        extra_headers: Mapping[str, str] | None = None,
+        **overrides: Any,
     ) -> ModelStream[ResponsesResponse]:
         """Stream the response as model events ending with ``ModelCompleted(ResponsesResponse)``.
 
         The body is built now (bad input fails here); nothing is sent until the stream is entered or iterated.
+        ``extra_headers`` as for ``create``.
         """
+        headers = call_headers(extra_headers)
         body = encode_request(self.build_request(request, **overrides), stream=True)
         on_incomplete = self._on_incomplete
 
         def decoder() -> ResponsesStreamDecoder[ResponsesResponse]:
             return ResponsesStreamDecoder.for_responses(on_incomplete=on_incomplete)
 
-        return ModelStream(lambda: self._client.stream(_PATH, body, decoder))
+        return ModelStream(lambda: self._client.stream(_PATH, body, decoder, headers))
 
     # --- the ChatModel protocol -------------------------------------------------------------------------
 
@@ -189,12 +206,16 @@ class OpenAIResponsesModel:
             params = parameters_from(overrides, "chat parameter(s)")
         return request_from_chat(chat, params).merged(self._defaults)
 
-    async def chat(self, request: RequestLike, /, **overrides: Any) -> ChatResponse:
+    async def chat(
+        self, request: RequestLike, /, *, extra_headers: Mapping[str, str] | None = None, **overrides: Any
+    ) -> ChatResponse:
         """``ChatModel.chat``: the unified request sent to ``/responses``, the answer as a ``ChatResponse``.
 
-        ``overrides`` are ``ChatParameters`` fields. Errors are those of ``create``; the ``partial`` of an
-        ``IncompleteResponseError`` is a ``ChatResponse`` here.
+        ``overrides`` are ``ChatParameters`` fields, ``extra_headers`` HTTP headers for this call only.
+        Errors are those of ``create``; the ``partial`` of an ``IncompleteResponseError`` is a
+        ``ChatResponse`` here.
         """
+        headers = call_headers(extra_headers)
         body = encode_request(self._chat_request(request, overrides), stream=False)
         on_incomplete = self._on_incomplete
 
@@ -204,17 +225,20 @@ class OpenAIResponsesModel:
             check_response(response, on_incomplete=on_incomplete, partial=chat)
             return chat
 
-        return await self._client.post_json(_PATH, body, decode=decode)
+        return await self._client.post_json(_PATH, body, decode=decode, headers=headers)
 
-    def stream(self, request: RequestLike, /, **overrides: Any) -> ModelStream[ChatResponse]:
+    def stream(
+        self, request: RequestLike, /, *, extra_headers: Mapping[str, str] | None = None, **overrides: Any
+    ) -> ModelStream[ChatResponse]:
         """``ChatModel.stream``: model events ending with ``ModelCompleted(ChatResponse)``."""
+        headers = call_headers(extra_headers)
         body = encode_request(self._chat_request(request, overrides), stream=True)
         on_incomplete = self._on_incomplete
 
         def decoder() -> ResponsesStreamDecoder[ChatResponse]:
             return ResponsesStreamDecoder(_to_chat, on_incomplete=on_incomplete)
 
-        return ModelStream(lambda: self._client.stream(_PATH, body, decoder))
+        return ModelStream(lambda: self._client.stream(_PATH, body, decoder, headers))
 
     # --- lifecycle --------------------------------------------------------------------------------------
 

@@ -224,7 +224,10 @@ _KEYED_SETTINGS = frozenset({"text", "reasoning"})
 """Object fields whose keys are settings of their own: a request's keys go over the model's defaults."""
 
 _REQUEST_FIELDS = frozenset(f.name for f in attrs.fields(ResponsesRequest)) - {"input"}
-_HEADERS_HINT = "headers are set on the model, for every call: custom_headers={...}"
+_HEADERS_HINT = (
+    "headers for one call go in extra_headers={...} (a keyword of the call), for every call in "
+    "custom_headers={...} on the model"
+)
 # Names an openai SDK user tries, and where each thing goes instead.
 _FIELD_HINTS: dict[str, str] = {
     "custom_parameters": "provider-specific body fields go in extra_body={...}",
