@@ -1,8 +1,12 @@
 """``SQLiteStore``: sessions' conversations in an SQLite file, with the standard library's ``sqlite3``.
 
-One table (``agentflow_session_items`` unless named otherwise), created on first use: ``(session_id, seq,
-item)``, the primary key ``(session_id, seq)``, ``item`` the item's JSON bytes (``encode_item``: orjson, as
-``dump_items`` writes it). How it stays correct under concurrency:
+Two tables, created on first use. The items (``agentflow_session_items`` unless named otherwise):
+``(session_id, seq, item)``, the primary key ``(session_id, seq)``, ``item`` the item's JSON bytes
+(``encode_item``: orjson, as ``dump_items`` writes it). The generations (that name with ``_generations``
+after it): ``(session_id, generation)``, a row for each session ``clear`` has forgotten items of, never
+deleted, so a generation never comes back; a session without one is at generation 0 (see
+``agentflow.agent.stores`` for why a store keeps them). A database made before the second table existed
+gets it on first use, with every session at 0, and works on. How it stays correct under concurrency:
 
 - every call runs in a worker thread (``anyio.to_thread``), never on the event loop, on a thread limiter of
   the store's own (one token per event loop; see ``_limiter``), never anyio's default one: sync tools and
@@ -11,11 +15,13 @@ item)``, the primary key ``(session_id, seq)``, ``item`` the item's JSON bytes (
 - one connection per store, opened on first use, used by one thread at a time (a ``threading.Lock``): a
   store may serve many sessions of one event loop, and ``run_sync`` calls in other threads with loops of
   their own;
-- the WAL journal, so a reader never waits for a writer;
+- the WAL journal, so a reader never waits for a writer; a load reads the generation and the items in one
+  read transaction, so they are of one moment;
 - an append is one ``BEGIN IMMEDIATE`` transaction: its ``seq`` numbers follow the session's last, and a
   second process appending to the same file waits for it (up to ``timeout``) instead of interleaving
-  rows or failing half-way; a failure rolls the whole append back. The ``start`` check (``check_append``)
-  is made inside the transaction, so no other writer can come in between;
+  rows or failing half-way; a failure rolls the whole append back. The ``start`` check (``check_append``,
+  with the session's generation) is made inside the transaction, so no other writer can come in between;
+  a clear is one too (deleting the items and moving the generation on happen together);
 - worker threads are never abandoned on cancellation (anyio's default): a cancelled call finishes, or
   rolls back, in its thread before the cancellation goes on, so no transaction is left open and no lock held.
   So a session's save cap cannot cut an append either: what bounds one is ``timeout``, SQLite's busy timeout
@@ -32,14 +38,15 @@ import os
 import re
 import threading
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
 import anyio.to_thread
 
-from .stores import check_append, decode_items, encode_item
+from .stores import StoredItems, check_append, decode_items, encode_item
 
 if TYPE_CHECKING:
     import sqlite3
@@ -67,7 +74,8 @@ class SQLiteStore:
     >>> store.close()
 
     - ``path``: the database file (created if missing), or ``":memory:"``.
-    - ``table``: the table's name, for a database shared with other data.
+    - ``table``: the items table's name, for a database shared with other data (the generations table is
+      named after it, with ``_generations`` added).
     - ``timeout``: how long a call waits for another connection's write lock, in seconds (SQLite's busy
       timeout), before it fails with ``sqlite3.OperationalError`` ("database is locked").
 
@@ -101,22 +109,22 @@ class SQLiteStore:
 
     # -- SessionStore ----------------------------------------------------------------------------------------
 
-    async def load(self, session_id: str) -> list[dict[str, Any]]:
-        """Every item of ``session_id``, oldest first (``[]`` for an unknown session)."""
+    async def load(self, session_id: str) -> StoredItems:
+        """Every item of ``session_id``, oldest first (``[]`` for an unknown session), with its generation."""
         return await self._in_thread(self._load, session_id)
 
     async def append(
         self, session_id: str, items: Sequence[Mapping[str, Any]], *, start: int | None = None
     ) -> None:
         """Add ``items`` after the session's last ones, in one transaction (all of them or none); with
-        ``start``, only where the session holds ``start`` items (``StoreConflict`` else, see
-        ``check_append``)."""
+        ``start``, only where the session holds ``start`` items, of ``start``'s generation if it has one
+        (``StoreConflict`` else, see ``check_append``)."""
         items = tuple(items)  # the caller's list may change while the thread works
         if items:
             await self._in_thread(self._append, session_id, items, start)
 
     async def clear(self, session_id: str) -> None:
-        """Delete every item of ``session_id``."""
+        """Delete every item of ``session_id``, moving it to a new generation if it had any."""
         await self._in_thread(self._clear, session_id)
 
     # -- connection ------------------------------------------------------------------------------------------
@@ -175,6 +183,12 @@ class SQLiteStore:
                     "session_id TEXT NOT NULL, seq INTEGER NOT NULL, item BLOB NOT NULL, "
                     "PRIMARY KEY (session_id, seq))"
                 )
+                # Also how a database of an earlier version, with the items table alone, gets it: no
+                # session there has a row, so each is at generation 0, which is all its readers can know.
+                connection.execute(
+                    f"CREATE TABLE IF NOT EXISTS {self._generations} ("
+                    "session_id TEXT NOT NULL PRIMARY KEY, generation INTEGER NOT NULL)"
+                )
             except BaseException:
                 connection.close()
                 raise
@@ -183,43 +197,72 @@ class SQLiteStore:
 
     # -- in the worker thread --------------------------------------------------------------------------------
 
-    def _load(self, session_id: str) -> list[dict[str, Any]]:
-        with self._lock:
-            rows = self._connect().execute(
+    @property
+    def _generations(self) -> str:
+        """The generations table's name."""
+        return f"{self.table}_generations"
+
+    @contextmanager
+    def _transaction(self, kind: Literal["DEFERRED", "IMMEDIATE"]) -> Iterator[sqlite3.Connection]:
+        """The connection, in a transaction committed at the end of the block (rolled back if it raises); the
+        caller holds ``_lock``. ``DEFERRED`` for reads (one snapshot in WAL mode), ``IMMEDIATE`` for writes
+        (the write lock at once, so the checks made in the block still hold when it commits)."""
+        connection = self._connect()
+        connection.execute(f"BEGIN {kind}")
+        try:
+            yield connection
+            connection.execute("COMMIT")
+        except BaseException:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+            raise
+
+    def _generation(self, connection: sqlite3.Connection, session_id: str) -> int:
+        row = connection.execute(
+            f"SELECT generation FROM {self._generations} WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def _load(self, session_id: str) -> StoredItems:
+        with self._lock, self._transaction("DEFERRED") as connection:
+            generation = self._generation(connection, session_id)
+            rows = connection.execute(
                 f"SELECT item FROM {self.table} WHERE session_id = ? ORDER BY seq", (session_id,)
             )
             data = [row[0] for row in rows]
-        return decode_items(data)
+        return StoredItems(decode_items(data), generation=generation)
 
     def _append(self, session_id: str, items: tuple[Mapping[str, Any], ...], start: int | None) -> None:
         rows = [encode_item(item) for item in items]  # every item, before the transaction starts
-        with self._lock:
-            connection = self._connect()
-            connection.execute("BEGIN IMMEDIATE")
-            try:
-                (found, last) = connection.execute(
-                    f"SELECT COUNT(*), COALESCE(MAX(seq), -1) FROM {self.table} WHERE session_id = ?",
-                    (session_id,),
-                ).fetchone()
+        with self._lock, self._transaction("IMMEDIATE") as connection:
+            (found, last) = connection.execute(
+                f"SELECT COUNT(*), COALESCE(MAX(seq), -1) FROM {self.table} WHERE session_id = ?",
+                (session_id,),
+            ).fetchone()
 
-                def tail() -> list[bytes]:
-                    stored = connection.execute(
-                        f"SELECT item FROM {self.table} WHERE session_id = ? ORDER BY seq LIMIT -1 OFFSET ?",
-                        (session_id, start),
-                    )
-                    return [row[0] for row in stored]
-
-                have = check_append(session_id, rows, start, found, tail)
-                connection.executemany(
-                    f"INSERT INTO {self.table} (session_id, seq, item) VALUES (?, ?, ?)",
-                    [(session_id, last + 1 + index, row) for index, row in enumerate(rows[have:])],
+            def tail() -> list[bytes]:
+                stored = connection.execute(
+                    f"SELECT item FROM {self.table} WHERE session_id = ? ORDER BY seq LIMIT -1 OFFSET ?",
+                    (session_id, int(start or 0)),
                 )
-                connection.execute("COMMIT")
-            except BaseException:
-                if connection.in_transaction:
-                    connection.execute("ROLLBACK")
-                raise
+                return [row[0] for row in stored]
+
+            generation = self._generation(connection, session_id)
+            have = check_append(session_id, rows, start, found, tail, generation=generation)
+            connection.executemany(
+                f"INSERT INTO {self.table} (session_id, seq, item) VALUES (?, ?, ?)",
+                [(session_id, last + 1 + index, row) for index, row in enumerate(rows[have:])],
+            )
 
     def _clear(self, session_id: str) -> None:
-        with self._lock:
-            self._connect().execute(f"DELETE FROM {self.table} WHERE session_id = ?", (session_id,))
+        with self._lock, self._transaction("IMMEDIATE") as connection:
+            deleted = connection.execute(f"DELETE FROM {self.table} WHERE session_id = ?", (session_id,))
+            # Clearing an empty session changes nothing a reader could have seen: it keeps its generation,
+            # so a session that read it empty still saves there. (``seq`` restarts after a clear, so it
+            # cannot tell the generations apart: this row does.)
+            if deleted.rowcount > 0:
+                connection.execute(
+                    f"INSERT INTO {self._generations} (session_id, generation) VALUES (?, 1) "
+                    "ON CONFLICT (session_id) DO UPDATE SET generation = generation + 1",
+                    (session_id,),
+                )

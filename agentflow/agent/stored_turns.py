@@ -19,10 +19,12 @@ Items the store did not take (its append failed, or was cut off) stay in memory 
 append sends them first, with the next run's, in one call: since an append is all or none, nothing is lost
 while the memory lives, and nothing is written twice. (A memory dropped after a failed save, as a session per
 request drops its own, takes them with it: the run said so by failing.) Every append says where it goes
-(``start``: the number of items the session knows the store holds), so an append that succeeded although the
-session was told it failed is not repeated, and a conversation another process wrote to in the meantime is not
-appended to blindly: that save fails with ``SessionConflictError`` (the run's items in it), and the next turn
-reads the stored conversation again.
+(``start``: the number of items the session knows the store holds, and, from a store that keeps them, the
+generation it read: a ``StorePosition``), so an append that succeeded although the session was told it failed
+is not repeated, and a conversation another process wrote to (or cleared, even when written again since to
+the same length) in the meantime is not appended to blindly: that save fails with ``SessionConflictError``
+(the run's items in it), and the next turn reads the stored conversation again. A session's own ``clear()``
+moves the stored conversation to a generation it cannot know, so its next turn reads the conversation again.
 The save is shielded from cancellation (a run cancelled from outside is saved too, and a cancel never tears
 an append in two), and capped at ``_SAVE_SECONDS``, as the run's own ending is. The cap cuts only an append
 that can be cancelled (an async driver's): ``SQLiteStore`` works in a worker thread that is never abandoned
@@ -65,7 +67,15 @@ from anyio import LockStatistics
 
 from .item_shapes import to_items
 from .memory import Memory
-from .stores import SessionConflictError, SessionStore, SessionStoreError, StoreConflict, StoreOperation
+from .stores import (
+    SessionConflictError,
+    SessionStore,
+    SessionStoreError,
+    StoreConflict,
+    StoredItems,
+    StoreOperation,
+    StorePosition,
+)
 from .turns import Turns
 
 __all__ = ["Conversation", "StoredTurns", "conversation_of", "stored_turns_of"]
@@ -180,7 +190,17 @@ class StoredTurns(Turns):
     has not read it yet (or another session of this process wrote to it since) and append each run's items
     at its end."""
 
-    __slots__ = ("_loaded", "_seen", "_stale", "conversation", "session_id", "store", "stored", "unsaved")
+    __slots__ = (
+        "_loaded",
+        "_seen",
+        "_stale",
+        "conversation",
+        "generation",
+        "session_id",
+        "store",
+        "stored",
+        "unsaved",
+    )
 
     def __init__(self, shared: Turns, store: SessionStore, session_id: str) -> None:
         super().__init__()
@@ -195,6 +215,9 @@ class StoredTurns(Turns):
         self._seen = 0  # the conversation's version this memory holds
         self.stored = 0
         """How many items the store holds for the session, as far as the session knows (``start``)."""
+        self.generation: int | None = None
+        """The session's generation in the store when it was read (``StoredItems``); ``None`` before that, or
+        from a store that keeps none."""
         self.unsaved: list[Any] = []
         """Items in memory that the store has not taken yet (sent first by the next append)."""
 
@@ -226,6 +249,7 @@ class StoredTurns(Turns):
             items = _checked_items(stored)
         except TypeError as exc:
             raise self._error("load", exc) from exc
+        generation = stored.generation if isinstance(stored, StoredItems) else None
         if items or self._stale:
             try:
                 memory.restore(items)
@@ -235,6 +259,7 @@ class StoredTurns(Turns):
         else:
             self.unsaved = to_items(memory.items)  # a new conversation starts from what memory holds
         self.stored = len(items)
+        self.generation = generation
         self._loaded = True
         self._stale = False
         self._seen = version
@@ -249,9 +274,12 @@ class StoredTurns(Turns):
         if not pending:
             return None
         self.unsaved = pending  # until the store has taken them all
+        start = (
+            self.stored if self.generation is None else StorePosition(self.stored, generation=self.generation)
+        )
         with anyio.move_on_after(_SAVE_SECONDS, shield=True) as scope:
             try:
-                await self.store.append(self.session_id, tuple(pending), start=self.stored)
+                await self.store.append(self.session_id, tuple(pending), start=start)
             except StoreConflict as exc:
                 # Memory no longer matches the store: read it again next turn, and hand back what is lost.
                 self._loaded = False
@@ -281,7 +309,12 @@ class StoredTurns(Turns):
         memory.clear()
         self.unsaved = []
         self.stored = 0
-        self._loaded = True  # both are empty: nothing left to read
+        # Both are empty, but the store may have moved the session to a new generation, which only a load
+        # tells: appending with the old one would be a conflict, and with none (the count alone) would miss
+        # another writer clearing and rewriting it before this session saves. So the next turn reads it again
+        # (not stale: memory the caller fills before then is the start of the conversation, as for a new one).
+        self._loaded = False
+        self.generation = None
         self._wrote()
 
     def _wrote(self) -> None:

@@ -6,12 +6,26 @@ A store keeps, per session id, an append-only log of conversation items. Three o
 - ``load(session_id)``: every item of the session, oldest first (``[]`` for a session it does not know);
 - ``append(session_id, items, start=n)``: add items at the end, **all or none** — a failure or a
   cancellation must not leave some of them written. ``start`` is how many items the caller believes the
-  store holds (``None``: no check). The store appends when it holds exactly ``start``; when what it holds
-  after ``start`` is the first of these very items, an earlier append of them went through although the
-  caller heard of a failure (a dropped reply, a timeout after the commit), and it writes only the rest;
-  otherwise the conversation changed since the caller read it (another writer saved to it) and it raises
-  ``StoreConflict``, writing nothing (``check_append`` decides, for every store);
-- ``clear(session_id)``: forget the session.
+  store holds (``None``: no check), and, from a caller that read a generation, which generation it counted
+  them in (a ``StorePosition``). The store appends when it holds exactly ``start`` items of that generation;
+  when what it holds after ``start`` is the first of these very items, an earlier append of them went
+  through although the caller heard of a failure (a dropped reply, a timeout after the commit), and it
+  writes only the rest; otherwise the conversation changed since the caller read it (another writer saved
+  to it, or cleared it) and it raises ``StoreConflict``, writing nothing (``check_append`` decides, for
+  every store);
+- ``clear(session_id)``: forget the session, and move it to a new generation (if it had items).
+
+Why generations. A count alone cannot tell the conversation a caller read from one cleared and written
+again since to the same length (another tab pressed "new chat" and said as much): appending there would
+put the caller's turn after someone else's conversation. So a store keeps, per session, a ``generation``: a
+number that ``clear`` changes whenever it forgets items and that never comes back (a cleared session's
+number is kept, not deleted). ``load`` returns the items as ``StoredItems`` (a list that also carries their
+``generation``), the session hands it back with its next append (``StorePosition``: an int that also
+carries it), and ``check_append`` refuses a ``start`` of another generation. Within a generation the log
+only grows, so the generation and the count name what the caller read exactly. Both are plain values to
+code that does not know them (a list, an int), so a store that keeps no generations (its ``load`` returns a
+plain list, its ``append`` passes no ``generation`` to ``check_append``) works as before, with the count
+check alone, and so does a wrapper that hands ``load``'s answer and ``start`` on.
 
 Why these three and no more. They are what every store does in one cheap, atomic statement: an ordered range
 read, a multi-row insert in one transaction, a delete (SQLite and Postgres: ``SELECT … ORDER BY seq``,
@@ -23,11 +37,12 @@ appended, and a run that never got to the end of its turn appended nothing. Ther
 "update": rewriting history in place is what a crash half-way through would corrupt. Items the store could not
 take stay in the session's memory and go with the next append, so an ``append`` that fails cleanly (all or
 none) loses nothing, and ``start`` makes one that succeeded unbeknown to the session harmless to repeat:
-nothing is written twice. ``start`` is also optimistic versioning: two writers running one conversation at
-once cannot interleave their turns, the second to save gets a conflict instead. Within one process and event
-loop, sessions of the same store object and ``session_id`` take turns instead, from load to save, so they
-never conflict with each other (``agentflow.agent.stored_turns``); that needs a store that can be hashed and
-weakly referenced, as a plain class is. Other processes, event loops and store objects are other writers.
+nothing is written twice. ``start`` (with its generation) is also optimistic versioning: two writers running
+one conversation at once cannot interleave their turns, the second to save gets a conflict instead. Within one
+process and event loop, sessions of the same store object and ``session_id`` take turns instead, from load to
+save, so they never conflict with each other (``agentflow.agent.stored_turns``); that needs a store that can
+be hashed and weakly referenced, as a plain class is. Other processes, event loops and store objects are other
+writers.
 
 Items are the memory's JSON-ready dicts. A store keeps each one in the form ``dump_items`` writes
 (``encode_item``) and reads them back as ``load_items`` does (``decode_items``), so a conversation comes back
@@ -40,7 +55,7 @@ This module does no I/O of its own and imports no database driver.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, runtime_checkable
 
 import anyio.lowlevel
 
@@ -55,6 +70,8 @@ __all__ = [
     "SessionStore",
     "SessionStoreError",
     "StoreConflict",
+    "StorePosition",
+    "StoredItems",
     "check_append",
     "decode_items",
     "encode_item",
@@ -70,22 +87,77 @@ class SessionStore(Protocol):
     The session loads the stored items into its memory before its first run (or ``session.load()``) and
     appends each run's items at the end of the run's turn. Implement the three methods to keep conversations
     anywhere (see the module docstring for what each must guarantee); ``InMemoryStore`` is the reference.
+
+    A store of your own should keep a generation per session, as ``InMemoryStore`` does: ``clear`` gives a
+    session it forgets items of a new number (one it never had: keep the cleared session's counter), ``load``
+    returns ``StoredItems(items, generation=...)``, and ``append`` passes the session's generation to
+    ``check_append``, inside its transaction. A store that does not still works, but a conversation cleared
+    and written again to the same length by another writer is then appended to as if it were the one the
+    session read.
     """
 
     async def load(self, session_id: str) -> Sequence[Mapping[str, Any]]:
-        """Every item stored for ``session_id``, oldest first; empty for an unknown session."""
+        """Every item stored for ``session_id``, oldest first; empty for an unknown session. As
+        ``StoredItems`` from a store that keeps generations."""
         ...
 
     async def append(
         self, session_id: str, items: Sequence[Mapping[str, Any]], *, start: int | None = None
     ) -> None:
         """Add ``items`` after the session's last ones, all of them or none (even when cancelled). With
-        ``start``, only where the session holds ``start`` items (``check_append``: ``StoreConflict`` else)."""
+        ``start``, only where the session holds ``start`` items, of ``start``'s generation if it is a
+        ``StorePosition`` (``check_append``: ``StoreConflict`` else)."""
         ...
 
     async def clear(self, session_id: str) -> None:
-        """Forget every item of ``session_id``."""
+        """Forget every item of ``session_id`` (and move it to a new generation, if it had any)."""
         ...
+
+
+class StoredItems(list[dict[str, Any]]):
+    """What ``SessionStore.load`` gives back from a store that keeps generations: the items, and the
+    ``generation`` of the session they belong to (see the module docstring). Equal to a list of the same
+    items, whatever the generation.
+
+    >>> items = StoredItems([{"type": "message", "role": "user", "content": "hi"}], generation=2)
+    >>> items, items.generation
+    ([{'type': 'message', 'role': 'user', 'content': 'hi'}], 2)
+    """
+
+    # A list rather than a pair: every caller of ``load`` keeps working, and a store wrapping another one
+    # that hands its answer on passes the generation along without knowing of it.
+    __slots__ = ("generation",)
+
+    def __init__(self, items: Iterable[dict[str, Any]] = (), *, generation: int) -> None:
+        super().__init__(items)
+        self.generation = generation
+        """The session's generation in the store when these items were read."""
+
+
+class StorePosition(int):
+    """``start`` for ``SessionStore.append`` from a session that read a generation: how many items it
+    believes the store holds (the int itself), and in which ``generation`` (``StoredItems.generation``).
+
+    >>> start = StorePosition(4, generation=2)
+    >>> start == 4, start.generation, start
+    (True, 2, StorePosition(4, generation=2))
+    """
+
+    # An int rather than a pair: a store that keeps no generations reads it as the count it always had, and
+    # a store wrapping another one hands it on unchanged. (An int subclass cannot have ``__slots__``.)
+    generation: int
+
+    def __new__(cls, count: int, *, generation: int) -> Self:
+        position = super().__new__(cls, count)
+        position.generation = generation
+        return position
+
+    def __repr__(self) -> str:
+        return f"StorePosition({int(self)}, generation={self.generation})"
+
+    def __str__(self) -> str:
+        # int's own str would be the repr above; messages and SQL parameters want the number.
+        return int.__repr__(self)
 
 
 class SessionStoreError(Exception):
@@ -149,17 +221,29 @@ class SessionConflictError(SessionStoreError):
 
 class StoreConflict(Exception):
     """Raised by ``SessionStore.append`` when the session holds ``found`` items, not the ``expected``
-    ``start`` (nor the same items appended already): nothing was written."""
+    ``start`` (nor the same items appended already), or is ``cleared``: of another generation than
+    ``start``'s. Nothing was written."""
 
-    def __init__(self, session_id: str, *, expected: int, found: int) -> None:
-        super().__init__(
-            f"session {session_id!r} holds {found} item(s) in the store where {expected} were expected: the "
-            "conversation changed since it was read (another writer saved to it: another process, event loop "
-            "or store object, or code calling the store)"
-        )
+    def __init__(self, session_id: str, *, expected: int, found: int, cleared: bool = False) -> None:
+        if cleared:
+            message = (
+                f"session {session_id!r} was cleared in the store since it was read (it holds {found} "
+                f"item(s) of a new generation, where {expected} of the old one were expected): another "
+                "writer cleared the conversation, and may have written it again (another process, event loop "
+                "or store object, or code calling the store)"
+            )
+        else:
+            message = (
+                f"session {session_id!r} holds {found} item(s) in the store where {expected} were expected: "
+                "the conversation changed since it was read (another writer saved to it: another process, "
+                "event loop or store object, or code calling the store)"
+            )
+        super().__init__(message)
         self.session_id = session_id
         self.expected = expected
         self.found = found
+        self.cleared = cleared
+        """Whether the session was cleared since it was read (its generation changed)."""
 
 
 def check_append(
@@ -168,6 +252,8 @@ def check_append(
     start: int | None,
     found: int,
     tail: Callable[[], Sequence[bytes]],
+    *,
+    generation: int | None = None,
 ) -> int:
     """How many of ``rows`` (``encode_item`` bytes, to go at ``start``) a session holding ``found`` items has
     already: write the rest. ``0`` when it holds exactly ``start`` (or ``start`` is ``None``); more when an
@@ -175,17 +261,29 @@ def check_append(
     from ``start`` on, and they must be the first of ``rows``); ``StoreConflict`` otherwise. For stores to
     call inside their transaction.
 
+    ``generation`` is the session's generation in a store that keeps them: a ``StorePosition`` ``start`` of
+    another one is a conflict, however many items the session holds (it was cleared since the caller read
+    it). A plain int ``start`` (a caller that read no generation) is checked by its count alone.
+
     >>> check_append("s", [b"{}"], 2, 2, lambda: [])
     0
     >>> check_append("s", [b'{"a":1}', b'{"b":2}'], 2, 3, lambda: [b'{"a":1}'])
     1
+    >>> check_append("s", [b"{}"], StorePosition(2, generation=0), 2, lambda: [], generation=1)
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    agentflow.agent.stores.StoreConflict: session 's' was cleared in the store since it was read ...
     """
-    if start is None or found == start:
+    if start is None:
+        return 0
+    if isinstance(start, StorePosition) and generation is not None and start.generation != generation:
+        raise StoreConflict(session_id, expected=int(start), found=found, cleared=True)
+    if found == start:
         return 0
     have = found - start
     if 0 < have <= len(rows) and list(tail()) == list(rows[:have]):
         return have
-    raise StoreConflict(session_id, expected=start, found=found)
+    raise StoreConflict(session_id, expected=int(start), found=found)
 
 
 def encode_item(item: Any) -> bytes:
@@ -224,18 +322,22 @@ class InMemoryStore:
 
     # __weakref__: sessions of one store take turns per conversation, in a registry that must not keep the
     # store alive (``agentflow.agent.stored_turns.conversation_of``).
-    __slots__ = ("__weakref__", "_sessions")
+    __slots__ = ("__weakref__", "_generations", "_sessions")
 
     def __init__(self) -> None:
         self._sessions: dict[str, list[bytes]] = {}
+        # Only sessions cleared at least once (the others are at 0), kept once their items are gone: a
+        # generation must never come back.
+        self._generations: dict[str, int] = {}
 
     def __repr__(self) -> str:
         return f"InMemoryStore({len(self._sessions)} sessions)"
 
-    async def load(self, session_id: str) -> list[dict[str, Any]]:
-        """Every item of ``session_id``, oldest first (``[]`` for an unknown session)."""
+    async def load(self, session_id: str) -> StoredItems:
+        """Every item of ``session_id``, oldest first (``[]`` for an unknown session), with its generation."""
         await anyio.lowlevel.checkpoint()
-        return decode_items(self._sessions.get(session_id, ()))
+        items = decode_items(self._sessions.get(session_id, ()))
+        return StoredItems(items, generation=self._generations.get(session_id, 0))
 
     async def append(
         self, session_id: str, items: Sequence[Mapping[str, Any]], *, start: int | None = None
@@ -245,11 +347,17 @@ class InMemoryStore:
         await anyio.lowlevel.checkpoint()
         rows = [encode_item(item) for item in items]
         stored = self._sessions.get(session_id, [])
-        have = check_append(session_id, rows, start, len(stored), lambda: stored[start or 0 :])
+        generation = self._generations.get(session_id, 0)
+        have = check_append(
+            session_id, rows, start, len(stored), lambda: stored[start or 0 :], generation=generation
+        )
         if len(rows) > have:
             self._sessions.setdefault(session_id, []).extend(rows[have:])
 
     async def clear(self, session_id: str) -> None:
-        """Forget ``session_id``."""
+        """Forget ``session_id``, moving it to a new generation if it had items."""
         await anyio.lowlevel.checkpoint()
-        self._sessions.pop(session_id, None)
+        # Clearing an empty session changes nothing a reader could have seen: it keeps its generation, so a
+        # session that read it empty still saves there.
+        if self._sessions.pop(session_id, None):
+            self._generations[session_id] = self._generations.get(session_id, 0) + 1
