@@ -46,7 +46,7 @@ from ..model.request import ChatParameters, ChatRequest
 from ..model.response import ChatResponse
 from ..model.stream import ModelStream
 from ..model.tools import ToolChoice
-from .client_base import ProtocolClient
+from .client_base import ProtocolClient, call_options
 from .items import ChatMessageCache, assistant_item, to_chat_messages, with_call_ids
 from .prompt import AgentModelResult, AgentPrompt, ToolChoiceLike, reasoning_effort, relay_stream
 
@@ -291,7 +291,8 @@ class ChatModelClient(ProtocolClient[ChatModel, ChatRequest, ChatResponse]):
 
     async def create(self, prompt: AgentPrompt) -> AgentModelResult:
         """One blocking model call."""
-        return _remember_reply(prompt, self._project(await self._send(self._request(prompt))))
+        request = self._request(prompt)
+        return _remember_reply(prompt, self._project(await self._send(request, call_options(prompt))))
 
     def create_stream(self, prompt: AgentPrompt) -> ModelStream[AgentModelResult]:
         """One streaming call: model events as they arrive, then ``ModelCompleted(AgentModelResult)``.
@@ -299,8 +300,10 @@ class ChatModelClient(ProtocolClient[ChatModel, ChatRequest, ChatResponse]):
         The prompt is checked now; nothing is sent until the stream is entered or iterated.
         """
         request = self._request(prompt)
+        options = call_options(prompt)
         return relay_stream(
-            lambda: self._open(request), lambda response: _remember_reply(prompt, self._project(response))
+            lambda: self._open(request, options),
+            lambda response: _remember_reply(prompt, self._project(response)),
         )
 
     def _request(self, prompt: AgentPrompt) -> ChatRequest:
@@ -324,29 +327,37 @@ class ChatModelClient(ProtocolClient[ChatModel, ChatRequest, ChatResponse]):
     def _project(self, response: ChatResponse) -> AgentModelResult:
         return chat_result(response)
 
-    def _send(self, request: ChatRequest) -> Awaitable[ChatResponse]:
+    def _send(self, request: ChatRequest, options: Mapping[str, Any]) -> Awaitable[ChatResponse]:
         fields = _echoed_fields(request)
-        return self._send_echoing(request, fields) if fields else self._model.chat(request)
+        if fields:
+            return self._send_echoing(request, fields, options)
+        return self._model.chat(request, **options)
 
-    def _open(self, request: ChatRequest) -> ModelStream[ChatResponse]:
+    def _open(self, request: ChatRequest, options: Mapping[str, Any]) -> ModelStream[ChatResponse]:
         fields = _echoed_fields(request)
-        return self._open_echoing(request, fields) if fields else self._model.stream(request)
+        if fields:
+            return self._open_echoing(request, fields, options)
+        return self._model.stream(request, **options)
 
     # Only requests that send reasoning back take these: the others keep the direct call.
 
-    async def _send_echoing(self, request: ChatRequest, fields: set[str]) -> ChatResponse:
+    async def _send_echoing(
+        self, request: ChatRequest, fields: set[str], options: Mapping[str, Any]
+    ) -> ChatResponse:
         try:
-            return await self._model.chat(request)
+            return await self._model.chat(request, **options)
         except BadRequestError as exc:
             if not _refuses(exc, fields):
                 raise
-            return await self._model.chat(self._stop_echoing(request, exc))
+            return await self._model.chat(self._stop_echoing(request, exc), **options)
 
-    def _open_echoing(self, request: ChatRequest, fields: set[str]) -> ModelStream[ChatResponse]:
+    def _open_echoing(
+        self, request: ChatRequest, fields: set[str], options: Mapping[str, Any]
+    ) -> ModelStream[ChatResponse]:
         async def events() -> AsyncGenerator[ModelEvent, None]:
             started = False
             try:
-                async with self._model.stream(request) as inner:
+                async with self._model.stream(request, **options) as inner:
                     async for event in inner:
                         # The server took the request: a later error is not a refusal. (A retry of the
                         # model layer, before any answer, does not count.)
@@ -357,7 +368,7 @@ class ChatModelClient(ProtocolClient[ChatModel, ChatRequest, ChatResponse]):
                 if started or not _refuses(exc, fields):
                     raise
                 retry = self._stop_echoing(request, exc)
-            async with self._model.stream(retry) as inner:
+            async with self._model.stream(retry, **options) as inner:
                 async for event in inner:
                     yield event
 

@@ -8,14 +8,14 @@ projection, and how its model sends and streams; nothing here knows a protocol.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
 from types import TracebackType
-from typing import Generic, Protocol, Self, TypeVar
+from typing import Any, Generic, Protocol, Self, TypeVar
 
 from ..model.stream import ModelStream
 from .prompt import AgentModelResult, AgentPrompt, relay_stream
 
-__all__ = ["ProtocolClient"]
+__all__ = ["ProtocolClient", "call_options"]
 
 
 class _Closeable(Protocol):
@@ -25,6 +25,20 @@ class _Closeable(Protocol):
 M = TypeVar("M", bound=_Closeable)
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")
+
+
+_NO_OPTIONS: Mapping[str, Any] = {}
+
+
+def call_options(prompt: AgentPrompt) -> Mapping[str, Any]:
+    """The keywords of a prompt's model call beside the request: ``extra_headers`` when it has some (a model
+    of your own then needs to take them, as the OpenAI models do), else none.
+
+    >>> call_options(AgentPrompt(extra_headers={"X-Request-Id": "r1"})), call_options(AgentPrompt())
+    ({'extra_headers': {'X-Request-Id': 'r1'}}, {})
+    """
+    headers = prompt.extra_headers
+    return {"extra_headers": headers} if headers else _NO_OPTIONS
 
 
 class ProtocolClient(Generic[M, Req, Resp]):
@@ -55,16 +69,17 @@ class ProtocolClient(Generic[M, Req, Resp]):
     def _project(self, response: Resp) -> AgentModelResult:
         raise NotImplementedError
 
-    def _send(self, request: Req) -> Awaitable[Resp]:
-        # The model's own coroutine, returned (not awaited here): no extra coroutine per call.
+    def _send(self, request: Req, options: Mapping[str, Any]) -> Awaitable[Resp]:
+        # The model's own coroutine, returned (not awaited here): no extra coroutine per call. ``options``
+        # are the call's keywords beside the request (``call_options``).
         raise NotImplementedError
 
-    def _open(self, request: Req) -> ModelStream[Resp]:
+    def _open(self, request: Req, options: Mapping[str, Any]) -> ModelStream[Resp]:
         raise NotImplementedError
 
     async def create(self, prompt: AgentPrompt) -> AgentModelResult:
         """One blocking model call."""
-        return self._project(await self._send(self._request(prompt)))
+        return self._project(await self._send(self._request(prompt), call_options(prompt)))
 
     def create_stream(self, prompt: AgentPrompt) -> ModelStream[AgentModelResult]:
         """One streaming call: model events as they arrive, then ``ModelCompleted(AgentModelResult)``.
@@ -72,7 +87,8 @@ class ProtocolClient(Generic[M, Req, Resp]):
         The prompt is checked now; nothing is sent until the stream is entered or iterated.
         """
         request = self._request(prompt)
-        return relay_stream(lambda: self._open(request), self._project)
+        options = call_options(prompt)
+        return relay_stream(lambda: self._open(request, options), self._project)
 
     async def aclose(self) -> None:
         """Close the wrapped model (and its connections)."""

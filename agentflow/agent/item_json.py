@@ -1,11 +1,12 @@
 """A conversation as JSON: ``dump_items`` / ``load_items``, to keep a memory's items between processes.
 
 The stored form is a JSON array of the items themselves, nothing added: every item kind a run writes (user
-messages with images, assistant turns with their Chat reasoning, Responses ``reasoning`` items with their
-``encrypted_content``, function calls, tool results and ``TOOL_ERROR`` texts, system items) is already a
-JSON-ready dict, kept field for field. ``Message`` values become the item they stand for
-(``message_to_item``), so the requests a reloaded conversation makes are the ones it made before. Integers
-beyond 64 bits keep every digit (``agentflow.exact_json``).
+messages with images, assistant turns with their Chat reasoning and provider fields, Responses ``reasoning``
+items with their ``encrypted_content``, function calls and custom calls in either protocol's shape, tool
+results and ``TOOL_ERROR`` texts, system items) is already a JSON-ready dict, kept field for field.
+``Message`` values become the item they stand for (``message_to_item``), so the requests a reloaded
+conversation makes are the ones it made before. Integers beyond 64 bits keep every digit
+(``agentflow.exact_json``).
 
 Pure functions only: no I/O (reading and writing the bytes, to a file or a database, is the caller's part).
 """

@@ -12,8 +12,13 @@ Pure functions only: no I/O, no awaits. Nothing is silently dropped: an item tha
 protocol raises ``TypeError`` (not an item at all) or ``ValueError`` (an item this protocol cannot carry),
 naming the item's position. Documented exceptions: reasoning goes back only in the form the protocol that
 made it takes (``reasoning`` items, from Responses, are skipped on Chat Completions, and a Chat assistant
-item's ``reasoning_content`` / ``reasoning`` text is left out on Responses), and so does a Chat user
-message's ``name`` (left out on Responses).
+item's ``reasoning_content`` / ``reasoning`` text is left out on Responses), and so do a Chat server's
+provider fields (OpenRouter's ``reasoning_details``, Gemini's per-call ``extra_content``) and a Chat user
+message's ``name`` (all left out on Responses).
+
+A GPT-5 custom tool call is kept in the shape of the protocol that made it (a Chat ``tool_calls`` entry
+``{"type": "custom", "custom": {"name", "input"}}``, or a Responses ``custom_tool_call`` item); its result
+is a ``function_call_output`` like any other, which Responses gets as a ``custom_tool_call_output``.
 
 A Chat assistant item keeps its reasoning under the key the server sent it in (``reasoning_content`` from
 DeepSeek, ``reasoning`` from OpenRouter or Groq), so the next Chat request sends it back under that name —

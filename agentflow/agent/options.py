@@ -97,7 +97,13 @@ _Owner = Literal["run", "ModelSettings", "AgentOptions"]
 
 
 # What other libraries (the openai SDK, pydantic-ai, the Agents SDK, smolagents, LangChain) call a field.
-_SETTING_ALIASES = {"max_completion_tokens": "max_output_tokens", "max_new_tokens": "max_output_tokens"}
+_SETTING_ALIASES = {
+    "max_completion_tokens": "max_output_tokens",
+    "max_new_tokens": "max_output_tokens",
+    "headers": "extra_headers",
+    "custom_headers": "extra_headers",
+    "default_headers": "extra_headers",
+}
 _OPTION_ALIASES = {
     "max_turns": "max_steps",
     "max_iterations": "max_steps",
@@ -405,6 +411,12 @@ def _reasoning(_inst: object, _attr: object, value: Any) -> None:
         raise TypeError(f"ModelSettings.{exc}") from None
 
 
+def _headers(_inst: object, _attr: object, value: Mapping[str, str]) -> None:
+    from ..providers.openai.http_options import check_headers  # the provider's rule, loaded with a setting
+
+    check_headers(value, "ModelSettings.extra_headers header")
+
+
 def _response_format(value: Any) -> Mapping[str, Any] | None:
     """An own copy of a ``response_format`` (the model clients reuse it by identity), checked."""
     if value is None:
@@ -431,7 +443,10 @@ class ModelSettings:
     ``False`` also makes the runtime execute a step's tool calls one at a time. ``response_format`` is Chat's
     (``{"type": "json_object"}``, ``{"type": "json_schema", …}``; on Responses it becomes ``text.format``);
     ``Agent(output_type=…)`` builds one from a type and reads the answer into it. ``extra_body`` holds any
-    other top-level field of the request (``{"seed": 7}``, a server's own ``top_k``).
+    other top-level field of the request (``{"seed": 7}``, a server's own ``top_k``). ``extra_headers`` are
+    HTTP headers sent with each model call, after the model's own ``custom_headers`` (a request id, a trace
+    header, a gateway's per-user key or metadata: pass them per run, ``settings=ModelSettings(extra_headers=
+    {...})``).
 
     A run's own settings (``agent.run(x, settings=...)``) merge over the agent's: see ``merge_settings``.
 
@@ -458,17 +473,20 @@ class ModelSettings:
         factory=dict, converter=_to_mapping, validator=_is(Mapping, "extra_body", "ModelSettings")
     )
     response_format: Mapping[str, Any] | None = attrs.field(default=None, converter=_response_format)
+    extra_headers: Mapping[str, str] = attrs.field(factory=dict, converter=_to_mapping, validator=_headers)
 
 
-_SETTINGS_FIELDS = tuple(f.name for f in attrs.fields(ModelSettings) if f.name != "extra_body")
-_ALL_SETTINGS_FIELDS = (*_SETTINGS_FIELDS, "extra_body")
+_KEYED_SETTINGS = ("extra_body", "extra_headers")
+"""Settings whose keys are settings of their own: a run's merge over the agent's key by key."""
+_SETTINGS_FIELDS = tuple(f.name for f in attrs.fields(ModelSettings) if f.name not in _KEYED_SETTINGS)
+_ALL_SETTINGS_FIELDS = (*_SETTINGS_FIELDS, *_KEYED_SETTINGS)
 _OPTIONS_FIELDS = tuple(f.name for f in attrs.fields(AgentOptions))
 
 
 def merge_settings(agent: ModelSettings, run: ModelSettings) -> ModelSettings:
     """A run's settings over its agent's: each field ``run`` sets (not ``None``) wins, each field it leaves
-    unset is ``agent``'s; ``extra_body`` merges key by key (``run``'s keys win), since each key is a
-    parameter of its own.
+    unset is ``agent``'s; ``extra_body`` and ``extra_headers`` merge key by key (``run``'s keys win), since
+    each key is a parameter (a header) of its own.
 
     What ``agent.run(x, settings=ModelSettings(temperature=0))`` runs with, as pydantic-ai's per-run
     ``model_settings`` and the Agents SDK's ``RunConfig.model_settings`` do. A run cannot unset a field the
@@ -488,6 +506,8 @@ def merge_settings(agent: ModelSettings, run: ModelSettings) -> ModelSettings:
             changes[name] = value
     if run.extra_body:
         changes["extra_body"] = {**agent.extra_body, **run.extra_body}
+    if run.extra_headers:
+        changes["extra_headers"] = {**agent.extra_headers, **run.extra_headers}
     return attrs.evolve(agent, **changes) if changes else agent
 
 

@@ -106,6 +106,8 @@ class AgentPrompt:
     """Chat's ``response_format`` (``{"type": "json_schema", "json_schema": {…}}``); on Responses it is sent
     as ``text.format``. Clients may reuse what they built from it while the same mapping comes back, so do
     not mutate one you have passed."""
+    extra_headers: Mapping[str, str] = attrs.field(factory=dict, converter=_to_mapping)
+    """HTTP headers for this call, after the model's own (``ModelSettings.extra_headers``)."""
     hosted_tools: tuple[Mapping[str, Any], ...] = attrs.field(default=(), converter=_to_tuple)
     """Tools the provider runs inside the model call (``{"type": "web_search"}``…), sent verbatim after
     ``tools`` on Responses (``ToolRegistry.hosted``). Chat Completions has none: ``ChatModelClient`` refuses

@@ -19,8 +19,10 @@ How a prompt lands on the Responses protocol (seed 000 §3, kept deliberately):
   survives the round trip), less what the API would refuse as input: a ``function_call`` the model did not
   finish (an incomplete response) and a reasoning item with nothing after it; better than the seed,
   reasoning text, tool calls and their argument deltas stream mid-call, and ``reasoning_text`` is filled;
-- a call the client must answer that is not a ``function_call`` (``custom_tool_call``…) raises
-  ``ProtocolError``: agents run function tools only.
+- a ``custom_tool_call`` (GPT-5 custom tools) is a tool call as on Chat (``ToolCall.kind == "custom"``): the
+  runtime answers it (an unknown tool's ``TOOL_ERROR`` unless one of that name is registered), and the result
+  goes back as a ``custom_tool_call_output``; another call the client must answer (``computer_call``…)
+  raises ``ProtocolError``: agents run function tools only.
 
 The mapping functions are pure; only the client awaits.
 """
@@ -34,7 +36,7 @@ from typing import Any, Protocol, runtime_checkable
 from ..model.errors import ProtocolError
 from ..model.messages import ToolCall
 from ..model.stream import ModelStream
-from ..providers.openai.responses_codec import UNFINISHED_STATUSES, text_format
+from ..providers.openai.responses_codec import CALL_ITEMS, UNFINISHED_STATUSES, text_format
 from ..providers.openai.responses_types import ResponsesRequest, ResponsesResponse
 from .client_base import ProtocolClient
 from .items import system_item, to_responses_input, with_call_ids
@@ -57,11 +59,12 @@ __all__ = [
 class ResponsesModel(Protocol):
     """What ``ResponsesModelClient`` needs: ``OpenAIResponsesModel``'s native API (or a test fake)."""
 
-    async def create(self, request: ResponsesRequest, /) -> ResponsesResponse:
-        """Send the request and return the whole response."""
+    async def create(self, request: ResponsesRequest, /, **options: Any) -> ResponsesResponse:
+        """Send the request and return the whole response (``options``: ``extra_headers`` when a run's
+        settings have some)."""
         ...
 
-    def create_stream(self, request: ResponsesRequest, /) -> ModelStream[ResponsesResponse]:
+    def create_stream(self, request: ResponsesRequest, /, **options: Any) -> ModelStream[ResponsesResponse]:
         """Stream model events ending with ``ModelCompleted(ResponsesResponse)``."""
         ...
 
@@ -220,10 +223,10 @@ def to_responses_request(
 def replayable_items(output: Iterable[Any]) -> tuple[Any, ...]:
     """The output items of one response that can be sent back as input, in order.
 
-    Left out: a ``function_call`` the model did not finish (status ``in_progress`` / ``incomplete``: its
-    arguments may be truncated, and it is not a ``ToolCall`` either), then any reasoning item that no other
-    item follows (the token limit hit while reasoning): the API rejects a reasoning item "provided without its
-    required following item".
+    Left out: a call (``function_call``, ``custom_tool_call``) the model did not finish (status
+    ``in_progress`` / ``incomplete``: its arguments may be truncated, and it is not a ``ToolCall`` either),
+    then any reasoning item that no other item follows (the token limit hit while reasoning): the API rejects
+    a reasoning item "provided without its required following item".
 
     >>> rs = {"type": "reasoning", "id": "rs_1", "summary": []}
     >>> cut = {"type": "function_call", "status": "incomplete", "call_id": "c", "name": "f", "arguments": "{"}
@@ -235,7 +238,7 @@ def replayable_items(output: Iterable[Any]) -> tuple[Any, ...]:
         for item in output
         if not (
             isinstance(item, Mapping)
-            and item.get("type") == "function_call"
+            and item.get("type") in CALL_ITEMS
             and item.get("status") in UNFINISHED_STATUSES
         )
     ]
@@ -254,17 +257,20 @@ def replayable_items(output: Iterable[Any]) -> tuple[Any, ...]:
 
 
 def _with_filled_ids(output: tuple[Any, ...], calls: tuple[ToolCall, ...]) -> tuple[Any, ...]:
-    """The output items with each blank ``function_call`` id replaced by the id its ``ToolCall`` was given.
+    """The output items with each blank call id (of a ``function_call`` or ``custom_tool_call``) replaced by
+    the id its ``ToolCall`` was given.
 
-    Calls are matched to items in order, by name and arguments (the items are replayable ones: every
-    ``function_call`` among them is a finished call).
+    Calls are matched to items in order, by name and arguments (a custom call's ``input``); the items are
+    replayable ones: every call among them is a finished call.
     """
     pending = list(calls)
     patched: list[Any] = []
     for item in output:
-        if isinstance(item, Mapping) and item.get("type") == "function_call" and pending:
+        kind = item.get("type") if isinstance(item, Mapping) else None
+        if kind in CALL_ITEMS and pending:
             head = pending[0]
-            if item.get("name") == head.name and (item.get("arguments") or "") == head.arguments:
+            text = item.get("input" if kind == "custom_tool_call" else "arguments") or ""
+            if item.get("name") == head.name and text == head.arguments:
                 pending.pop(0)
                 if not str(item.get("call_id") or "").strip():
                     item = {**item, "call_id": head.id}
@@ -274,7 +280,6 @@ def _with_filled_ids(output: tuple[Any, ...], calls: tuple[ToolCall, ...]) -> tu
 
 CLIENT_RUN_ITEMS = frozenset(
     {
-        "custom_tool_call",
         "computer_call",
         "local_shell_call",
         "shell_call",
@@ -283,7 +288,9 @@ CLIENT_RUN_ITEMS = frozenset(
     }
 )
 """Output item types the client must answer (with a ``…_output`` or ``mcp_approval_response`` item) that are
-not ``function_call``: an agent runs function tools only, so it can answer none of them."""
+not tool calls (``function_call``, ``custom_tool_call``): an agent runs function tools only, so it can answer
+none of them. A ``custom_tool_call`` is not among them: like the custom calls of Chat, it reaches the runtime,
+which answers it with a ``TOOL_ERROR`` (no function tool takes free-form input), and the run goes on."""
 
 
 def _refuse_client_run_items(response: ResponsesResponse) -> None:
@@ -316,10 +323,10 @@ def responses_result(response: ResponsesResponse) -> AgentModelResult:
     items that can be replayed (``replayable_items``).
 
     ``finish_reason`` is the response's: ``LENGTH`` for a response cut at ``max_output_tokens`` (returned with
-    ``on_incomplete="return"``), even when nothing of it was kept. A call the client must answer other than
-    a ``function_call`` (``custom_tool_call``, ``computer_call``, ``mcp_approval_request``…:
-    ``CLIENT_RUN_ITEMS``) raises ``ProtocolError`` carrying the response as ``partial``: an agent cannot
-    answer it.
+    ``on_incomplete="return"``), even when nothing of it was kept. Custom calls (``custom_tool_call``) are
+    tool calls (``ToolCall.kind == "custom"``), as on Chat. Another call the client must answer
+    (``computer_call``, ``mcp_approval_request``…: ``CLIENT_RUN_ITEMS``) raises ``ProtocolError`` carrying
+    the response as ``partial``: an agent cannot answer it.
 
     >>> r = ResponsesResponse("resp_1", "m", "completed",
     ...     ({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Hi"}]},),
@@ -391,8 +398,8 @@ class ResponsesModelClient(ProtocolClient[ResponsesModel, ResponsesRequest, Resp
     def _project(self, response: ResponsesResponse) -> AgentModelResult:
         return responses_result(response)
 
-    def _send(self, request: ResponsesRequest) -> Awaitable[ResponsesResponse]:
-        return self._model.create(request)
+    def _send(self, request: ResponsesRequest, options: Mapping[str, Any]) -> Awaitable[ResponsesResponse]:
+        return self._model.create(request, **options)
 
-    def _open(self, request: ResponsesRequest) -> ModelStream[ResponsesResponse]:
-        return self._model.create_stream(request)
+    def _open(self, request: ResponsesRequest, options: Mapping[str, Any]) -> ModelStream[ResponsesResponse]:
+        return self._model.create_stream(request, **options)

@@ -334,6 +334,7 @@ class AgentRuntime:
             store=s.store,
             user=s.user,
             extra_body=s.extra_body,
+            extra_headers=s.extra_headers,
             stream=ctx.stream_model,
             cache=ctx.prompt_cache,
             response_format=_response_format(ctx.output_type, s.response_format),

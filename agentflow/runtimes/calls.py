@@ -78,12 +78,24 @@ def complete_tool_calls(
     return tuple(out)
 
 
+_CALL_ITEMS = frozenset({"function_call", "custom_tool_call"})
+"""Responses item types that are one tool call each (``call_id`` and ``name``): a function call, and a
+GPT-5 custom (free-form) tool call."""
+
+
+def _entry_body(entry: Any) -> str:
+    """The key of a Chat ``tool_calls`` entry that holds its name: ``custom`` for a custom call (``{"type":
+    "custom", "custom": {"name", "input"}}``), else ``function``."""
+    return "custom" if entry.get("type") == "custom" else "function"
+
+
 def _held_calls(items: Sequence[Any]) -> list[tuple[int, int | None, str, str]]:
     """The tool calls ``items`` hold, in order, each as ``(item index, position in its tool_calls list or
     None, call id, name)`` as the item holds them.
 
     One pass reads where every call sits and what it says: the patch needs both, to pair the calls with the
-    model's and to skip the items that already agree (the usual case).
+    model's and to skip the items that already agree (the usual case). Custom calls count as calls, in
+    either shape: a Chat ``tool_calls`` entry of ``"type": "custom"`` and a Responses ``custom_tool_call``.
     """
     held: list[tuple[int, int | None, str, str]] = []
     for i, item in enumerate(items):
@@ -98,10 +110,10 @@ def _held_calls(items: Sequence[Any]) -> list[tuple[int, int | None, str, str]]:
                     if not isinstance(entry, MAPPINGS):
                         held.append((i, k, "", ""))
                         continue
-                    function = entry.get("function")
-                    name = function.get("name") if isinstance(function, MAPPINGS) else None
+                    body = entry.get(_entry_body(entry))
+                    name = body.get("name") if isinstance(body, MAPPINGS) else None
                     held.append((i, k, str(entry.get("id") or ""), str(name or "")))
-            elif kind == "function_call":
+            elif kind in _CALL_ITEMS:
                 held.append((i, None, str(item.get("call_id") or ""), str(item.get("name") or "")))
     return held
 
@@ -131,9 +143,12 @@ def _match(held: Sequence[tuple[int, int | None, str, str]], raw: Sequence[ToolC
 
 
 def _rewrite_entry(entry: Any, call: ToolCall) -> Any:
-    function = dict(entry.get("function") or {})
-    function["name"] = call.name
-    return {**entry, "id": call.id, "function": function}
+    """A Chat ``tool_calls`` entry with ``call``'s id and name, in the entry's own shape (a custom call's
+    name is in its ``custom``, and the entry gets no ``function`` beside it); the rest kept as it is."""
+    key = _entry_body(entry)
+    body = dict(entry.get(key) or {})
+    body["name"] = call.name
+    return {**entry, "id": call.id, key: body}
 
 
 def patch_memory_items(
@@ -142,8 +157,9 @@ def patch_memory_items(
     """``items`` (one model turn's memory items) rewritten so their tool calls carry the completed ids/names.
 
     ``raw`` are the calls as the model client returned them and ``completed`` the same calls after
-    ``complete_tool_calls``. Chat-shaped assistant items (``tool_calls`` entries), Responses ``function_call``
-    items and ``AiMessage`` values are patched; everything else is kept as is. When the items hold no tool
+    ``complete_tool_calls``. Chat-shaped assistant items (``tool_calls`` entries, custom ones included),
+    Responses ``function_call`` and ``custom_tool_call`` items and ``AiMessage`` values are patched;
+    everything else is kept as is. When the items hold no tool
     calls at all but the model asked for some, an assistant item with the calls is appended, so memory always
     pairs every call with its output. Items whose calls cannot be matched raise ``MemoryItemsMismatchError``.
 
@@ -186,8 +202,8 @@ def patch_memory_items(
 
 
 def answer_unanswered_calls(items: Sequence[Any], reason: str = UNANSWERED_REASON) -> tuple[Any, ...] | None:
-    """``items`` with a synthetic ``cancelled`` ``TOOL_ERROR`` output for every function call no output
-    answers; ``None`` when every call has one.
+    """``items`` with a synthetic ``cancelled`` ``TOOL_ERROR`` output for every tool call (function or
+    custom) no output answers; ``None`` when every call has one.
 
     A conversation stored by a process that died in the middle of a tool call holds the call without its
     result, and both APIs refuse it. Each missing output goes right after its turn: after the run of call

@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
+import attrs
 from anyio.abc import TaskGroup
 
 from ..events import ToolCallRequested, ToolFailed
@@ -177,6 +178,8 @@ class EarlyCalls:
         if room is not None and (event.index >= room or len(self.calls) >= room):
             return
         raw = event.call
+        if raw.kind != "function":
+            return  # a custom call's input is no JSON arguments: the normal path answers it
         found = self._registry.resolve(raw.name)
         if found is None or not found.eager:
             return
@@ -187,9 +190,10 @@ class EarlyCalls:
             kwargs = found.parse_arguments(raw.arguments)
         except ToolArgumentsError:
             return  # the normal path fails it, with its ToolStarted and TOOL_ERROR, as without eager start
-        # As memory will hold it: the id stripped, the name as registered (what ``complete_tool_calls`` does).
+        # As memory will hold it: the id stripped, the name as registered (what ``complete_tool_calls`` does);
+        # ``evolve`` keeps the rest of the call (its provider fields): else ``keep`` misses it in the turn.
         same = call_id == raw.id and found.name == raw.name
-        call = raw if same else ToolCall(call_id, found.name, raw.arguments)
+        call = raw if same else attrs.evolve(raw, id=call_id, name=found.name)
         early = _EarlyCall(call, found, kwargs)
         self.calls.append(early)
         self._by_id[call_id] = early

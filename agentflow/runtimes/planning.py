@@ -175,6 +175,9 @@ class _PlanningCall:
         ctx = self.ctx
         if ctx is None:
             return await self.client.create(prompt)
+        headers = ctx.settings.extra_headers
+        if headers and not prompt.extra_headers:
+            prompt = attrs.evolve(prompt, extra_headers=headers)  # the run's request id, gateway metadata…
         # Counted as the messages sent, as a ``ChatModel`` planner's are: the system prompt is one of them.
         messages = len(prompt.items) + sum(1 for text in (prompt.system_prompt, prompt.instructions) if text)
         tools = tuple(t.name for t in prompt.tools)

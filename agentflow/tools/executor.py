@@ -434,6 +434,11 @@ class ToolExecutor:
                 await self._emit(ToolStarted(call=call, run_id=run_id, step=step))
         else:
             try:
+                if call.kind != "function":
+                    raise ToolArgumentsError(
+                        f"{found.name} is a function tool: call it with JSON arguments, not as a {call.kind} "
+                        "tool with free-form input"
+                    )
                 kwargs = found.parse_arguments(call.arguments)
             except ToolArgumentsError as exc:
                 result = failed_result(call, "invalid_arguments", str(exc), tool=found.name)
