@@ -130,6 +130,8 @@ _LAZY: dict[str, str] = {
     "SessionStoreError": "agentflow.agent.stores",
     "SessionConflictError": "agentflow.agent.stores",
     "StoreConflict": "agentflow.agent.stores",
+    "StoredItems": "agentflow.agent.stores",
+    "StorePosition": "agentflow.agent.stores",
     "InMemoryStore": "agentflow.agent.stores",
     "SQLiteStore": "agentflow.agent.sqlite_store",
     "AgentToolError": "agentflow.agent.as_tool",
@@ -179,6 +181,7 @@ _LAZY: dict[str, str] = {
     # web embedding
     "sse_stream": "agentflow.sse",
     "encode_sse": "agentflow.sse",
+    "public_event": "agentflow.sse",
     "SSE_HEADERS": "agentflow.sse",
 }
 
@@ -248,6 +251,8 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
         SessionStore,
         SessionStoreError,
         StoreConflict,
+        StoredItems,
+        StorePosition,
     )
     from .bus import BusClosedError, EventBus, Subscription
     from .events import (
@@ -313,7 +318,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
         SubprocessExecutor,
         ToolInvoker,
     )
-    from .sse import SSE_HEADERS, encode_sse, sse_stream
+    from .sse import SSE_HEADERS, encode_sse, public_event, sse_stream
     from .tools import (
         Param,
         RejectCall,
@@ -440,6 +445,8 @@ __all__ = [
     "StepStatus",
     "StopReason",
     "StoreConflict",
+    "StorePosition",
+    "StoredItems",
     "StreamCutOffError",
     "SubprocessExecutor",
     "Subscription",
@@ -476,6 +483,7 @@ __all__ = [
     "dump_items",
     "encode_sse",
     "load_items",
+    "public_event",
     "register_runtime",
     "run_result",
     "run_sync",

@@ -63,7 +63,12 @@ def _chat_tool_calls(raw: Any, index: int) -> list[ToolCall]:
                     f"{_where(index)}: each tool call needs a 'function' with a 'name', got {entry!r}"
                 )
             call = ToolCall(str(entry.get("id") or ""), name, _arguments_text(function.get("arguments")))
-        extra = _provider_fields(entry, CALL_PROVIDER_FIELDS)
+        # Most entries hold no provider field: a dict gets one ``keys()`` view test, not a lookup per field.
+        extra = (
+            None
+            if type(entry) is dict and entry.keys().isdisjoint(CALL_PROVIDER_FIELDS)
+            else (_provider_fields(entry, CALL_PROVIDER_FIELDS))
+        )
         calls.append(call if extra is None else attrs.evolve(call, provider_fields=extra))
     return calls
 

@@ -8,6 +8,7 @@ knowledge of any provider. The two adapters live in ``chat_client`` and ``respon
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
+from types import MappingProxyType
 from typing import Any, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 import attrs
@@ -65,6 +66,9 @@ def _to_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return {} if value is None else value
 
 
+_NO_HEADERS: Mapping[str, str] = MappingProxyType({})  # shared by every prompt without headers
+
+
 @attrs.frozen
 class AgentPrompt:
     """Everything one model call of a run needs; every field is optional.
@@ -106,7 +110,7 @@ class AgentPrompt:
     """Chat's ``response_format`` (``{"type": "json_schema", "json_schema": {…}}``); on Responses it is sent
     as ``text.format``. Clients may reuse what they built from it while the same mapping comes back, so do
     not mutate one you have passed."""
-    extra_headers: Mapping[str, str] = attrs.field(factory=dict, converter=_to_mapping)
+    extra_headers: Mapping[str, str] = attrs.field(default=_NO_HEADERS)
     """HTTP headers for this call, after the model's own (``ModelSettings.extra_headers``)."""
     hosted_tools: tuple[Mapping[str, Any], ...] = attrs.field(default=(), converter=_to_tuple)
     """Tools the provider runs inside the model call (``{"type": "web_search"}``…), sent verbatim after

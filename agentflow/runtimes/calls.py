@@ -110,7 +110,9 @@ def _held_calls(items: Sequence[Any]) -> list[tuple[int, int | None, str, str]]:
                     if not isinstance(entry, MAPPINGS):
                         held.append((i, k, "", ""))
                         continue
-                    body = entry.get(_entry_body(entry))
+                    body = entry.get("function")  # the usual entry; a custom call's is under "custom"
+                    if body is None:
+                        body = entry.get(_entry_body(entry))
                     name = body.get("name") if isinstance(body, MAPPINGS) else None
                     held.append((i, k, str(entry.get("id") or ""), str(name or "")))
             elif kind in _CALL_ITEMS:

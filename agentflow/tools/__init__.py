@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .arguments import ToolArgumentsError
 from .context import ToolContext
-from .executor import ToolExecutor
+from .executor import ToolExecutor, sync_tool_limiter
 from .failures import RejectCall, ToolErrorFormatter, ToolErrorPolicy, ToolFatalError
 from .outcome import (
     TOOL_ERROR_PREFIX,
@@ -42,6 +42,7 @@ __all__ = [
     "cancelled_result",
     "failed_result",
     "output_text",
+    "sync_tool_limiter",
     "tool",
     "tool_error_text",
 ]
