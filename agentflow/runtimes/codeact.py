@@ -177,19 +177,22 @@ def _said(text: str) -> str | None:
 
 def _api_text(executor: CodeExecutor, limits: ExecutionLimits, *, per_run: bool) -> str:
     """How code reaches tools, worded for what this executor says it allows (``ProcessSandbox`` and any
-    executor with ``persistent`` / ``network`` / ``site_packages`` attributes; else: persistent, no network,
-    standard library only) and what the step limits allow (threads only with ``max_processes`` above 0).
-    ``per_run``: the executor serves this run only (the runtime made it), so its state does not reach the
-    next request of a session although the model sees that request's code."""
+    executor with ``persistent`` / ``network`` / ``site_packages`` / ``python_version`` attributes; else:
+    persistent, no network, standard library only, no version named) and what the step limits allow
+    (threads only with ``max_processes`` above 0). ``per_run``: the executor serves this run only (the
+    runtime made it), so its state does not reach the next request of a session although the model sees
+    that request's code."""
     persistent = getattr(executor, "persistent", True)
     network = getattr(executor, "network", False)
     site_packages = getattr(executor, "site_packages", False)
+    version = getattr(executor, "python_version", None)
     return code_api_text(
         persistent=persistent is not False,
         network=network is True,
         site_packages=site_packages is True,
         per_request=per_run,
         threads=limits.max_processes > 0,
+        python_version=version if isinstance(version, str) else None,
     )
 
 

@@ -30,6 +30,7 @@ def code_api_text(
     site_packages: bool = False,
     per_request: bool = False,
     threads: bool = False,
+    python_version: str | None = None,
 ) -> str:
     """The paragraph that tells the model how its code reaches tools and ends a step.
 
@@ -45,6 +46,8 @@ def code_api_text(
     'Variables, functions and imports persist between your code steps for the current request'
     >>> "cannot start threads" in code_api_text(threads=True)
     False
+    >>> code_api_text(python_version="3.11", threads=True).splitlines()[-1][:30]
+    'The code runs on Python 3.11: '
     """
     lines = [
         "Tools are Python functions in your code: call one by name with keyword arguments, e.g. "
@@ -76,6 +79,9 @@ def code_api_text(
         else "Only the Python standard library is available."
     )
     lines.append(f"{state} {reach} {packages} Tool calls are how you reach the outside world.")
+    if python_version:
+        # Models otherwise write for whichever Python they saw most (3.12's f-strings, 3.13's modules).
+        lines.append(f"The code runs on Python {python_version}: use only what that version has.")
     if not threads:
         lines.append(
             "The code cannot start threads or processes (no `threading`, `concurrent.futures` pools, "

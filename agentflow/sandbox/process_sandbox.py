@@ -206,6 +206,13 @@ class ProcessSandbox:
         return self._site_packages
 
     @property
+    def python_version(self) -> str | None:
+        """The ``major.minor`` Python the code runs on, when known before it starts: this interpreter's
+        without ``python=``; ``None`` with another interpreter (the prompt then names none, rather than
+        name one only from the second step on and change what a provider caches)."""
+        return None if self._python is not None else f"{sys.version_info.major}.{sys.version_info.minor}"
+
+    @property
     def pids(self) -> tuple[int, ...]:
         """Host pids of the live sandbox process (launcher and runner); empty when none runs."""
         child = self._child

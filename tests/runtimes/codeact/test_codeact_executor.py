@@ -3,6 +3,7 @@ when it is closed, what reaches the executor, the prompt, the options, and runs 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -333,6 +334,16 @@ async def test_the_prompt_says_what_a_process_sandbox_allows() -> None:
         assert system is not None
         assert all(sentence in system for sentence in sentences), system
         assert sandbox.pids == ()  # describing it did not start it
+
+
+async def test_the_prompt_names_the_sandbox_s_python_when_it_is_known_before_it_starts() -> None:
+    here = f"The code runs on Python {sys.version_info.major}.{sys.version_info.minor}:"
+    for sandbox, named in ((ProcessSandbox(), True), (ProcessSandbox(python=sys.executable), False)):
+        model = FakeModelClient([reply(final("x"))])
+        await Agents.codeact(model, codeact=CodeActOptions(executor=sandbox)).run("go")
+        system = model.prompts[0].system_prompt or ""
+        assert (here in system) is named
+        assert ("The code runs on Python" in system) is named  # another interpreter: no version at all
 
 
 def test_agents_codeact_and_the_runtime_name_build_the_runtime() -> None:
