@@ -130,6 +130,7 @@ _LAZY: dict[str, str] = {
     "SessionStoreError": "agentflow.agent.stores",
     "SessionConflictError": "agentflow.agent.stores",
     "StoreConflict": "agentflow.agent.stores",
+    "OpenRuns": "agentflow.agent.open_runs",
     "StoredItems": "agentflow.agent.stores",
     "StorePosition": "agentflow.agent.stores",
     "InMemoryStore": "agentflow.agent.stores",
@@ -239,6 +240,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
     from .agent.chat_client import ChatModelClient
     from .agent.item_json import dump_items, load_items
     from .agent.memory import InMemoryMemory, Memory, WindowedMemory
+    from .agent.open_runs import OpenRuns
     from .agent.options import AgentOptions, ModelSettings
     from .agent.prompt import AgentModelResult, AgentPrompt, ModelClient
     from .agent.responses_client import ResponsesModelClient
@@ -395,6 +397,7 @@ __all__ = [
     "NotFoundError",
     "OpenAIChatModel",
     "OpenAIResponsesModel",
+    "OpenRuns",
     "OutputContext",
     "OutputRejected",
     "OutputType",

@@ -9,8 +9,7 @@ then open http://127.0.0.1:8000/ . ``GET /runs?q=…`` is the event stream; ``GE
 from __future__ import annotations
 
 import socket
-from collections.abc import AsyncIterator
-from contextlib import aclosing, asynccontextmanager
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
@@ -21,36 +20,10 @@ from fastapi.responses import FileResponse, StreamingResponse
 from starlette.types import Send
 
 from agentflow.agent.agent import Agent
-from agentflow.agent.run import AgentRun
+from agentflow.agent.open_runs import OpenRuns
 from agentflow.sse import SSE_HEADERS, sse_stream
 
 PAGE = Path(__file__).parent / "static" / "index.html"
-
-
-class OpenRuns:
-    """The runs a service is streaming, so that shutting down can cancel them: each then sends its client
-    a ``run_cancelled`` frame and its response ends, instead of the server cutting the connection."""
-
-    def __init__(self) -> None:
-        self._runs: set[AgentRun[Any]] = set()
-        self._closing = False
-
-    @asynccontextmanager
-    async def track(self, run: AgentRun[Any]) -> AsyncIterator[None]:
-        """Hold ``run`` for the block. A run opened once shutdown has begun is cancelled at once."""
-        self._runs.add(run)
-        try:
-            if self._closing:
-                await run.cancel()
-            yield
-        finally:
-            self._runs.discard(run)
-
-    async def cancel_all(self) -> None:
-        """Cancel every run held, and every one opened from now on (each ends with ``RunCancelled``)."""
-        self._closing = True
-        for run in list(self._runs):
-            await run.cancel()  # asks, does not wait: every stream ends on its own, concurrently
 
 
 # --8<-- [start:response]

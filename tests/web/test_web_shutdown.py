@@ -98,7 +98,7 @@ async def test_shutdown_with_a_stream_open_sends_run_cancelled_and_completes(
 
 @pytest.mark.parametrize("example", ["aiohttp_service", "fastapi_service"])
 async def test_a_run_opened_once_shutdown_has_begun_is_cancelled_at_once(example: str) -> None:
-    runs = load_example(example).OpenRuns()
+    runs = load_example(example).OpenRuns()  # agentflow.OpenRuns, as the example uses it
     agent = Agent(FakeModelClient([reply("never sent")]))
     await runs.cancel_all()
     async with agent.stream("late") as run, runs.track(run):

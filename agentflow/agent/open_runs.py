@@ -1,0 +1,72 @@
+"""``OpenRuns``: the runs a service is streaming, so that shutting down can cancel them.
+
+Neither aiohttp nor uvicorn ends an event stream in time when it shuts down: each waits for open responses
+(a while, or forever), then cuts the connection, and the browser's ``EventSource`` reconnects to whatever
+answers next. A service that holds its streamed runs here cancels them as shutdown begins: each ends with
+``RunCancelled``, its client gets the terminal frame, and its response ends, so the server's wait is over
+as soon as the frames are out (see docs/web.md, "Shutting down with streams open"). What it must not do:
+own the runs (they end on their own; a run leaves when its block does) or wait for them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .run import AgentRun
+
+__all__ = ["OpenRuns"]
+
+
+class OpenRuns:
+    """The runs a service is streaming: ``async with runs.track(run):`` around each stream, and
+    ``await runs.cancel_all()`` when shutdown begins (aiohttp's ``on_shutdown``, uvicorn's
+    ``Server.shutdown``). A run opened once shutdown has begun is cancelled at once.
+
+    >>> import anyio
+    >>> from agentflow import Agent
+    >>> from agentflow.testing.fake import FakeModelClient, reply
+    >>> async def main():
+    ...     runs = OpenRuns()
+    ...     agent = Agent(FakeModelClient([reply("never sent")]))
+    ...     await runs.cancel_all()  # shutdown has begun
+    ...     async with agent.stream("late") as run, runs.track(run):
+    ...         return [type(event).__name__ async for event in run][-1], len(runs)
+    >>> anyio.run(main)
+    ('RunCancelled', 1)
+    """
+
+    __slots__ = ("_closing", "_runs")
+
+    def __init__(self) -> None:
+        self._runs: set[AgentRun[Any]] = set()
+        self._closing = False
+
+    def __len__(self) -> int:
+        """How many runs are held now."""
+        return len(self._runs)
+
+    @property
+    def closing(self) -> bool:
+        """Whether ``cancel_all`` was called: runs tracked from now on are cancelled at once."""
+        return self._closing
+
+    @contextlib.asynccontextmanager
+    async def track(self, run: AgentRun[Any]) -> AsyncIterator[AgentRun[Any]]:
+        """Hold ``run`` for the block (cancelled at once if shutdown has begun); yields it."""
+        self._runs.add(run)
+        try:
+            if self._closing:
+                await run.cancel()
+            yield run
+        finally:
+            self._runs.discard(run)
+
+    async def cancel_all(self) -> None:
+        """Cancel every run held, and every one tracked from now on. Asks, does not wait: each stream ends on
+        its own (with ``RunCancelled``), concurrently."""
+        self._closing = True
+        for run in list(self._runs):
+            await run.cancel()
