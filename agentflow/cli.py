@@ -46,6 +46,8 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_CANCELLED = 130
+EXIT_TERMINATED = 143
+"""128 + SIGTERM: what a supervisor (systemd, Kubernetes, a shell) expects of a process it stopped."""
 
 
 class ConfigError(Exception):
@@ -212,9 +214,11 @@ def _emitter(use_json: bool) -> Callable[[Any], None]:
 
 @attrs.define
 class _Interrupts:
-    """How many times the user pressed Ctrl-C (or sent SIGTERM) during the run."""
+    """How many times the user pressed Ctrl-C (or sent SIGTERM) during the run, and the first signal's exit
+    code (130 for Ctrl-C, 143 for SIGTERM)."""
 
     count: int = 0
+    code: int = EXIT_CANCELLED
 
 
 async def _watch_signals(run: Any, interrupts: _Interrupts, *, task_status: TaskStatus[None]) -> None:
@@ -223,23 +227,24 @@ async def _watch_signals(run: Any, interrupts: _Interrupts, *, task_status: Task
         receiver = anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM)
         with receiver as signals:
             task_status.started()
-            async for _ in signals:
+            async for received in signals:
                 interrupts.count += 1
                 if interrupts.count == 1:
+                    interrupts.code = EXIT_TERMINATED if received == signal.SIGTERM else EXIT_CANCELLED
                     await run.cancel()
                 else:
-                    _abandon()
+                    _abandon(interrupts.code)
     except NotImplementedError:  # no signal receiver on this platform: Ctrl-C raises KeyboardInterrupt
         task_status.started()
 
 
-def _abandon() -> NoReturn:
+def _abandon(code: int) -> NoReturn:
     """Leave now, clean-up or not: the run's clean-up (memory, a tool's own) is shielded from cancellation,
     so asking twice means not waiting for it at all."""
     with contextlib.suppress(OSError, ValueError):
         sys.stdout.flush()
-    _fail("cancelled; clean-up abandoned", EXIT_CANCELLED)
-    os._exit(EXIT_CANCELLED)
+    _fail("cancelled; clean-up abandoned", code)
+    os._exit(code)
 
 
 async def _run(args: argparse.Namespace, config: CliConfig) -> int:
@@ -283,5 +288,5 @@ async def _run(args: argparse.Namespace, config: CliConfig) -> int:
         if run.error is not None:
             return EXIT_FAILED
         if interrupts.count:
-            return _fail("cancelled", EXIT_CANCELLED)
+            return _fail("cancelled", interrupts.code)
     return EXIT_OK

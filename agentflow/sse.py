@@ -33,7 +33,7 @@ import attrs
 import orjson
 from anyio.streams.memory import MemoryObjectSendStream
 
-from .events import RunCancelled, RunFailed, RunFinished, ToolFailed
+from .events import RunCancelled, RunFailed, RunFinished, ToolFailed, ToolProgress
 from .exact_json import dumps as exact_dumps
 from .json_forms import safe_repr
 from .model.errors import ModelError
@@ -137,8 +137,9 @@ def _bad_errors(errors: object) -> str:
 
 # -- public failure texts ----------------------------------------------------------------------------------
 
-_FAILURES = (RunFailed, ModelRetry, ToolFailed, RunFinished, RunCancelled)
-"""The events that can carry a failure's own text (directly, or in a result's ``error`` / tool results)."""
+_FAILURES = (RunFailed, ModelRetry, ToolFailed, RunFinished, RunCancelled, ToolProgress)
+"""The events that can carry a failure's own text (directly, or in a result's ``error`` / tool results, or
+in the event of a sub-run an agent used as a tool forwards as a ``ToolProgress``'s ``data``)."""
 
 _RUN_FAILED = "The run failed."
 
@@ -209,7 +210,9 @@ def public_event(event: E) -> E:
       when the reason starts with one), else "The model call failed.";
     - ``ToolFailed``, and a failed tool result in a terminal event's ``result`` / ``partial``: ``error`` and
       ``output`` (the ``TOOL_ERROR`` text the model got) become a sentence for its ``error_type``;
-    - a result's ``error`` (a failed run's ``partial``) becomes the run's public text.
+    - a result's ``error`` (a failed run's ``partial``) becomes the run's public text;
+    - ``ToolProgress`` whose ``data`` is an event (a sub-agent's, forwarded by ``as_tool``): that event, made
+      public the same way, at any depth.
 
     Any other event is returned as it is (the same object), as is a failure event with nothing to
     replace. What stays is everything a UI decides with: types, statuses, ``retryable``, ``ok``, the
@@ -243,6 +246,10 @@ def _public(event: Event) -> Event:
     if isinstance(event, RunCancelled):
         partial = _public_result(event.partial, _RUN_FAILED)
         return event if partial is event.partial else attrs.evolve(event, partial=partial)
+    if isinstance(event, ToolProgress) and isinstance(event.data, Event):
+        # A sub-agent's event (``as_tool`` forwards them): its failures are as private as the run's own.
+        data = public_event(event.data)
+        return event if data is event.data else attrs.evolve(event, data=data)
     return event
 
 

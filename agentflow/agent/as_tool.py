@@ -71,10 +71,15 @@ def _tool_name(agent: Agent[Any], name: str | None) -> str:
         return name  # ``Tool`` checks it, with the message every tool name gets
     own = agent.name
     derived = _NOT_NAME.sub("_", own).strip("_").lower()[:64]
-    if own == agent.runtime.name or not derived:
+    if own == agent.runtime.name:
         raise TypeError(
             f"as_tool() needs name=: this agent has no name of its own ({own!r}), and the model tells its "
             "tools apart by name; pass as_tool(name='researcher', description=...) or Agent(name=...)"
+        )
+    if not derived:
+        raise TypeError(
+            f"as_tool() needs name=: the agent's name {own!r} has no letters or digits a tool name may hold "
+            "(ASCII letters, digits, _ and -); pass as_tool(name='researcher', description=...)"
         )
     return derived
 
@@ -180,7 +185,9 @@ class _AgentCall:
             # However the run ended (a cancel or the call's timeout included), its tokens were spent.
             if context is not None:
                 context.add_usage(ctx.usage)
-        if result.output is None:
+        if result.output is None and result.stop_reason is not StopReason.FINAL_ANSWER:
+            # A final answer of None is an answer (an ``output_type`` of ``X | None``); a run stopped by a
+            # limit, a refusal or a filter has none.
             raise AgentToolError(_stopped(self._name, result), result)
         return result.output
 

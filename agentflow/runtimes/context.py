@@ -23,6 +23,7 @@ from ..agent.memory import Memory
 from ..agent.options import AgentOptions, ModelSettings
 from ..agent.prompt import AgentModelResult, ModelClient
 from ..bus import EventBus
+from ..events import ToolProgress
 from ..model.events import Event
 from ..model.messages import ToolCall
 from ..model.response import TokenUsage
@@ -218,6 +219,7 @@ class RunContext:
                 emit=functools.partial(self.bus.publish, owned=True),
                 emit_may_wait=self.bus.has_listeners,
                 listening=self.bus.has_listeners,
+                progress_listening=functools.partial(self.bus.listens_to, ToolProgress),
                 usage=_ToolUsage(self),
                 on_fatal=_RunEnder(self),
             )

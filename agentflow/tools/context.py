@@ -161,8 +161,9 @@ class ToolContext:
             await self._emit(progress)
 
     def has_listeners(self) -> bool:
-        """Whether anyone receives the run's events (a subscription or a callback), so that a tool can skip
-        building progress nobody would see (an agent used as a tool forwards its run's events only then).
+        """Whether anyone receives this call's progress (a subscription or a callback that takes
+        ``ToolProgress``), so that a tool can skip building progress nobody would see (an agent used as a tool
+        forwards its run's events, and streams its model calls, only then).
 
         >>> ToolContext(run_id="r", step=0, call_id="c", tool_name="t", emit=print, listening=lambda: False
         ... ).has_listeners()

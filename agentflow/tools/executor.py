@@ -181,7 +181,9 @@ class ToolExecutor:
     could suspend right now (an ``EventBus`` with a subscriber or callback: ``EventBus.has_listeners``), and
     ``listening()``, if given, whether anyone receives the events at all (``EventBus.has_listeners`` again):
     while nobody does, ``ToolStarted`` and the completion events are neither built nor published, which
-    nobody can tell (progress reported from a tool still goes to ``emit``). ``usage``, if given, receives
+    nobody can tell (progress reported from a tool still goes to ``emit``); ``progress_listening()``, if
+    given, whether anyone receives ``ToolProgress`` (what ``ToolContext.has_listeners`` answers: a tool skips
+    building progress nobody would see; default: ``listening``). ``usage``, if given, receives
     the usage a tool reports with ``ToolContext.add_usage`` (a run wires its own in: ``RunContext.executor``).
 
     Every call gets exactly one ``ToolStarted`` and then exactly one ``ToolSucceeded`` or ``ToolFailed``
@@ -199,6 +201,7 @@ class ToolExecutor:
         "_limiter",
         "_listening",
         "_on_fatal",
+        "_progress_listening",
         "_registry",
         "_usage",
     )
@@ -215,6 +218,7 @@ class ToolExecutor:
         usage: UsageSink | None = None,
         default_on_error: ToolErrorPolicy = "feed",
         on_fatal: Callable[[Exception], object] | None = None,
+        progress_listening: Callable[[], bool] | None = None,
     ) -> None:
         if max_concurrency is not None and (
             isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1
@@ -233,6 +237,7 @@ class ToolExecutor:
         self._usage = usage
         self._default_on_error = check_policy(default_on_error, "default_on_error")
         self._on_fatal = on_fatal
+        self._progress_listening = progress_listening if progress_listening is not None else listening
         self._ended = False
         """Whether a call ended the run ``on_fatal`` belongs to."""
 
@@ -498,7 +503,7 @@ class ToolExecutor:
                 call_id=call.id,
                 tool_name=found.name,
                 emit=self._emit,
-                listening=self._listening,
+                listening=self._progress_listening,
                 usage=self._usage,
                 inline=found.inline,
             )

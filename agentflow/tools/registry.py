@@ -62,6 +62,12 @@ def _not_a_tool(index: int, item: object) -> str:
         return (
             f"tools[{index}] is None; {expected}: leave out a tool you do not want rather than passing None"
         )
+    if callable(getattr(item, "as_tool", None)):
+        # An agent given as another's tool: the model needs a name and a description to choose it by.
+        return (
+            f"tools[{index}] is an agent ({item!r:.80}); to let another agent call it, pass "
+            "agent.as_tool(description='what it does and when to call it')"
+        )
     return f"tools[{index}] is {item!r:.80} ({type(item).__name__}), which cannot be called; {expected}"
 
 

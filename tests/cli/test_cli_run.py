@@ -171,7 +171,8 @@ async def test_an_unreachable_server_is_one_line_too() -> None:
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process is POSIX behaviour")
-async def test_ctrl_c_cancels_the_run_cleanly() -> None:
+@pytest.mark.parametrize(("sent", "exit_code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+async def test_ctrl_c_or_sigterm_cancels_the_run_cleanly(sent: signal.Signals, exit_code: int) -> None:
     async with ScriptedServer([Fault.stall()]) as server:
         process = await anyio.open_process(
             [sys.executable, "-m", "agentflow", "run", "hi", "--base-url", server.base_url, "--json"],
@@ -186,14 +187,14 @@ async def test_ctrl_c_cancels_the_run_cleanly() -> None:
             with anyio.fail_after(30):  # a safety net against a hang, not a timing assertion
                 while not seen or seen[-1]["type"] != "model_request":
                     seen.append(orjson.loads(await lines.receive_until(b"\n", 1 << 20)))
-                process.send_signal(signal.SIGINT)
+                process.send_signal(sent)
                 rest = b""
                 async for chunk in lines:
                     rest += chunk
                 errors = b"".join([chunk async for chunk in process.stderr])
                 code = await process.wait()
     tail = [orjson.loads(line) for line in rest.splitlines()]
-    assert code == 130
+    assert code == exit_code
     assert tail[-1]["type"] == "run_cancelled"
     assert tail[-1]["partial"]["stop_reason"] == "cancelled"
     assert errors.decode().splitlines() == ["agentflow: error: cancelled"]

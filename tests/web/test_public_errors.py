@@ -196,3 +196,25 @@ async def test_errors_must_be_public_or_full() -> None:
         encode_sse(TextDelta("Hi"), errors="none")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="errors must be 'public' or 'full'"):
         await anext(sse_stream(nothing(), errors="none"))  # type: ignore[arg-type]
+
+
+async def test_a_sub_agent_s_failure_forwarded_as_progress_is_public_too() -> None:
+    from agentflow.model.errors import AuthenticationError
+
+    secret = (
+        "HTTP 401: Incorrect API key provided: sk-live-abc (POST http://10.0.0.7:8000/v1/chat/completions)"
+    )
+    child = Agent(FakeModelClient([AuthenticationError(secret, status=401)]), name="Researcher")
+    turns = [reply(tool_calls=[("researcher", {"input": "go"})]), reply("Sorry, the researcher failed.")]
+    parent = Agent(FakeModelClient(turns), tools=[child.as_tool(description="Researches.")])
+    async with parent.stream("go") as run, aclosing(sse_stream(run)) as frames:
+        sent = b"".join([frame async for frame in frames])
+    assert b"10.0.0.7" not in sent
+    assert b"sk-live" not in sent
+    forwarded = [d for d in decoded_frames(sent) if d["type"] == "tool_progress"]
+    failure = next(d["data"] for d in forwarded if d["data"]["type"] == "run_failed")
+    assert failure["error"] == "The model service refused this server's credentials (HTTP 401)."
+
+
+def decoded_frames(body: bytes) -> list[dict[str, Any]]:
+    return [orjson.loads(event.data) for event in SseDecoder().feed(body) if event.data]

@@ -383,6 +383,28 @@ async def test_an_unobserved_parent_builds_no_events_for_its_sub_runs(
     assert not sub_server.requests[0].stream
 
 
+async def test_a_parent_watched_for_other_events_does_not_make_its_sub_runs_stream() -> None:
+    # A metrics callback on RunFinished (or tracing) receives no ToolProgress: forwarding the sub-run's
+    # events would build them for nobody, and make the sub-agent stream what it would have fetched whole.
+    async with servers([DELEGATE, Reply(text="Paris.")], [Reply(text="Paris.")]) as (
+        parent_server,
+        sub_server,
+    ):
+        researcher = Agent(make_model("chat", sub_server), name="Researcher")
+        parent = Agent(
+            make_model("chat", parent_server), tools=[researcher.as_tool(description="Finds facts.")]
+        )
+        finished: list[RunFinished] = []
+        parent.on(RunFinished, finished.append)
+        with anyio.fail_after(10):
+            result = await parent.run("Capital of France?")
+        await parent.aclose()
+        await researcher.aclose()
+    assert result.tool_results[0].output == "Paris."
+    assert len(finished) == 1
+    assert not sub_server.requests[0].stream
+
+
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 async def test_two_sub_agents_called_in_one_step_run_at_the_same_time(protocol: Protocol) -> None:
     arrived: list[str] = []

@@ -57,6 +57,8 @@ def test_an_agent_without_a_name_of_its_own_needs_one() -> None:
     with pytest.raises(TypeError, match=r"as_tool\(\) needs name="):
         Agent(FakeModelClient([])).as_tool(description="Does things.")
     assert Agent(FakeModelClient([])).as_tool("helper", "Does things.").name == "helper"
+    with pytest.raises(TypeError, match=r"the agent's name '研究员' has no letters or digits a tool name"):
+        Agent(FakeModelClient([]), name="研究员").as_tool(description="Researches.")
 
 
 @pytest.mark.parametrize(
@@ -85,8 +87,21 @@ def test_a_session_of_another_agent_is_refused() -> None:
 def test_an_agent_goes_into_tools_through_as_tool_only() -> None:
     # Agents carry no description for the calling model, so they are not tools by themselves.
     helper = Agent(FakeModelClient([]), name="Helper")
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"is an agent .*pass agent\.as_tool\(description="):
         Agent(FakeModelClient([]), tools=[helper])  # type: ignore[list-item]
+
+
+async def test_a_sub_agent_whose_final_answer_is_none_answers_none() -> None:
+    # ``output_type=int | None``: None is an answer (nothing found), not a run that stopped short.
+    lookup = Agent(FakeModelClient([reply("null")] * 2), name="Order lookup", output_type=int | None)
+    direct = await lookup.run("Order 7?")
+    assert (direct.stop_reason, direct.output) == (StopReason.FINAL_ANSWER, None)
+    turns = [reply(tool_calls=[("order_lookup", {"input": "Order 7?"})]), reply("No such order.")]
+    parent = Agent(FakeModelClient(turns), tools=[lookup.as_tool(description="Finds an order's number.")])
+    result = await parent.run("Find order 7.")
+    [answer] = result.tool_results
+    assert answer.ok
+    assert (answer.output, answer.value) == ("", None)  # a tool returning None, as every tool
 
 
 def test_a_structured_agents_tool_describes_its_value() -> None:
