@@ -191,7 +191,9 @@ class Renderer:
             arguments = _clip(call.arguments or "{}", _ARGUMENTS_CHARS)
             self.line(f"-> {call.name}({arguments})", "cyan")
         elif isinstance(event, ToolProgress):
-            self.line(f"   ... {event.tool}: {_clip(event.message, _OUTPUT_CHARS)}", "dim")
+            shown = _progress_text(event)
+            if shown is not None:
+                self.line(f"   ... {event.tool}: {_clip(shown, _OUTPUT_CHARS)}", "dim")
         elif isinstance(event, ToolSucceeded):
             self.line(f"<- {event.call.name}: {_clip(event.result.output, _OUTPUT_CHARS)}", "green")
         elif isinstance(event, ToolFailed):
@@ -268,3 +270,28 @@ def _value_text(value: Any) -> str:
         return orjson.dumps(value, default=repr).decode()
     except TypeError:
         return repr(value)
+
+
+def _progress_text(event: ToolProgress) -> str | None:
+    """What a ``ToolProgress`` shows: its message, or for a sub-agent's forwarded event (``as_tool``) the
+    sub-run's own tool calls and ending; ``None`` for the rest of its events (deltas, model calls), which
+    would bury the caller's steps under one line each."""
+    data = event.data
+    if not isinstance(data, Event):
+        return event.message
+    if isinstance(data, ToolProgress):
+        inner = _progress_text(data)
+        return None if inner is None else f"{data.tool}: {inner}"
+    if isinstance(data, ToolCallRequested):
+        return f"-> {data.call.name}({data.call.arguments or '{}'})"
+    if isinstance(data, ToolSucceeded):
+        return f"<- {data.call.name}: {data.result.output}"
+    if isinstance(data, ToolFailed):
+        return f"x  {data.call.name}: {data.result.output}"
+    if isinstance(data, RunFinished):
+        return f"answered ({data.result.stop_reason.value})"
+    if isinstance(data, RunFailed):
+        return f"failed: {data.error_type}"
+    if isinstance(data, RunCancelled):
+        return "cancelled"
+    return None

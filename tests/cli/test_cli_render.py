@@ -89,6 +89,27 @@ def test_a_run_is_rendered_as_a_readable_transcript() -> None:
     )
 
 
+def test_a_sub_agent_s_forwarded_events_show_its_tool_calls_and_ending_not_its_deltas() -> None:
+    search = ToolCall("s1", "search", '{"q":"Eiffel"}')
+
+    def forwarded(event: Event) -> ToolProgress:
+        return ToolProgress(call_id="call_1", tool="researcher", message=event.type, data=event)
+
+    nested = [
+        forwarded(TextDelta("The tower")),
+        forwarded(ToolCallRequested(call=search)),
+        forwarded(ToolSucceeded(call=search, result=ToolResult("s1", "search", output="1889"))),
+        forwarded(TextDelta(" was finished in 1889.")),
+        forwarded(RunFinished(AgentResult("r2", "1889.", StopReason.FINAL_ANSWER, steps=2))),
+    ]
+    shown = render(nested).splitlines()
+    assert shown[:3] == [
+        '   ... researcher: -> search({"q":"Eiffel"})',
+        "   ... researcher: <- search: 1889",
+        "   ... researcher: answered (final_answer)",
+    ]
+
+
 def test_colour_wraps_each_piece_and_always_resets() -> None:
     text = render(RUN, color=True)
     assert "\x1b[2mI should \x1b[0m" in text  # reasoning dimmed, fragment by fragment
