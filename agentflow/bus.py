@@ -7,7 +7,11 @@ callback with ``on``. Rules:
 - **Backpressure by default.** ``publish`` waits while a subscriber's buffer is full, so a slow consumer
   slows the run instead of growing a queue. A subscriber may choose ``policy="drop_deltas"``: when its
   buffer is full, delta events (``DELTA_TYPES``) are dropped for that subscriber (and counted in
-  ``Subscription.dropped``); boundaries and the terminal event are never dropped.
+  ``Subscription.dropped``); boundaries and the terminal event are never dropped. With
+  ``policy="coalesce_deltas"`` the deltas that find its buffer full are merged instead, one pending delta
+  per stream (``MERGEABLE_TYPES``; counted in ``Subscription.coalesced``), delivered as soon as it has room
+  and before any later event: a boundary waits behind them, so the text is all there (``ToolProgress``,
+  which does not merge, is dropped).
 - **Ordering.** Every subscriber sees events in ``seq`` order, also when several tasks publish at once.
 - **No replay.** A subscriber sees only the events published after it subscribed.
 - **End of stream.** Publishing the terminal event (``RunFinished``/``RunFailed``/``RunCancelled``) delivers
@@ -51,10 +55,11 @@ from .event_types import EventTypes, normalise_event_types
 from .events import RunCancelled, RunFailed, RunFinished
 from .model.events import Event
 from .stamping import stampers
-from .subscription import DELTA_TYPES, Policy, Subscription
+from .subscription import DELTA_TYPES, MERGEABLE_TYPES, CoalescingSubscription, Policy, Subscription
 
 __all__ = [
     "DELTA_TYPES",
+    "MERGEABLE_TYPES",
     "TERMINAL_TYPES",
     "BusClosedError",
     "CallbackFailure",
@@ -159,11 +164,19 @@ def _match(kinds: tuple[type[Event], ...] | None, cls: type[Event]) -> bool:
 
 
 def check_subscription_options(buffer: int, policy: Policy) -> None:
-    """``ValueError`` unless ``buffer`` is an int >= 0 and ``policy`` a ``Policy``, as ``subscribe`` needs."""
+    """``ValueError`` unless ``buffer`` is an int >= 0 (>= 1 to coalesce) and ``policy`` a ``Policy``, as
+    ``subscribe`` needs."""
     if isinstance(buffer, bool) or not isinstance(buffer, int) or buffer < 0:
         raise ValueError(f"buffer must be an int >= 0 (bounded), got {buffer!r}")
-    if policy not in ("backpressure", "drop_deltas"):
-        raise ValueError(f"policy must be 'backpressure' or 'drop_deltas', got {policy!r}")
+    if policy not in ("backpressure", "drop_deltas", "coalesce_deltas"):
+        raise ValueError(f"policy must be 'backpressure', 'drop_deltas' or 'coalesce_deltas', got {policy!r}")
+    if policy == "coalesce_deltas" and buffer == 0:
+        # Merged deltas wait for a free slot in the buffer; without one, every event is handed straight to
+        # a consumer waiting for it, and there is nothing to merge into.
+        raise ValueError(
+            "policy='coalesce_deltas' needs buffer >= 1 (merged deltas wait for room in the buffer); "
+            "for an unbuffered subscription that waits for its consumer use policy='backpressure'"
+        )
 
 
 class EventBus:
@@ -258,11 +271,15 @@ class EventBus:
 
         ``types`` is a class, a union of classes (``agentflow.events.TerminalEvent``) or a tuple of them.
         ``buffer`` is how many events may wait for the consumer (0: each ``publish`` waits for it).
-        ``policy="drop_deltas"`` drops delta events instead of waiting when the buffer is full. Events
-        published before this call are not replayed. Subscribing to a closed bus gives an ended subscription.
+        ``policy="drop_deltas"`` drops delta events instead of waiting when the buffer is full;
+        ``policy="coalesce_deltas"`` (``buffer`` >= 1) merges them per stream and delivers them as soon as
+        there is room, before any later event (see ``CoalescingSubscription``). Events published before this
+        call are not replayed. Subscribing to a closed bus gives an ended subscription.
         """
         check_subscription_options(buffer, policy)
-        sub: Subscription[Any] = Subscription(self, normalise_event_types(types), buffer, policy)
+        # A class of its own, so the other policies' per-event paths pay nothing for coalescing.
+        kind = CoalescingSubscription if policy == "coalesce_deltas" else Subscription
+        sub: Subscription[Any] = kind(self, normalise_event_types(types), buffer, policy)
         if self._state == _CLOSED:
             sub._end()
         else:

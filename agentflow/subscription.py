@@ -5,19 +5,21 @@ without waiting, else an awaitable that waits for room) and, once the run is end
 (``_offer_ending``: what does not fit is held and follows the buffered events). The subscription keeps
 exactly one account of an event a publish waits to hand over (``_parked``), so a cancel that cuts that wait
 can tell whether the consumer has the event (``_withdraw``). Its consumer reads with ``async for`` or
-``receive()``. The rules it serves (backpressure, dropped deltas, order, the end never waiting) are the
-bus's and are told in ``agentflow.bus``; this module does not stamp, route or publish events, nor know
-about callbacks or runtimes.
+``receive()``. A ``coalesce_deltas`` subscriber is a ``CoalescingSubscription``: a subclass, so that the
+other policies' per-event paths stay exactly as they are. The rules it serves (backpressure, dropped or
+merged deltas, order, the end never waiting) are the bus's and are told in ``agentflow.bus``; this module
+does not stamp, route or publish events, nor know about callbacks or runtimes.
 """
 
 from __future__ import annotations
 
 import collections
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Hashable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 import anyio
+import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .events import CodeOutput, ToolProgress
@@ -26,7 +28,7 @@ from .model.events import Event, ReasoningDelta, RefusalDelta, TextDelta, ToolCa
 if TYPE_CHECKING:
     from .bus import EventBus
 
-__all__ = ["DELTA_TYPES", "Policy", "Subscription"]
+__all__ = ["DELTA_TYPES", "MERGEABLE_TYPES", "CoalescingSubscription", "Policy", "Subscription"]
 
 E_co = TypeVar("E_co", bound=Event, covariant=True)
 
@@ -41,8 +43,19 @@ DELTA_TYPES: tuple[type[Event], ...] = (
 """The events a ``drop_deltas`` subscriber may lose when it falls behind (``CodeExecuted`` still carries
 the whole output of a code step, as ``ModelCompleted`` the whole text)."""
 
-Policy = Literal["backpressure", "drop_deltas"]
-"""What a subscriber's full buffer does to ``publish``: wait (``backpressure``) or drop deltas."""
+MERGEABLE_TYPES: tuple[type[Event], ...] = (
+    TextDelta,
+    ReasoningDelta,
+    RefusalDelta,
+    ToolCallArgumentsDelta,
+    CodeOutput,
+)
+"""The deltas a ``coalesce_deltas`` subscriber gets merged (per stream) rather than dropped when it falls
+behind: every one of ``DELTA_TYPES`` but ``ToolProgress``, whose messages do not join into one."""
+
+Policy = Literal["backpressure", "drop_deltas", "coalesce_deltas"]
+"""What a subscriber's full buffer does to ``publish``: wait (``backpressure``), drop deltas
+(``drop_deltas``), or merge deltas per stream and deliver them once there is room (``coalesce_deltas``)."""
 
 
 class Subscription(Generic[E_co]):
@@ -58,7 +71,8 @@ class Subscription(Generic[E_co]):
     (at once with ``async with``; otherwise when Python finalises the loop's iterator, on the next pass of
     the event loop), so a consumer that stopped reading never holds up the run. To read a few events and
     keep the subscription, use ``receive()``. ``dropped`` counts the delta events a ``drop_deltas``
-    subscriber lost because its buffer was full.
+    (or ``coalesce_deltas``: ``ToolProgress`` only) subscriber lost because its buffer was full;
+    ``coalesced`` the deltas a ``coalesce_deltas`` subscriber got merged into another one.
     """
 
     __slots__ = (
@@ -71,6 +85,7 @@ class Subscription(Generic[E_co]):
         "_send",
         "_sending",
         "_unbuffered",
+        "coalesced",
         "dropped",
         "types",
     )
@@ -83,6 +98,7 @@ class Subscription(Generic[E_co]):
         """The event types this subscription receives (``None``: all)."""
         self._drop_deltas = policy == "drop_deltas"
         self.dropped = 0
+        self.coalesced = 0
         send, receive = anyio.create_memory_object_stream[Any](max_buffer_size=buffer)
         self._send: MemoryObjectSendStream[Any] = send
         self._receive: MemoryObjectReceiveStream[Any] = receive
@@ -301,3 +317,191 @@ class Subscription(Generic[E_co]):
                 self._room.set()
         # Closing the send side lets the consumer drain what is buffered, then ends its iteration.
         self._send.close()
+
+
+def _stream_of(event: Event) -> tuple[Hashable, str] | None:
+    """The stream a mergeable delta continues, and the field its pieces join in; ``None``: not mergeable.
+
+    A stream is what joins into one whole text: a step's answer, reasoning or refusal; one tool call's
+    arguments (``index``); one of a code step's output streams (``stream``). The step is part of it, so a
+    merged delta has the stamps of all its pieces, and so is the exact class: an event class of your own
+    that subclasses one of these never merges with agentflow's.
+    """
+    cls = type(event)
+    if isinstance(event, TextDelta | ReasoningDelta | RefusalDelta):
+        return (cls, event.step), "text"
+    if isinstance(event, ToolCallArgumentsDelta):
+        return (cls, event.step, event.index), "delta"
+    if isinstance(event, CodeOutput):
+        return (cls, event.step, event.stream), "text"
+    return None
+
+
+class _MergedDelta:
+    """One stream's deltas that found no room: the newest of them, and every piece of text to join."""
+
+    __slots__ = ("_field", "_last", "_pieces")
+
+    def __init__(self, event: Event, field: str) -> None:
+        self._last = event
+        self._field = field
+        self._pieces: list[str] = [getattr(event, field)]
+
+    def add(self, event: Event) -> None:
+        self._last = event
+        self._pieces.append(getattr(event, self._field))
+
+    def event(self) -> Event:
+        """The merged delta: the newest piece's event (its stamps, ``seq`` included) with every piece joined;
+        the event itself when there is one piece."""
+        if len(self._pieces) > 1:
+            # Joined once, at delivery (appending to a growing string would be quadratic in a long stall),
+            # and kept: built again only if more pieces come.
+            joined = "".join(self._pieces)
+            changes: dict[str, Any] = {self._field: joined}
+            self._last = attrs.evolve(self._last, **changes)
+            self._pieces = [joined]
+        return self._last
+
+
+class CoalescingSubscription(Subscription[E_co]):
+    """A ``policy="coalesce_deltas"`` subscription: when its buffer is full, deltas are merged, not dropped.
+
+    Each stream (a step's text, reasoning or refusal; a tool call's arguments; a code step's stdout or
+    stderr) has at most one pending merged delta: the pieces that found no room, joined, with the stamps of
+    the last piece (``seq`` included, so ``seq`` still rises and its gap shows the merge). Pending deltas
+    enter the buffer as soon as the consumer makes room, the one with the oldest last piece first, and
+    always before any later event of another kind: a boundary that finds deltas pending waits (backpressure)
+    until they and it are delivered. So each stream's texts, joined, are exactly what a backpressure
+    subscriber receives. ``ToolProgress``, which cannot be merged, is dropped as under ``drop_deltas``.
+    ``coalesced`` counts the deltas merged into another one (a merged delta of three pieces counts 2).
+    Needs a buffer of at least one event (``EventBus.subscribe`` checks it).
+    """
+
+    __slots__ = ("_pending",)
+
+    def __init__(
+        self, bus: EventBus, types: tuple[type[Event], ...] | None, buffer: int, policy: Policy
+    ) -> None:
+        super().__init__(bus, types, buffer, policy)
+        # Merged deltas waiting for room, one per stream, ordered by their newest piece (re-inserted on every
+        # merge, so ``seq`` rises in delivery order). All are newer than what is buffered and older than a
+        # parked or held event. Never empty with room in the buffer: the consumer refills it (``_take_in``).
+        self._pending: dict[Hashable, _MergedDelta] = {}
+
+    # -- consumer side -------------------------------------------------------------------------------
+
+    async def __anext__(self) -> E_co:
+        """The next event; ``StopAsyncIteration`` (and the subscription closed) after the terminal event."""
+        event: E_co
+        try:
+            event = self._receive.receive_nowait()
+        except anyio.WouldBlock:
+            # An empty buffer: nothing pending or parked either (they only wait while the buffer is full).
+            try:
+                event = await self._receive.receive()
+            except anyio.EndOfStream:
+                return self._after_buffer()
+            except anyio.ClosedResourceError:
+                raise StopAsyncIteration from None
+        except anyio.EndOfStream:
+            return self._after_buffer()
+        except anyio.ClosedResourceError:
+            raise StopAsyncIteration from None
+        if self._pending or self._parked is not None:
+            self._take_in(event)
+        return event
+
+    async def receive(self) -> E_co:
+        """The next event; raises ``anyio.EndOfStream`` once the run has ended and every event was read."""
+        try:
+            event: E_co = await self._receive.receive()
+        except anyio.EndOfStream:
+            if self._held:
+                return self._held.popleft()  # type: ignore[return-value]
+            raise
+        if self._pending or self._parked is not None:
+            self._take_in(event)
+        return event
+
+    def _take_in(self, taken: object) -> None:
+        # The consumer made room: the merged deltas go in first, oldest first, then the parked event (a
+        # boundary that waits behind them, so newer than all of them).
+        pending = self._pending
+        while pending:
+            stream = next(iter(pending))
+            try:
+                self._send.send_nowait(pending[stream].event())
+            except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                return
+            del pending[stream]
+        if self._parked is not None:
+            super()._take_in(taken)
+
+    def close(self) -> None:
+        """Stop receiving: the bus forgets this subscription (buffered and pending events are discarded)."""
+        self._pending.clear()
+        super().close()
+
+    # -- producer side (the bus) -----------------------------------------------------------------------
+
+    def _offer(self, event: Event) -> Awaitable[None] | None:
+        """Deliver (or merge a delta) without waiting if possible; otherwise what the publisher awaits."""
+        if not self._pending:
+            try:
+                self._send.send_nowait(event)
+                return None
+            except anyio.WouldBlock:
+                pass
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                self._bus._remove(self)
+                return None
+        # The buffer is full, or merged deltas wait for room (and are older): merge, drop, or wait.
+        if self._merge(event):
+            return None
+        if isinstance(event, DELTA_TYPES):
+            self.dropped += 1
+            return None
+        return self._deliver(event)
+
+    def _offer_ending(self, event: Event) -> None:
+        """Deliver without ever waiting: what does not fit the buffer is merged, dropped or held."""
+        if not self._held and self._parked is None:
+            if not self._pending:
+                try:
+                    self._send.send_nowait(event)
+                    return
+                except anyio.WouldBlock:
+                    pass
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    self._bus._remove(self)
+                    return
+            if self._merge(event):
+                return
+            if isinstance(event, DELTA_TYPES):
+                self.dropped += 1
+                return
+        # Held events come after the pending ones (``_end``), so the order stays the publish order.
+        self._held.append(event)
+
+    def _merge(self, event: Event) -> bool:
+        """Add ``event`` to its stream's pending delta; ``False`` if it is not a delta that merges."""
+        stream = _stream_of(event)
+        if stream is None:
+            return False
+        key, field = stream
+        merged = self._pending.pop(key, None)
+        if merged is None:
+            merged = _MergedDelta(event, field)
+        else:
+            merged.add(event)
+            self.coalesced += 1
+        self._pending[key] = merged  # last: it now ends with the newest piece
+        return True
+
+    def _end(self) -> None:
+        super()._end()  # a parked event is now held first
+        # The merged deltas still pending come right after the buffered events, before anything held.
+        while self._pending:
+            _, merged = self._pending.popitem()  # the newest first, each put in front
+            self._held.appendleft(merged.event())

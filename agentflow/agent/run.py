@@ -58,7 +58,8 @@ class AgentRun(Generic[OutputT]):
       for a failed run it raises the run's exception (also in ``run.error``).
     - ``await run.wait()`` waits for the end (discarding unread events) and returns ``run.result``.
     - ``await run.cancel()`` asks the run to stop; it ends with ``RunCancelled``, which the iteration yields.
-    - ``run.dropped`` counts the deltas a ``policy="drop_deltas"`` iteration skipped.
+    - ``run.dropped`` counts the deltas a ``policy="drop_deltas"`` iteration skipped; ``run.coalesced`` the
+      deltas a ``policy="coalesce_deltas"`` iteration got merged into others (none of their text is lost).
     - ``break`` only stops reading: the run goes on while its buffer has room, then waits for the reader
       (backpressure); leaving the block cancels it if it has not ended (``await run.wait()`` first lets it
       finish). Iterating again resumes where the loop stopped.
@@ -144,10 +145,19 @@ class AgentRun(Generic[OutputT]):
 
     @property
     def dropped(self) -> int:
-        """How many delta events the iteration skipped because its buffer was full (only ever with
-        ``policy="drop_deltas"``; boundaries and the terminal event are never dropped). A UI can tell the user
-        some text was skipped; ``ModelCompleted`` still carries all of it."""
+        """How many delta events the iteration skipped because its buffer was full (with
+        ``policy="drop_deltas"``, or ``ToolProgress`` with ``policy="coalesce_deltas"``; boundaries and the
+        terminal event are never dropped). A UI can tell the user some text was skipped; ``ModelCompleted``
+        still carries all of it."""
         return self._subscription.dropped if self._subscription is not None else 0
+
+    @property
+    def coalesced(self) -> int:
+        """How many delta events the iteration got merged into the one before them in their stream because
+        its buffer was full (only ever with ``policy="coalesce_deltas"``): the text is all there, in fewer
+        events, and a merged event's ``seq`` is its last piece's. ``ToolProgress`` does not merge: it is
+        dropped and counted in ``dropped``."""
+        return self._subscription.coalesced if self._subscription is not None else 0
 
     # -- lifecycle -------------------------------------------------------------------------------------------
 
