@@ -38,7 +38,7 @@ async def run_events(request: web.Request) -> web.StreamResponse:
     # stop, memory is completed, RunCancelled is published. On shutdown, RUNS cancels it (see create_app).
     # sse_stream sends a failure's public text, not its message (errors="full" would send that).
     async with (
-        request.app[AGENT].stream(question) as run,
+        request.app[AGENT].stream(question, policy="coalesce_deltas") as run,
         request.app[RUNS].track(run),
         aclosing(sse_stream(run, heartbeat=15.0)) as frames,
     ):

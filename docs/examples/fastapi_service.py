@@ -52,7 +52,7 @@ class AgentRunResponse(StreamingResponse):
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
         # sse_stream sends a failure's public text, not its message (errors="full" would send that).
         async with (
-            self.agent.stream(self.question) as run,
+            self.agent.stream(self.question, policy="coalesce_deltas") as run,
             self.runs.track(run),
             aclosing(sse_stream(run, heartbeat=self.heartbeat)) as frames,
         ):
