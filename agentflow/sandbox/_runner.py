@@ -25,8 +25,10 @@ holds it: it flushes output left in the capture buffers (a ``print(..., end="")`
 reaches the host), and when the host's end of the channel closes (the host died, even mid-step) it deletes
 the working directory and ends the process, so a sandbox never outlives its host for long.
 
-Arguments after ``-c <source>`` (optional): ``<major.minor> <site dir>...``: directories of the host's
-installed packages to add (``site.addsitedir``) when this interpreter's version is ``major.minor``.
+Arguments after ``-c <source>``, all optional, in this order: ``--private-tmp <size> <inodes> <uid>
+<workdir> <dir>... --`` (the private-tmp step, see ``_make_private_tmp``); ``--probe`` (the host's launch
+probe: exit once that step worked); ``<major.minor> <site dir>...``: directories of the host's installed
+packages to add (``site.addsitedir``) when this interpreter's version is ``major.minor``.
 """
 
 from __future__ import annotations
@@ -71,6 +73,12 @@ _HELPERS = ("call_tool", "acall_tool", "map_tool", "parallel", "final_answer", "
 _STUB_MARK = "__agentflow_tool__"
 _WATCH_EVERY_MS = 100
 """How often the watch thread flushes pending output (and at most how late it notices the host gone)."""
+_CLONE_NEWUSER = 0x10000000
+_MS_NOSUID, _MS_NODEV, _MS_BIND = 0x2, 0x4, 0x1000
+_PR_CAPBSET_DROP = 24
+_CAPABILITY_VERSION_3 = 0x20080522
+_PRIVATE_TMP_FAILED = 126
+"""The exit status when the private-tmp step failed: the code never runs with the host's ``/tmp``."""
 _WORKDIR_PREFIX = "agentflow-sandbox-"
 """The working directory the host made for this process starts so (``workdirs.WORKDIR_PREFIX``); the runner
 deletes nothing else."""
@@ -842,6 +850,64 @@ def _add_site_dirs(args: list[str]) -> str | None:
     return None
 
 
+def _split_args(args: list[str]) -> tuple[list[str] | None, bool, list[str]]:
+    """The private-tmp step's arguments (``None``: none), whether this is a probe, and the rest."""
+    private_tmp = None
+    if args[:1] == ["--private-tmp"] and "--" in args:
+        end = args.index("--")
+        private_tmp, args = args[1:end], args[end + 1 :]
+    probe = args[:1] == ["--probe"]
+    return private_tmp, probe, args[1:] if probe else args
+
+
+def _make_private_tmp(spec: list[str]) -> None:
+    """Give the sandbox its own ``/tmp``, ``/var/tmp`` and ``/dev/shm``, then drop to an unprivileged uid.
+
+    ``spec`` is ``<size> <inodes> <uid> <workdir> <dir>...``. The launcher made this process root of a new
+    user namespace that owns its mount namespace (capabilities there, none on the host). This mounts a
+    tmpfs of ``size`` bytes on each ``dir``, so what the code writes there stays in this mount namespace and
+    vanishes with it; re-attaches the working directory (still this process's cwd) at ``workdir`` when a
+    tmpfs hid its path (``''`` otherwise); then moves into a nested user namespace where it is ``uid`` and
+    drops every capability. Owned by the outer namespace, the mounts cannot be undone from there, nor from
+    any namespace the code makes (copied mounts are locked together). Raises ``OSError`` on any failure:
+    the caller must then exit, never run code. Runs before any other thread exists (``unshare`` of a user
+    namespace needs a single thread) and before any code.
+    """
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def check(result: int, what: str) -> None:
+        if result != 0:
+            number = ctypes.get_errno()
+            raise OSError(number, what + ": " + os.strerror(number))
+
+    size, inodes, uid, workdir, directories = spec[0], spec[1], spec[2], spec[3], spec[4:]
+    options = ("size=" + str(int(size)) + ",nr_inodes=" + str(int(inodes)) + ",mode=1777").encode()
+    for directory in directories:
+        flags = _MS_NOSUID | _MS_NODEV
+        check(libc.mount(b"tmpfs", directory.encode(), b"tmpfs", flags, options), "mount " + directory)
+    if workdir:
+        os.makedirs(workdir, exist_ok=True)
+        # "." is the working directory as it was before the mounts hid its path.
+        check(libc.mount(b".", workdir.encode(), None, _MS_BIND, None), "bind " + workdir)
+        # From inside the mount, ".." leads to the new tmpfs, never to what it covers.
+        os.chdir(workdir)
+    check(libc.unshare(_CLONE_NEWUSER), "unshare")
+    for name, text in (("setgroups", "deny"), ("uid_map", uid + " 0 1"), ("gid_map", uid + " 0 1")):
+        with open("/proc/self/" + name, "w") as handle:
+            handle.write(text)
+    # The nested namespace owns nothing, but its capabilities go too: the bounding set (so no program can
+    # bring one back), then the process's own.
+    cap = 0
+    while libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) == 0:
+        cap += 1
+    header = (ctypes.c_uint32 * 2)(_CAPABILITY_VERSION_3, 0)
+    check(libc.capset(header, (ctypes.c_uint32 * 6)()), "capset")
+    if os.getuid() != int(uid) or os.getgid() != int(uid):
+        raise OSError(0, "the uid is " + str(os.getuid()) + ", not " + uid)
+
+
 def _watch_host(channel: _Channel, outputs: tuple[_Capture, ...], workdir: str | None) -> None:
     """The watch thread: flush output that waits in a buffer; once the host is gone, clean up and exit.
 
@@ -890,6 +956,15 @@ def _leave(workdir: str | None) -> None:
 
 def main() -> None:
     """Take over the standard descriptors, greet the host and serve ``exec`` frames until it leaves."""
+    private_tmp, probe, args = _split_args(sys.argv[1:])
+    if private_tmp is not None:
+        try:
+            _make_private_tmp(private_tmp)
+        except BaseException as exc:
+            os.write(2, ("the sandbox's private /tmp failed: " + repr(exc) + "\n").encode("utf-8", "replace"))
+            os._exit(_PRIVATE_TMP_FAILED)
+    if probe:
+        os._exit(0)
     read_fd, write_fd = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
@@ -897,7 +972,7 @@ def main() -> None:
     os.dup2(2, 1)  # fd-level writes (C code, os.write(1, …)) reach the host's stderr pipe, not the channel
     cwd = os.getcwd()
     workdir = cwd if os.path.basename(cwd).startswith(_WORKDIR_PREFIX) else None
-    site_error = _add_site_dirs(sys.argv[1:])
+    site_error = _add_site_dirs(args)
     guard = _CpuGuard()
     channel = _Channel(read_fd, write_fd, guard)
     runner = Runner(channel, guard)

@@ -21,10 +21,10 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from .errors import SandboxStartError
 from .frames import HEADER, ChildMessage, FrameError, Ready, decode_child_message, frame_size, max_frame_bytes
-from .launch import LaunchPlan, dynamic_id, sandbox_environment
+from .launch import PRIVATE_TMP_DIRS, LaunchPlan, dynamic_id, runner_source, sandbox_environment
 from .limits import ExecutionLimits
 from .spawn import SpawnedProcess, spawn
-from .workdirs import Workdir, needs_sweep, sweep_orphans
+from .workdirs import Workdir, needs_sweep, remove_files_of, sweep_orphans
 
 __all__ = ["ChildExited", "SandboxProcess"]
 
@@ -32,6 +32,8 @@ _REAP_TIMEOUT = 5.0
 """How long the launcher gets to reap the killed runner before its whole process group is killed."""
 
 _STDERR_ON_FAILURE = 4096
+_MAX_DESCENDANTS = 4096
+"""The most processes ``cpu_time(descendants=True)`` reads (``max_processes`` bounds them far below)."""
 
 
 class ChildExited(Exception):
@@ -48,8 +50,10 @@ class SandboxProcess:
         plan: LaunchPlan,
         limits: ExecutionLimits,
         workdir: Workdir,
+        ident: int | None = None,
     ) -> None:
         self._process = process
+        self._ident = ident  # the throw-away uid it runs as (host running as root), if any
         self._stdin = process.stdin
         self._stdout = BufferedByteReceiveStream(process.stdout)
         self._stderr = process.stderr
@@ -64,6 +68,7 @@ class SandboxProcess:
         self._workdir = workdir
         self.workdir = workdir.path
         self.process_limits = limits.process_limits
+        self._may_fork = limits.max_processes > 0
         self.rlimits = plan.rlimits(limits)
         self.python_version = ""
         self.stderr_closed = anyio.Event()
@@ -97,7 +102,12 @@ class SandboxProcess:
                 os.chown(workdir.path, ident, ident)
             # Started in the spawner thread: a fork and exec take milliseconds the loop has better uses for.
             process = await spawn(
-                plan.argv(site_packages=site_packages, site_dirs=site_dirs),
+                plan.argv(
+                    site_packages=site_packages,
+                    site_dirs=site_dirs,
+                    tmp_bytes=limits.max_tmp_bytes,
+                    workdir=workdir.path,
+                ),
                 cwd=workdir.path,
                 env=sandbox_environment(workdir.path),
                 start_new_session=True,
@@ -111,7 +121,7 @@ class SandboxProcess:
             if isinstance(exc, OSError):
                 raise SandboxStartError(f"cannot start the sandbox process: {exc}{_notes(plan)}") from exc
             raise
-        child = cls(process, plan=plan, limits=limits, workdir=workdir)
+        child = cls(process, plan=plan, limits=limits, workdir=workdir, ident=ident)
         try:
             with anyio.fail_after(startup_timeout):
                 greeting = await child.receive()
@@ -125,7 +135,8 @@ class SandboxProcess:
                 await child.kill()
             if isinstance(exc, ChildExited | FrameError | TimeoutError):
                 reason = "did not greet the host in time" if isinstance(exc, TimeoutError) else str(exc)
-                command = " ".join(plan.argv(site_packages=site_packages)[:-1])
+                argv = plan.argv(site_packages=site_packages)
+                command = " ".join(argv[: argv.index(runner_source())])  # up to the runner's source
                 raise SandboxStartError(
                     f"the sandbox process ({command} …) failed to start: {reason}{_notes(plan)}"
                     + (f"\n{detail}" if detail else "")
@@ -156,14 +167,23 @@ class SandboxProcess:
         """Whether the process has neither been killed nor exited."""
         return not self._killed and self._process.returncode is None
 
-    def cpu_time(self) -> float | None:
+    def cpu_time(self, *, descendants: bool = False) -> float | None:
         """CPU seconds (user and system, all threads) the runner has used, read from ``/proc``; ``None``
-        where that cannot be read (no ``/proc``, as on macOS) or the runner is gone."""
+        where that cannot be read (no ``/proc``, as on macOS) or the runner is gone.
+
+        With ``descendants`` (and only when the code may start processes, ``max_processes > 0``), also
+        the time of every process below the runner, live or not yet reaped, and of those it has reaped:
+        code that forked a process that goes on using CPU is seen too. In a PID namespace that is every
+        process of the sandbox (orphans are adopted by the runner, its PID 1); without one, a process
+        whose parent exited has left the runner's tree and is not counted.
+        """
         if self._runner_pid is None or self._runner_started is None or not self.alive:
             return None
         stat = _proc_stat(self._runner_pid)
         if stat is None or stat[1] != self._runner_started:
             return None
+        if descendants and self._may_fork:
+            return _tree_cpu_time(self._runner_pid)
         return stat[0]
 
     def cpu_soft_limit(self) -> float | None:
@@ -233,7 +253,20 @@ class SandboxProcess:
             if self._pidfd is not None:
                 os.close(self._pidfd)
                 self._pidfd = None
-            await anyio.to_thread.run_sync(self._workdir.release)
+            # A throw-away uid that had the host's /tmp, /var/tmp and /dev/shm (no private ones) may have left
+            # files there that no later sandbox could delete; once its process is gone, nothing of that uid
+            # writes any more (unless code started a process that left the sandbox's process group, which
+            # needs max_processes > 0 and no PID namespace).
+            gone = self._process.returncode is not None
+            owner = self._ident if gone and not self._plan.isolation.private_tmp else None
+            await anyio.to_thread.run_sync(self._clean_up, owner)
+
+    def _clean_up(self, owner: int | None) -> None:
+        """Delete the working directory, and what ``owner`` left directly in the host's temporary
+        directories."""
+        self._workdir.release()
+        if owner is not None:
+            remove_files_of(owner, PRIVATE_TMP_DIRS)
 
     async def exit_status(self) -> int | None:
         """The launcher's exit status once it has ended (``None`` if it still runs a second later)."""
@@ -295,6 +328,42 @@ def _proc_stat(pid: int) -> tuple[float, int] | None:
         return (int(fields[11]) + int(fields[12])) / ticks, int(fields[19])
     except (OSError, ValueError, IndexError):
         return None
+
+
+def _tree_cpu_time(root: int) -> float | None:
+    """CPU seconds of ``root`` and every process below it (user and system, with what each has reaped),
+    from ``/proc``; ``None`` when ``root`` cannot be read. Processes that end while it reads are skipped."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    pending, seen = [root], {root}
+    while pending and len(seen) <= _MAX_DESCENDANTS:
+        pid = pending.pop()
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
+        except (OSError, ValueError, IndexError):
+            if pid == root:
+                return None
+            continue
+        for child in _children(pid):
+            if child not in seen:
+                seen.add(child)
+                pending.append(child)
+    return total / ticks
+
+
+def _children(pid: int) -> list[int]:
+    """The children of every thread of ``pid`` (``/proc/<pid>/task/<tid>/children``; empty without it)."""
+    found: list[int] = []
+    with contextlib.suppress(OSError):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with (
+                contextlib.suppress(OSError, ValueError),
+                open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as handle,
+            ):
+                found.extend(int(part) for part in handle.read().split())
+    return found
 
 
 def _first_child(pid: int) -> int | None:

@@ -88,7 +88,8 @@ class OutputChunk:
 
 @attrs.frozen
 class StepDone:
-    """The step ``step`` ended; ``dropped_*`` count the output bytes cut by the child."""
+    """The step ``step`` ended; ``dropped_*`` count the output bytes cut by the child; ``frame_bytes`` is
+    the size of the frame's body, which bounds the value's size as JSON."""
 
     step: int
     ok: bool
@@ -98,6 +99,7 @@ class StepDone:
     is_final: bool = False
     dropped_stdout: int = 0
     dropped_stderr: int = 0
+    frame_bytes: int = attrs.field(default=0, eq=False)  # how it travelled, not what it says
 
 
 ChildMessage = Ready | ToolCallRequest | OutputChunk | StepDone
@@ -337,7 +339,7 @@ def decode_child_message(body: bytes) -> ChildMessage:
             text = _get(message, "d", str)
             return OutputChunk(stream="stdout" if stream == "stdout" else "stderr", text=text)
         if kind == "done":
-            return _decode_done(message)
+            return attrs.evolve(_decode_done(message), frame_bytes=len(body))
         if kind == "ready":
             if message.get("v") != PROTOCOL_VERSION:
                 raise ValueError(f"protocol version {message.get('v')!r}, expected {PROTOCOL_VERSION}")

@@ -7,6 +7,13 @@
    namespaces. The runner is PID 1 of its own PID namespace with a fresh ``/proc``, so no host process is
    visible (no ``/proc/<host pid>/environ``); its uid inside is an unprivileged 1000, so it holds no
    capabilities and cannot unmount that ``/proc``; the network namespace has only a downed loopback.
+   ``/tmp``, ``/var/tmp`` and ``/dev/shm`` are private, size-capped tmpfs mounts in its mount namespace
+   (``max_tmp_bytes``), gone with it: the launcher maps the runner to root of its user namespace, and the
+   runner's first act (``_runner._make_private_tmp``, before any code or thread) mounts them, re-attaches
+   the working directory at its path when it lived under one of them, then moves itself into a nested user
+   namespace where it is 1000 and drops every capability. It holds none in the namespace that owns the
+   mounts, so it can neither unmount them nor reach what they cover. Where that fails (no ``ctypes``, a
+   kernel that refuses the mounts): the same namespaces with 1000 mapped directly, said in a note.
 2. When the host runs as root, the process also gets a fresh unprivileged uid/gid of its own (like
    systemd's DynamicUser) *outside* the namespace: it cannot read or write root's files beyond what
    "other" may, cannot signal or trace the host, and ``RLIMIT_NPROC`` applies to it (root ignores it).
@@ -60,6 +67,9 @@ _DYNAMIC_ID_RANGE = (0x60000000, 0x70000000)
 _SYSTEM_PYTHONS = ("/usr/bin/python3", "/usr/local/bin/python3")
 _PROBE_CODE = "import sys; sys.exit(sys.version_info < (3, 8))"
 _PROBE_TIMEOUT = 10.0
+PRIVATE_TMP_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
+"""World-writable directories that get a private tmpfs in the sandbox's mount namespace, where they exist."""
+_PROBE_TMP_BYTES = 1024 * 1024
 
 
 @attrs.frozen
@@ -75,7 +85,10 @@ class SandboxIsolation:
     - ``dies_with_host``: the kernel kills the sandbox when the host process dies (a parent-death signal);
       without it the runner still exits when it notices its channel close, unless code holds it in one
       long call into C;
-    - ``notes``: why something is missing, or what was chosen instead.
+    - ``private_tmp``: ``/tmp``, ``/var/tmp`` and ``/dev/shm`` are the sandbox's own, size-capped
+      (``ExecutionLimits.max_tmp_bytes``) and deleted with it; otherwise they are the host's;
+    - ``notes``: why something is missing, or what was chosen instead (and ``runs as your uid: …`` whenever
+      the code runs under the host's uid).
     """
 
     platform: str
@@ -88,6 +101,7 @@ class SandboxIsolation:
     process_limit_enforced: bool
     notes: tuple[str, ...] = ()
     dies_with_host: bool = False
+    private_tmp: bool = False
 
     @property
     def host_environment_protected(self) -> bool:
@@ -104,21 +118,34 @@ class LaunchPlan:
     switch_user: bool
     nproc_base: int | None
     """``RLIMIT_NPROC`` = this + ``max_processes`` (processes and threads of the sandbox uid that exist
-    before user code runs: the launcher, the runner and its watch thread); ``None`` when the count would
-    include other processes (only ``max_processes=0`` holds)."""
+    before user code runs, in the runner's user namespace: the runner and its watch thread, and the launcher
+    when it shares that namespace); ``None`` when the count would include other processes (only
+    ``max_processes=0`` holds)."""
     isolation: SandboxIsolation
+    tmp_dirs: tuple[str, ...] = ()
+    """The directories the runner covers with a private tmpfs (none: they are the host's)."""
 
     @property
     def forks(self) -> bool:
         """Whether the launcher forks the runner (``unshare --fork``), rather than being it."""
         return self.isolation.namespaces
 
-    def argv(self, *, site_packages: bool, site_dirs: Sequence[str] = ()) -> list[str]:
-        """The full command: wrappers, interpreter in isolated mode, runner source, then the host's package
+    def argv(
+        self,
+        *,
+        site_packages: bool,
+        site_dirs: Sequence[str] = (),
+        tmp_bytes: int = ExecutionLimits().max_tmp_bytes,
+        workdir: str | None = None,
+    ) -> list[str]:
+        """The full command: wrappers, interpreter in isolated mode, runner source, the private-tmp step's
+        arguments when there is one (``tmp_bytes`` sizes each tmpfs; ``workdir``, the process's working
+        directory, is re-attached at its path when one of them covers it), then the host's package
         directories to add when there are any (``site_dirs``; see ``host_site_dirs``)."""
         flags = ["-I", "-B"] if site_packages else ["-I", "-B", "-S"]
+        tmp = private_tmp_args(self.tmp_dirs, tmp_bytes, workdir) if self.tmp_dirs else []
         extra = [f"{sys.version_info[0]}.{sys.version_info[1]}", *site_dirs] if site_dirs else []
-        return [*self.prefix, self.python, *flags, "-c", runner_source(), *extra]
+        return [*self.prefix, self.python, *flags, "-c", runner_source(), *tmp, *extra]
 
     @property
     def runs_host_python(self) -> bool:
@@ -138,6 +165,23 @@ class LaunchPlan:
             "RLIMIT_FSIZE": limits.max_file_bytes,
             "RLIMIT_CORE": 0,
         }
+
+
+def private_tmp_args(dirs: Sequence[str], tmp_bytes: int, workdir: str | None) -> list[str]:
+    """The runner's arguments for its private-tmp step (``_runner._make_private_tmp``): each tmpfs gets
+    ``tmp_bytes`` and one inode per 4 KiB page of it (empty files cost kernel memory too, which ``size`` does
+    not bound), the uid the code gets, and ``workdir`` re-attached at its real path when it lies under one
+    of ``dirs`` (``''``: nothing to re-attach).
+
+    >>> private_tmp_args(("/tmp", "/dev/shm"), 1 << 20, "/tmp/agentflow-sandbox-x")
+    ['--private-tmp', '1048576', '256', '1000', '/tmp/agentflow-sandbox-x', '/tmp', '/dev/shm', '--']
+    >>> private_tmp_args(("/tmp",), 1 << 20, "/srv/agentflow-sandbox-x")[4]
+    ''
+    """
+    real = os.path.realpath(workdir) if workdir is not None else ""
+    covered = any(real.startswith(directory.rstrip("/") + "/") for directory in dirs)
+    size, inodes = str(tmp_bytes), str(max(tmp_bytes // 4096, 16))
+    return ["--private-tmp", size, inodes, str(INNER_ID), real if covered else "", *dirs, "--"]
 
 
 def runner_source() -> str:
@@ -240,6 +284,23 @@ async def _run(argv: Sequence[str], **options: Any) -> subprocess.CompletedProce
         raise TimeoutError(f"the probe did not end within {_PROBE_TIMEOUT:g} s") from None
 
 
+@attrs.frozen
+class _Wrapping:
+    """One way to wrap the interpreter, tried in order by ``_probe``: see ``LaunchPlan``."""
+
+    prefix: tuple[str, ...]
+    what: str
+    tmp_dirs: tuple[str, ...] = ()
+
+    def probe(self, python: str) -> list[str]:
+        """The probe's command: a version check, or (with ``tmp_dirs``) the runner's private-tmp step on a
+        small tmpfs, which then exits (``--probe``)."""
+        if not self.tmp_dirs:
+            return [*self.prefix, python, "-I", "-S", "-c", _PROBE_CODE]
+        tmp = private_tmp_args(self.tmp_dirs, _PROBE_TMP_BYTES, None)
+        return [*self.prefix, python, "-I", "-S", "-c", runner_source(), *tmp, "--probe"]
+
+
 async def _probe(*, python: str | None, network: bool, switch_user: bool) -> LaunchPlan:
     if sys.platform == "win32":
         raise SandboxUnavailableError(
@@ -249,39 +310,43 @@ async def _probe(*, python: str | None, network: bool, switch_user: bool) -> Lau
     notes: list[str] = []
     pythons = _candidate_pythons(python)
     guard = await _parent_death_guard(notes)
-    prefixes: list[tuple[str, ...]] = []
+    wrappings: list[_Wrapping] = []
     unshare = shutil.which("unshare") if sys.platform.startswith("linux") else None
     if unshare:
-        prefixes.append((*guard, *_namespace_prefix(unshare, network=network)))
+        private = _private_tmp_wrapping(guard, unshare, network=network)
+        if private is not None:
+            wrappings.append(private)
+        wrappings.append(_Wrapping((*guard, *_namespace_prefix(unshare, network=network)), "namespaces"))
     elif sys.platform.startswith("linux"):
         notes.append("no 'unshare' binary (util-linux): no namespaces")
     else:
         notes.append(f"no namespaces on {sys.platform}")
-    prefixes.append(guard)
+    plain = _Wrapping(guard, "a plain process")
+    wrappings.append(plain)
 
     switch = switch_user and can_switch_user()
     for use_switch in (True, False) if switch else (False,):
-        for prefix in prefixes:
-            if prefix == guard and not use_switch:
-                return _plan(prefix, pythons[0], False, network, notes)
+        for wrapping in wrappings:
+            if wrapping is plain and not use_switch:
+                return _plan(wrapping, pythons[0], False, network, notes)
             failures: list[str] = []
             for candidate in pythons if use_switch else pythons[:1]:
-                error = await _try(prefix, candidate, switch_user=use_switch)
+                error = await _try(wrapping.probe(candidate), switch_user=use_switch)
                 if error is None:
                     if candidate != pythons[0]:
                         notes.append(
                             f"runs {candidate}: the sandbox uid cannot run {pythons[0]} "
                             f"({failures[0]}; the runner needs only the standard library)"
                         )
-                    return _plan(prefix, candidate, use_switch, network, notes)
+                    return _plan(wrapping, candidate, use_switch, network, notes)
                 failures.append(f"{candidate}: {error}")
-            what = "namespaces" if prefix else "a plain process"
             who = "a separate uid" if use_switch else "the host's uid"
-            notes.append(f"{what} with {who} failed: {'; '.join(failures)}")
+            notes.append(f"{wrapping.what} with {who} failed: {'; '.join(failures)}")
     raise AssertionError("unreachable: the plain process is always accepted")  # pragma: no cover
 
 
-def _plan(prefix: tuple[str, ...], python: str, switch: bool, network: bool, notes: list[str]) -> LaunchPlan:
+def _plan(wrapping: _Wrapping, python: str, switch: bool, network: bool, notes: list[str]) -> LaunchPlan:
+    prefix = wrapping.prefix
     namespaces = any(os.path.basename(part) == "unshare" for part in prefix)
     root = can_switch_user()
     try:
@@ -291,20 +356,29 @@ def _plan(prefix: tuple[str, ...], python: str, switch: bool, network: bool, not
     except ImportError:  # pragma: no cover - not POSIX
         rlimits = False
         notes.append("no 'resource' module: no memory, file or process limits")
-    # The runner and its watch thread, plus the unshare launcher when there is one.
+    # The runner and its watch thread, plus the unshare launcher when it is in the runner's user namespace
+    # (RLIMIT_NPROC counts per user namespace): with a private /tmp the runner is in a nested one.
+    base = 3 if namespaces and not wrapping.tmp_dirs else 2
     if switch:
-        nproc_base: int | None = 3 if namespaces else 2
+        nproc_base: int | None = base
     elif root:
         nproc_base = None
         notes.append("the sandbox runs as root's uid: RLIMIT_NPROC is ignored (no fork-bomb limit)")
     else:
-        nproc_base = 3 if namespaces else None
-    if not switch and root:
-        notes.append("the sandbox shares root's uid: it can read and write root's files")
+        nproc_base = base if namespaces else None
+    if not switch:
+        # The first thing to know: no separate user means the code is you, as far as files go.
+        mine = "every file root owns" if root else "~/.ssh, ~/.aws, .env files, sockets you own"
+        notes.insert(0, f"runs as your uid: can read and write your files ({mine})")
     if not namespaces and not network:
         notes.append("network is NOT isolated")
     if not switch and not namespaces:
         notes.append("host processes are visible: /proc/<host pid>/environ is readable")
+    if not wrapping.tmp_dirs:
+        notes.append(
+            "/tmp and /dev/shm are the host's: files written there outlive the sandbox, and /dev/shm uses "
+            "RAM outside the memory limit"
+        )
     isolation = SandboxIsolation(
         platform=sys.platform,
         python=python,
@@ -316,9 +390,15 @@ def _plan(prefix: tuple[str, ...], python: str, switch: bool, network: bool, not
         process_limit_enforced=nproc_base is not None,
         notes=tuple(notes),
         dies_with_host=bool(prefix) and os.path.basename(prefix[0]) == "setpriv",
+        private_tmp=bool(wrapping.tmp_dirs),
     )
     return LaunchPlan(
-        prefix=prefix, python=python, switch_user=switch, nproc_base=nproc_base, isolation=isolation
+        prefix=prefix,
+        python=python,
+        switch_user=switch,
+        nproc_base=nproc_base,
+        isolation=isolation,
+        tmp_dirs=wrapping.tmp_dirs,
     )
 
 
@@ -349,11 +429,13 @@ async def _parent_death_guard(notes: list[str]) -> tuple[str, ...]:
     return guard
 
 
-def _namespace_prefix(unshare: str, *, network: bool) -> tuple[str, ...]:
+def _namespace_prefix(unshare: str, *, network: bool, map_root: bool = False) -> tuple[str, ...]:
+    """``unshare`` with every namespace; the code's uid inside is ``INNER_ID`` (or 0 with ``map_root``, for
+    the runner's private-tmp step, which then moves to a nested namespace where it is ``INNER_ID``)."""
+    users = ["--map-root-user"] if map_root else [f"--map-user={INNER_ID}", f"--map-group={INNER_ID}"]
     flags = [
         "--user",
-        f"--map-user={INNER_ID}",
-        f"--map-group={INNER_ID}",
+        *users,
         "--pid",
         "--fork",
         "--kill-child",
@@ -364,6 +446,23 @@ def _namespace_prefix(unshare: str, *, network: bool) -> tuple[str, ...]:
     if not network:
         flags.append("--net")
     return (unshare, *flags, "--")
+
+
+def _private_tmp_wrapping(guard: tuple[str, ...], unshare: str, *, network: bool) -> _Wrapping | None:
+    """The namespaces with a private ``/tmp``, ``/var/tmp`` and ``/dev/shm`` (see the module docstring);
+    ``None`` when none of them exists."""
+    dirs: list[str] = []
+    for directory in PRIVATE_TMP_DIRS:
+        real = os.path.realpath(directory)
+        if os.path.isdir(real) and real not in dirs:  # /var/tmp may be a link to /tmp
+            dirs.append(real)
+    if not dirs:
+        return None
+    return _Wrapping(
+        prefix=(*guard, *_namespace_prefix(unshare, network=network, map_root=True)),
+        what="namespaces with a private /tmp",
+        tmp_dirs=tuple(dirs),
+    )
 
 
 def _candidate_pythons(python: str | None) -> list[str]:
@@ -382,12 +481,12 @@ def _candidate_pythons(python: str | None) -> list[str]:
     return found
 
 
-async def _try(prefix: Sequence[str], python: str, *, switch_user: bool) -> str | None:
-    """Run the probe; ``None`` when it worked, else the first line of what went wrong."""
+async def _try(command: Sequence[str], *, switch_user: bool) -> str | None:
+    """Run the probe; ``None`` when it worked, else the last line of what went wrong."""
     ident = dynamic_id() if switch_user else None
     try:
         done = await _run(
-            [*prefix, python, "-I", "-S", "-c", _PROBE_CODE],
+            command,
             cwd="/",
             env=sandbox_environment("/"),
             stdin=subprocess.DEVNULL,

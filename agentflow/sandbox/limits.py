@@ -49,14 +49,18 @@ class ExecutionLimits:
     - ``memory_bytes``: address space of the process (``RLIMIT_AS``): allocations beyond it raise
       ``MemoryError``;
     - ``max_open_files`` (``RLIMIT_NOFILE``), ``max_file_bytes`` (``RLIMIT_FSIZE``: a bigger write fails);
+    - ``max_tmp_bytes``: the size of each of the sandbox's private ``/tmp``, ``/var/tmp`` and ``/dev/shm``
+      (memory-backed, deleted with the sandbox), where it has them (``SandboxIsolation.private_tmp``); a
+      write past it fails with ``ENOSPC``. Not counted in ``memory_bytes``;
     - ``max_processes``: extra processes or threads the code may start (0: no ``fork``, no threads);
     - ``max_output_bytes``: captured stdout and stderr each, per step (the rest is cut with a marker);
     - ``max_result_bytes``: the step's value as JSON; a bigger value is an ``output_limit`` error;
     - ``max_parallel_tool_calls``: tool calls from one step that the host runs at the same time; more wait
       for a slot (the code may make any number of calls at once: the channel cannot deadlock).
 
-    The process-wide limits (memory, files, processes) are fixed when the process starts: a step with
-    different ones restarts a persistent sandbox (its variables are lost, and the step's result says so).
+    The process-wide limits (memory, files, processes, temporary directories) are fixed when the process
+    starts: a step with different ones restarts a persistent sandbox (its variables are lost, and the step's
+    result says so).
 
     >>> ExecutionLimits(wall_time=5).wall_time
     5
@@ -77,8 +81,17 @@ class ExecutionLimits:
     max_parallel_tool_calls: int = attrs.field(default=16, validator=_at_least(1))
     max_step_time: float | None = attrs.field(default=300.0, validator=_at_least(0.001, optional=True))
     max_step_tool_calls: int | None = attrs.field(default=1000, validator=_at_least(1, optional=True))
+    # At least 1 MiB: a tmpfs of size 0 would have no limit at all.
+    max_tmp_bytes: int = attrs.field(default=64 * MiB, validator=_at_least(1 * MiB))
 
     @property
-    def process_limits(self) -> tuple[int, int, int, int]:
-        """The limits fixed for a process's lifetime: memory, open files, processes, file size."""
-        return (self.memory_bytes, self.max_open_files, self.max_processes, self.max_file_bytes)
+    def process_limits(self) -> tuple[int, int, int, int, int]:
+        """The limits fixed for a process's lifetime: memory, open files, processes, file size, and the size
+        of its private temporary directories."""
+        return (
+            self.memory_bytes,
+            self.max_open_files,
+            self.max_processes,
+            self.max_file_bytes,
+            self.max_tmp_bytes,
+        )

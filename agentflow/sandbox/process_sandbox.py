@@ -37,10 +37,11 @@ is decided in ``launch.py`` and reported by ``isolation``; see docs/sandbox-secu
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 import attrs
@@ -73,9 +74,10 @@ __all__ = ["ProcessSandbox", "SubprocessExecutor"]
 _DEFAULT_LIMITS = ExecutionLimits()
 _LOST = "the sandbox was restarted, so variables, imports and files from earlier steps are gone"
 _IDLE_CPU = 1.0
-"""CPU seconds a persistent process may use between two steps. Idle, it waits on its channel (late tool
-answers cost it almost nothing); more means code kept running after its step ended (it wrote a ``done``
-frame of its own), unwatched by ``wall_time``."""
+"""CPU seconds a persistent process may use between two steps (with the processes its code started, when
+``max_processes > 0``). Idle, it waits on its channel (late tool answers cost it almost nothing); more means
+code kept running after its step ended (it wrote a ``done`` frame of its own, left a thread or a process
+running), unwatched by ``wall_time``."""
 
 
 class _CodeClock:
@@ -142,9 +144,12 @@ class ProcessSandbox:
       another interpreter than the host's (see ``python``) the host's package directories are added to it,
       which needs the same Python minor version and directories the sandbox's user can read; else the
       start fails with ``SandboxStartError`` rather than the code finding its imports missing;
-    - ``separate_user``: when the host runs as root, run the sandbox under a fresh unprivileged uid;
-    - ``strict``: refuse to run (``SandboxUnavailableError``) unless the host's environment is unreadable,
-      the network is cut (when ``network=False``) and resource limits apply;
+    - ``separate_user``: when the host runs as root, run the sandbox under a fresh unprivileged uid
+      (otherwise the code runs as the host's uid and can read and write its files; ``isolation.notes``
+      says so, and ``strict`` refuses it);
+    - ``strict``: refuse to run (``SandboxUnavailableError``) unless the code runs under a uid of its own
+      (a host running as root, with ``separate_user``), the host's environment is unreadable, the network
+      is cut (when ``network=False``) and resource limits apply;
     - ``startup_timeout``: how long a new process gets to start.
 
     Use it as an async context manager, or call ``aclose()``; ``isolation`` reports what holds here.
@@ -255,7 +260,7 @@ class ProcessSandbox:
                 if not keep or not self._persistent:
                     await self._discard()
                 else:
-                    self._idle_cpu = child.cpu_time()
+                    self._idle_cpu = child.cpu_time(descendants=True)
             self._check_open()
             result = _with_duration(result, anyio.current_time() - started)
             if self._note is not None:
@@ -325,7 +330,7 @@ class ProcessSandbox:
             return "its process had ended"
         if child.process_limits != limits.process_limits:
             return "the execution limits changed"
-        used = child.cpu_time()
+        used = child.cpu_time(descendants=True)
         if self._idle_cpu is not None and used is not None and used - self._idle_cpu > _IDLE_CPU:
             return (
                 f"its code went on running after its step had ended ({used - self._idle_cpu:.1f} CPU "
@@ -384,7 +389,7 @@ class ProcessSandbox:
                     elif isinstance(message, StepDone):
                         if message.step != self._step:
                             raise FrameError(f"an outcome for step {message.step} during step {self._step}")
-                        outcome = self._finished(message, output), True
+                        outcome = self._finished(message, output, limits), True
                         break
                     elif isinstance(message, Ready):
                         raise FrameError("the sandbox greeted the host again in the middle of a step")
@@ -460,7 +465,23 @@ class ProcessSandbox:
         kind = type(result).__name__
         return tool_failure_frame(call.id, f"TOOL_ERROR: the host's tool invoker returned {kind}")
 
-    def _finished(self, done: StepDone, output: StepOutput) -> CodeResult:
+    def _finished(self, done: StepDone, output: StepOutput, limits: ExecutionLimits) -> CodeResult:
+        # The runner checks the value's size, but code that found the channel can write its own outcome: it
+        # gets the same answer as an honest oversized value. A frame no bigger than the limit cannot hold a
+        # value over it, so only a big one is measured.
+        if done.ok and done.value is not None and done.frame_bytes > limits.max_result_bytes:
+            size = _json_size(done.value, done.frame_bytes)
+            if size > limits.max_result_bytes:
+                return CodeResult(
+                    ok=False,
+                    stdout=output.stdout.text(done.dropped_stdout),
+                    stderr=output.stderr.text(done.dropped_stderr),
+                    error=(
+                        f"the result is {size} bytes as JSON, over the limit of {limits.max_result_bytes}; "
+                        "return a smaller value (a summary or a slice) instead"
+                    ),
+                    error_type=CodeErrorType.OUTPUT_LIMIT,
+                )
         return CodeResult(
             ok=done.ok,
             value=done.value,
@@ -534,6 +555,11 @@ SubprocessExecutor = ProcessSandbox
 
 def _require_strict_isolation(isolation: SandboxIsolation, *, network: bool) -> None:
     missing = []
+    if not isolation.separate_user:
+        missing.append(
+            "the code would run as your uid and could read and write your files (~/.ssh, ~/.aws, .env); "
+            "a uid of its own needs a host running as root (e.g. in a container) and separate_user=True"
+        )
     if not isolation.host_environment_protected:
         missing.append("the host's environment is readable")
     if not network and not isolation.network_isolated:
@@ -545,7 +571,24 @@ def _require_strict_isolation(isolation: SandboxIsolation, *, network: bool) -> 
             "strict sandbox isolation is not available here: "
             + "; ".join(missing)
             + (f" ({'; '.join(isolation.notes)})" if isolation.notes else "")
+            + ". Fix what is missing, use strict=False and accept it (see docs/sandbox-security.md), or plug "
+            "in a container or VM CodeExecutor"
         )
+
+
+def _json_size(value: Any, bound: int) -> int:
+    """The size of ``value`` as the runner measures it (stdlib ``json``, UTF-8), written compactly, so never
+    more than the runner found for an honest value; ``bound`` (the frame's size) when it is too deep to
+    write here.
+
+    >>> _json_size({"k": ["é", 1e-05]}, 100)
+    18
+    """
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (RecursionError, ValueError):
+        return bound
+    return len(text.encode("utf-8", "replace"))
 
 
 def _with_duration(result: CodeResult, duration: float) -> CodeResult:

@@ -11,6 +11,9 @@ The claim file sits outside the working directory, so code in the sandbox cannot
 sweep acts only on claim files owned by its own user, that are unlocked and not brand new, and never
 follows a symbolic link. Directories without a claim file (made by older versions) are left alone.
 
+``remove_files_of`` deletes what a sandbox's throw-away uid (host running as root) left in the host's
+``/tmp``, ``/var/tmp`` and ``/dev/shm`` when it had no private ones: files of a uid nobody else runs as.
+
 Blocking file-system calls only: the caller runs them in a worker thread where they may take a while.
 """
 
@@ -23,8 +26,9 @@ import shutil
 import stat
 import tempfile
 import time
+from collections.abc import Sequence
 
-__all__ = ["WORKDIR_PREFIX", "Workdir", "sweep_orphans"]
+__all__ = ["WORKDIR_PREFIX", "Workdir", "remove_files_of", "sweep_orphans"]
 
 WORKDIR_PREFIX = "agentflow-sandbox-"
 """How a working directory's name starts (``_runner.py`` checks it before it deletes its own)."""
@@ -117,3 +121,31 @@ def _take_orphan(claim: str, workdir: str) -> bool:
         return True
     finally:
         os.close(fd)
+
+
+def remove_files_of(uid: int, directories: Sequence[str]) -> list[str]:
+    """Delete the entries directly in ``directories`` that ``uid`` owns (whole trees for directories);
+    returns their paths.
+
+    For a sandbox's throw-away uid once its process is gone. In a world-writable, sticky directory no other
+    user (root aside) can rename or replace such an entry, and the deletion never follows a symbolic link
+    (``shutil.rmtree`` works on file descriptors and refuses a link; a link is itself unlinked), so nothing
+    outside what ``uid`` made is touched.
+    """
+    removed: list[str] = []
+    for directory in directories:
+        with contextlib.suppress(OSError), os.scandir(directory) as entries:
+            for entry in entries:
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if info.st_uid != uid:
+                    continue
+                if stat.S_ISDIR(info.st_mode):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    with contextlib.suppress(OSError):
+                        os.unlink(entry.path)
+                removed.append(entry.path)
+    return removed

@@ -37,7 +37,7 @@ async def main():
         async def invoker(name, args):
             raise RuntimeError(name)
         isolation = await box.start()
-        print(isolation.dies_with_host, box._child.workdir, *box.pids, flush=True)
+        print(isolation.dies_with_host, isolation.private_tmp, box._child.workdir, *box.pids, flush=True)
         code = "open('running', 'w').close()\\n" + sys.argv[2]  # the test kills this process then
         await box.execute(code, invoker, [], ExecutionLimits(wall_time=60, cpu_seconds=60))
 
@@ -48,14 +48,24 @@ SPINNING = "while True:\n    pass"
 IN_C = "sum(range(10**15))"  # holds the interpreter lock: no Python thread of the runner can act
 
 
-def start_host(parent: Path, code: str, mode: str) -> tuple[subprocess.Popen[str], bool, str, list[int]]:
-    host = subprocess.Popen(
-        [sys.executable, "-c", HOST, str(parent), code, mode], stdout=subprocess.PIPE, text=True
-    )
-    assert host.stdout is not None
-    dies_with_host, workdir, *pids = host.stdout.readline().split()
-    wait_for_file(os.path.join(workdir, "running"))
-    return host, dies_with_host == "True", workdir, [int(pid) for pid in pids]
+class Host:
+    """A host process running one sandbox step, and what it said about the sandbox."""
+
+    def __init__(self, parent: Path, code: str, mode: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", HOST, str(parent), code, mode], stdout=subprocess.PIPE, text=True
+        )
+        assert self.process.stdout is not None
+        dies_with_host, private_tmp, self.workdir, *pids = self.process.stdout.readline().split()
+        self.dies_with_host = dies_with_host == "True"
+        self.private_tmp = private_tmp == "True"
+        self.pids = [int(pid) for pid in pids]
+        wait_for_file(os.path.join(self.workdir, "running"))
+
+    def kill(self) -> None:
+        """SIGKILL: the host gets no chance to clean up, as with the OOM killer."""
+        self.process.kill()
+        self.process.wait()
 
 
 def wait_for_file(path: str) -> None:
@@ -107,15 +117,13 @@ async def wait_gone(pids: list[int]) -> None:
 async def test_the_sandbox_dies_with_its_host_and_leaves_no_directory(
     parent: Path, code: str, cleanup: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    host, dies_with_host, _, pids = start_host(parent, code, "default")
-    cleanup.extend(pids)
-    if code == IN_C and not dies_with_host:
+    host = Host(parent, code, "default")
+    cleanup.extend(host.pids)
+    if code == IN_C and not host.dies_with_host:
         host.kill()
-        host.wait()
         pytest.skip("no parent-death signal (setpriv) here: code holding the GIL outlives its host")
-    host.kill()  # SIGKILL: the host gets no chance to clean up, as with the OOM killer
-    host.wait()
-    await wait_gone(pids)
+    host.kill()
+    await wait_gone(host.pids)
     # The runner deletes its directory when it gets to; if the kernel killed it first, the next sandbox
     # started there deletes it (here at once: the claim's minimum age is only a guard against races).
     monkeypatch.setattr(workdirs, "_swept", set())
@@ -128,12 +136,18 @@ async def test_the_sandbox_dies_with_its_host_and_leaves_no_directory(
 async def test_without_the_kernel_s_help_the_runner_ends_itself_and_deletes_its_directory(
     parent: Path, code: str, cleanup: list[int]
 ) -> None:
-    host, _, workdir, pids = start_host(parent, code, "no-kernel-guard")
-    cleanup.extend(pids)
+    host = Host(parent, code, "no-kernel-guard")
+    cleanup.extend(host.pids)
     host.kill()
-    host.wait()
-    await wait_gone(pids)
-    assert entries(parent) == [Path(workdir).name + ".lock"]  # the host's claim, swept later
+    await wait_gone(host.pids)
+    workdir = Path(host.workdir)
+    if host.private_tmp:
+        # Its path was a mount point in the sandbox (re-attached under the private /tmp): the runner
+        # empties it, and the next sandbox's sweep deletes it with the host's claim.
+        assert entries(parent) == sorted([workdir.name, workdir.name + ".lock"])
+        assert entries(workdir) == []
+    else:
+        assert entries(parent) == [workdir.name + ".lock"]  # the host's claim, swept later
 
 
 def test_the_sweep_takes_only_directories_no_live_host_holds(

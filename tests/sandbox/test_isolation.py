@@ -115,15 +115,18 @@ async def test_a_separate_user_cannot_touch_roots_private_files(
     isolation = await sandbox.start()
     if not isolation.separate_user:
         pytest.skip("the host does not run as root: the sandbox has the host's uid")
-    private = tmp_path / "private.txt"
-    private.write_text(SECRET)
-    private.chmod(stat.S_IRUSR | stat.S_IWUSR)
+    # One in the sandbox's own working directory, which it sees whatever its /tmp, and one in the host's
+    # /tmp (pytest's tmp_path), which a private /tmp hides altogether.
+    workdir = (await sandbox.execute("import os\nos.getcwd()", tools)).value
     os.chmod(tmp_path, 0o755)
-    result = await sandbox.execute(
-        f"try:\n    r = open({str(private)!r}).read()\nexcept OSError as e:\n    r = type(e).__name__\nr",
-        tools,
-    )
-    assert result.value == "PermissionError"
+    for private, refused in (
+        (Path(workdir) / "private.txt", "PermissionError"),
+        (tmp_path / "private.txt", "FileNotFoundError" if isolation.private_tmp else "PermissionError"),
+    ):
+        private.write_text(SECRET)
+        private.chmod(stat.S_IRUSR | stat.S_IWUSR)
+        result = await sandbox.execute(attempt(f"open({str(private)!r}).read()"), tools)
+        assert result.value == refused, private
     uid = await sandbox.execute("import os\n[os.getuid(), os.geteuid(), os.getgroups()]", tools)
     assert uid.value == [1000, 1000, []] if isolation.namespaces else uid.value[0] != 0
 
@@ -146,5 +149,7 @@ async def test_two_sandboxes_do_not_see_each_other(tools: HostTools) -> None:
         assert (await first.execute("x", tools)).value == "first"
     isolation = first.isolation
     assert isolation is not None
-    if isolation.separate_user:
+    if isolation.private_tmp:  # each has its own /tmp: the other's directory is not even there
+        assert peek.value == "FileNotFoundError"
+    elif isolation.separate_user:
         assert peek.value == "PermissionError"

@@ -185,8 +185,11 @@ async def test_strict_mode_lists_what_is_missing() -> None:
     with pytest.raises(SandboxUnavailableError) as caught:
         _require_strict_isolation(weak, network=False)
     assert str(caught.value) == (
-        "strict sandbox isolation is not available here: the host's environment is readable; "
-        "the network is not isolated (no namespaces on darwin)"
+        "strict sandbox isolation is not available here: the code would run as your uid and could read and "
+        "write your files (~/.ssh, ~/.aws, .env); a uid of its own needs a host running as root (e.g. in a "
+        "container) and separate_user=True; the host's environment is readable; the network is not "
+        "isolated (no namespaces on darwin). Fix what is missing, use strict=False and accept it (see "
+        "docs/sandbox-security.md), or plug in a container or VM CodeExecutor"
     )
 
 
