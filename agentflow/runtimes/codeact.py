@@ -9,7 +9,10 @@ The base loop with different hooks, not a loop of its own. Each model turn is on
     handle_model_result    the assistant turn → memory, then parse it:
         final              the run ends with its output
         prose              (no protocol object, no code) the final answer, as the reference has it; or
-                           sent back with a PROTOCOL_ERROR (``correct_format=True``, at most twice in a row)
+                           sent back with a PROTOCOL_ERROR (``correct_format=True``, at most twice in a row);
+                           prose whose only code is a fence in another language (```` ```bash ````) is sent
+                           back with an ``unsupported_language`` CODE_ERROR whatever ``correct_format`` says
+                           (at most twice in a row, then it is the answer)
         unusable           protocol-shaped text that cannot be read, an empty answer, an answer cut at the
                            output-token limit: never the user's answer. Sent back (PROTOCOL_ERROR; cut code
                            gets a CODE_ERROR asking for shorter code) at most twice in a row, prose sent back
@@ -21,7 +24,10 @@ The base loop with different hooks, not a loop of its own. Each model turn is on
                            TOOL_ERROR texts; ``codeact_steps``) and its value comes back to the code;
                            CODE_RESULT / CODE_ERROR → memory (a system item, or the role of
                            ``observation_role``), CodeExecuted;
-                           ``react=False``: a successful step ends the run with its value;
+                           (code of the same answer in another language did not run: the outcome has a
+                           ``note`` saying so);
+                           ``react=False``: a successful step ends the run with its value (unless such code
+                           was left out: the model then sees the note);
                            ``react=True``: back to the model, which goes on or answers
     StepFinished           (``tool_calls`` counts the calls made from code)
 
@@ -96,6 +102,7 @@ from .codeact_prompt import (
     correction_text,
     not_run_text,
     output_note,
+    skipped_code_text,
     tools_guide,
     unsupported_language_text,
 )
@@ -408,15 +415,18 @@ class CodeActRuntime(AgentRuntime):
             unsupported = CodeResult(ok=False, error=error, error_type=CodeErrorType.UNSUPPORTED_LANGUAGE)
             await self._write_outcome(ctx, answer.code, unsupported)
             return None
-        return await self._code_step(ctx, answer.code)
+        return await self._code_step(ctx, answer)
 
-    async def _code_step(self, ctx: RunContext, code: str) -> StopReason | None:
+    async def _code_step(self, ctx: RunContext, message: CodeMessage) -> StopReason | None:
         """Run the code; its value (``final_answer(x)``; with ``react=False`` any value, else what it printed)
         may end the run, once read into the ``output_type`` if there is one. A step with neither value nor
-        output (say, only assignments) goes back to the model."""
+        output (say, only assignments) goes back to the model, and so does one whose answer also held code in
+        another language (``skipped``): its value is not the whole of what the model meant to do, and its
+        outcome's note tells the model what did not run."""
         state = run_state(ctx)
-        result = await self.run_code(ctx, code)
-        answer = self._step_answer(result)
+        note = skipped_code_text(message.skipped) if message.skipped else ""
+        result = await self.run_code(ctx, message.code, note=note)
+        answer = self._step_answer(result, whole=not message.skipped)
         verdict: Accepted | Rejected | None = None
         if answer is not None and ctx.output_type is not None:
             verdict = await check_answer(ctx, answer.value, answer.text, from_text=answer.from_text)
@@ -433,13 +443,14 @@ class CodeActRuntime(AgentRuntime):
             return StopReason.FINAL_ANSWER
         return StopReason.MAX_TOOL_CALLS if state.limit_reached else None
 
-    def _step_answer(self, result: CodeResult) -> _StepAnswer | None:
-        """The final answer a step gives, if it ends the run (see ``CodeActOptions.react``)."""
+    def _step_answer(self, result: CodeResult, *, whole: bool = True) -> _StepAnswer | None:
+        """The final answer a step gives, if it ends the run (see ``CodeActOptions.react``); ``whole``: the
+        step ran all the code of its answer (else only ``final_answer(x)`` ends the run)."""
         if not result.ok:
             return None
         if result.is_final:
             return _StepAnswer(result.value, answer_text(result.value))
-        if self.options.react:
+        if self.options.react or not whole:
             return None
         text = answer_text(result.value)
         if text.strip():
@@ -484,9 +495,10 @@ class CodeActRuntime(AgentRuntime):
         empty = not answer_body(result.output_text).strip()  # a reasoning block alone is no answer either
         if answer.attempt is None and not empty and not answer.cut_code:
             # Prose, whole or cut at the output-token limit (``TRUNCATED``, as in the base runtime).
+            foreign = answer.other_code
             if (
                 cut
-                or not self.options.correct_format
+                or (foreign is None and not self.options.correct_format)
                 or final
                 or ctx.token_budget_reached
                 or state.send_backs >= MAX_SEND_BACKS
@@ -497,7 +509,15 @@ class CodeActRuntime(AgentRuntime):
                 return stop
             state.send_backs += 1
             ctx.output_text = ""
-            ctx.remember([self._observation(correction_text(answer.reason))])
+            if foreign is None:
+                ctx.remember([self._observation(correction_text(answer.reason))])
+            else:
+                # A ```bash block is code the model meant to run as often as an example in its answer: asking
+                # costs one call, taking it for the answer would hand the user a command nobody ran. Counted
+                # with the send-backs, so prose that only shows such code is the answer on the third try.
+                error = unsupported_language_text(foreign.language, fenced=True)
+                unsupported = CodeResult(ok=False, error=error, error_type=CodeErrorType.UNSUPPORTED_LANGUAGE)
+                await self._write_outcome(ctx, foreign.code, unsupported)
             return None
         ctx.output_text = ""  # raw protocol text, or nothing: not an answer for the user
         if final:
@@ -525,12 +545,13 @@ class CodeActRuntime(AgentRuntime):
         """A message the runtime writes for the model, in ``CodeActOptions.observation_role``."""
         return message_item(self.options.observation_role, text)
 
-    async def run_code(self, ctx: RunContext, code: str) -> CodeResult:
+    async def run_code(self, ctx: RunContext, code: str, *, note: str = "") -> CodeResult:
         """Run one code step in the run's executor: ``CodeStarted``, then its output as ``CodeOutput`` events
         while it runs (only while the run has a listener, and the executor streams), and its tool calls.
 
-        Its outcome is not written yet: ``_close_step`` writes it to memory and publishes ``CodeExecuted``,
-        once the step's answer is checked (the run's ending does, if it comes first).
+        Its outcome is not written yet: ``_close_step`` writes it to memory (ending with ``note``, if given)
+        and publishes ``CodeExecuted``, once the step's answer is checked (the run's ending does, if it comes
+        first).
         """
         state = run_state(ctx)
         executor = self.executor_for(ctx)
@@ -557,7 +578,7 @@ class CodeActRuntime(AgentRuntime):
         ended = f"the code step ended ({result.error_type})" if result.error_type else "the code step ended"
         unanswered = record_calls(ctx, step, f"{ended} before this tool call finished")
         # From here the step is settled: a cancel writes this outcome (``settle_pending``), not a cut step's.
-        state.ran, state.step = RanStep(code, result, unanswered, step.live), None
+        state.ran, state.step = RanStep(code, result, unanswered, step.live, note), None
         return result
 
     async def _close_step(self, ctx: RunContext, feedback: str | None = None) -> None:
@@ -570,10 +591,11 @@ class CodeActRuntime(AgentRuntime):
             return
         result, options = ran.result, self.options
         if feedback is None:
-            text = step_text(result, options.max_result_chars, options.max_output_chars)
+            text = step_text(result, options.max_result_chars, options.max_output_chars, ran.note)
         else:
             stdout = output_preview(result.stdout, options.max_output_chars)
-            text = code_error_text(feedback, stdout, output_preview(result.stderr, options.max_output_chars))
+            stderr = output_preview(result.stderr, options.max_output_chars)
+            text = code_error_text(feedback, stdout, stderr, ran.note)
         # Memory is complete: a cancel from here on has nothing to settle.
         self._remember_outcome(ctx, ran.code, text)
         if ran.live is not None:

@@ -8,7 +8,7 @@ the sandbox that implements it; the tools themselves by ``codeact_tools_text``. 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import orjson
@@ -34,6 +34,7 @@ __all__ = [
     "not_run_text",
     "output_error_text",
     "output_note",
+    "skipped_code_text",
     "tools_guide",
     "unsupported_language_text",
 ]
@@ -121,14 +122,36 @@ def correction_text(reason: str) -> str:
     return _CORRECTION.format(reason=reason)
 
 
-def unsupported_language_text(language: str) -> str:
-    """The ``CODE_ERROR`` message for code in another language.
+def unsupported_language_text(language: str, *, fenced: bool = False) -> str:
+    """The ``CODE_ERROR`` message for code in another language: a code object's, or (``fenced``) the
+    Markdown fences of a prose answer whose only code is in that language.
+
+    Such a fence may be code the model meant to run or an example in its answer for the user, so the message
+    names both ways on: Python to run, a final object to answer.
 
     >>> unsupported_language_text("javascript")
     'unsupported language "javascript": only Python is supported; answer with "language": "python"'
+    >>> unsupported_language_text("bash", fenced=True)[:89]
+    'unsupported language "bash": only Python is supported, so your ```bash block was not run.'
     """
     name = orjson.dumps(language).decode()
-    return f'unsupported language {name}: only Python is supported; answer with "language": "python"'
+    if not fenced:
+        return f'unsupported language {name}: only Python is supported; answer with "language": "python"'
+    return (
+        f"unsupported language {name}: only Python is supported, so your ```{language} block was not run. "
+        "To run code, write it in Python (a code object or a ```python block). If the block was part of "
+        'your final answer for the user, give that answer as {"type": "final", "output": "..."}.'
+    )
+
+
+def skipped_code_text(languages: Sequence[str]) -> str:
+    """The note on a step's outcome when the same answer also held code in other ``languages``, not run.
+
+    >>> skipped_code_text(["bash"])
+    'only the Python code of your answer ran; its "bash" code did not: only Python is supported'
+    """
+    names = " and ".join(orjson.dumps(language).decode() for language in languages)
+    return f"only the Python code of your answer ran; its {names} code did not: only Python is supported"
 
 
 def not_run_text(why: str) -> str:

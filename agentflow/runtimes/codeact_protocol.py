@@ -10,16 +10,19 @@ the reason), tolerating what models actually send: Markdown fences and prose aro
 ``{…}`` before the real one, raw newlines inside the JSON strings (invalid JSON, but the most common slip
 when a model writes code into a string), escapes JSON does not know and stray quotes inside the strings
 (``codeact_repair``), ``"py"``/``"python3"`` as the language, the code as a list of lines, several code
-objects in one answer (joined), and code in Markdown Python fences or ``<code>`` blocks instead of JSON (the
-format of smolagents and of models trained on it). A leading ``<think>…</think>`` (or
-``<thinking>…</thinking>``) block is reasoning a server left in the answer (``think_tags=None``, as MiniMax-M2
-wants): it is skipped, so an object or a fence the model only considered there is never run nor taken as the
-answer. It reads at most the first ``MAX_ANSWER_CHARS`` characters of the answer after that block, in time
-linear in them, so a runaway answer (a megabyte of ``{``) cannot stall the event loop.
+objects in one answer (joined), and code in Markdown fences or ``<code>`` blocks instead of JSON (the format
+of smolagents and of models trained on it): fences tagged as Python, and untagged fences whose text reads as
+Python code; a fence tagged with another programming language is code the runtime will not run, and says
+so. A leading ``<think>…</think>`` (or ``<thinking>…</thinking>``) block is reasoning a server left in the
+answer (``think_tags=None``, as MiniMax-M2 wants): it is skipped, so an object or a fence the model only
+considered there is never run nor taken as the answer. It reads at most the first ``MAX_ANSWER_CHARS``
+characters of the answer after that block, in time linear in them (and parses at most ``_SNIFF_CHARS`` of
+its untagged fences), so a runaway answer (a megabyte of ``{``) cannot stall the event loop.
 
 ``code_result_text`` / ``code_error_text`` write the outcome of a step as the reference's memory texts,
 ``CODE_RESULT: {"result":…,"stdout":…}`` and ``CODE_ERROR: {"error":…,"stdout":…}`` (compact JSON, keys in
-that order; ``stdout`` and ``stderr`` only when non-empty); ``step_text`` shows the model at most a given
+that order; ``stdout`` and ``stderr`` only when non-empty, then a ``note`` when the runtime has one, such as
+code of the same answer that did not run); ``step_text`` shows the model at most a given
 number of characters of a step's value (``result_preview``) and of what it printed (``output_preview``),
 with a marker saying what was cut.
 
@@ -28,9 +31,11 @@ Pure functions and values: no I/O, no awaits. JSON goes through orjson.
 
 from __future__ import annotations
 
+import ast
 import re
 import textwrap
-from collections.abc import Iterable, Mapping
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final, Literal, TypeAlias
 
 import attrs
@@ -46,6 +51,7 @@ __all__ = [
     "CODE_ERROR_PREFIX",
     "CODE_RESULT_PREFIX",
     "MAX_ANSWER_CHARS",
+    "OTHER_LANGUAGES",
     "OUTPUT_CUT",
     "PYTHON_NAMES",
     "RESULT_TRUNCATED",
@@ -66,8 +72,20 @@ __all__ = [
 
 CODE_RESULT_PREFIX: Final = "CODE_RESULT: "
 CODE_ERROR_PREFIX: Final = "CODE_ERROR: "
-PYTHON_NAMES: Final = frozenset({"python", "python3", "py", "py3"})
-"""The ``language`` values read as Python (compared lower-cased); a missing or blank one is Python too."""
+PYTHON_NAMES: Final = frozenset({"python", "python3", "py", "py3", "ipython", "ipython3"})
+"""The ``language`` values and fence tags read as Python (compared lower-cased); a missing or blank language
+is Python too, and so is an untagged fence whose text reads as Python code."""
+OTHER_LANGUAGES: Final = frozenset(
+    {
+        "bash", "sh", "shell", "zsh", "fish", "powershell", "pwsh", "ps1", "cmd", "bat", "batch",
+        "javascript", "js", "jsx", "node", "nodejs", "typescript", "ts", "tsx",
+        "ruby", "rb", "perl", "php", "lua", "r", "julia", "sql",
+        "go", "golang", "rust", "rs", "java", "kotlin", "scala", "swift", "c", "cpp", "c++", "csharp", "cs",
+    }
+)  # fmt: skip
+"""Fence tags (lower-cased) of programming languages other than Python: a block tagged so is code the model
+may have meant to run, and only Python runs. Other tags (``json``, ``text``, ``yaml``, ``console``…) mark data
+or sample output: such blocks are neither code nor a reason to send an answer back."""
 RESULT_TRUNCATED: Final = (
     " [... result truncated: {missing} more characters not shown; keep big values in variables and "
     "return only the part you need to see ...]"
@@ -98,13 +116,21 @@ _PROTOCOL_START = re.compile(
 )
 """Anywhere in an answer: the start of a code or final object (the model tried to write the protocol), also
 in single quotes (a Python dict)."""
-_LEADING_OBJECT = re.compile(r"""\s*(?:```[\w-]*\s*)?\{\s*(["'])(?:type|code|output|language)\1\s*:""")
+_LEADING_OBJECT = re.compile(
+    r"""\s*(?:(?:```|~~~)[\w-]*\s*)?\{\s*(["'])(?:type|code|output|language)\1\s*:"""
+)
 """An answer that opens with an object whose first key is one of the protocol's."""
 _MAX_REPAIRS = 4
 """How many objects of one search ``codeact_repair`` may try to read (each read is linear in the text)."""
 _MAX_JOINED = 32
 """The most code objects (or fenced blocks) of one answer joined into one step."""
-_FENCE = "```"
+_FENCE_OPEN = re.compile(r"`{3,}|~{3,}")
+"""A Markdown fence: three or more backticks or tildes, closed by as many of the same (or more)."""
+_SNIFF_CHARS = 16_000
+"""How many characters of its untagged fences an answer may have parsed to tell code from other text (parsing
+costs about a millisecond per 1,500 characters, on the event loop)."""
+_TOP_LEVEL_LINE = re.compile(r"\n(?=[^\s)\]}])")
+"""A line break before a line that starts a top-level statement (where a long block is cut to be parsed)."""
 _CODE_OPEN = "<code>"
 _REASONING_TAGS: Final[tuple[ThinkTags, ...]] = (DEFAULT_THINK_TAGS, ("<thinking>", "</thinking>"))
 """The tag pairs of a leading reasoning block ``answer_body`` skips."""
@@ -121,6 +147,9 @@ class CodeMessage:
 
     code: str
     language: str = "python"
+    skipped: tuple[str, ...] = attrs.field(default=(), eq=False, repr=False)
+    """The languages of code the same answer held that will not run (a ```` ```bash ```` fence after Python
+    fences, a JavaScript code object after a Python one): the model is told, in the step's outcome."""
 
     @property
     def is_python(self) -> bool:
@@ -157,16 +186,23 @@ class NotProtocol:
     (the start of a final object), ``"other"`` (it opens with an object keyed like the protocol's, such as
     ``{"type": "search"}``), or ``None``: plain prose. Only plain prose can be an answer for the user.
 
+    ``other_code``: prose (``attempt`` ``None``) whose only code is in fences tagged with another language
+    (``OTHER_LANGUAGES``): the blocks of the first such language, joined. It may be code the model meant to
+    run or an example in an answer for the user; the runtime asks the model which, a bounded number of times.
+
     >>> parse_answer('{"type": "final", "output": {"broken": }').attempt
     'final'
     >>> parse_answer("Paris is the capital.").attempt is None
     True
+    >>> parse_answer("List them:\\n```bash\\nls -la\\n```").other_code
+    CodeMessage(code='ls -la', language='bash')
     """
 
     text: str
     reason: str
     cut_code: bool = False
     attempt: Literal["code", "final", "other"] | None = None
+    other_code: CodeMessage | None = None
 
 
 Answer: TypeAlias = CodeMessage | FinalMessage | NotProtocol
@@ -184,10 +220,12 @@ def parse_answer(text: str) -> Answer:
     ``output``, is not the protocol (nothing is guessed or dropped); ``"output": null`` is ``""``.
 
     The first protocol object decides. A final one is the answer; a code one is joined by the code objects
-    that follow it (up to a final object, or one in another language), as the model wrote them to run in
-    that order. An answer with no protocol object but Markdown-fenced Python (```` ```python ````, ```` ```py
-    ````) or ``<code>…</code>`` blocks is a code message too, its blocks joined. Only the first
-    ``MAX_ANSWER_CHARS`` characters are read, of the answer after a leading reasoning block (``answer_body``).
+    that follow it (up to a final object, or one in another language, which ``skipped`` names), as the
+    model wrote them to run in that order. An answer with no protocol object but Python in Markdown fences
+    (see ``fenced_code``) or ``<code>…</code>`` blocks is a code message too, its blocks joined, and
+    ``skipped`` names the languages of its fences in ``OTHER_LANGUAGES``; without Python, such fences make
+    it a ``NotProtocol`` with ``other_code``. Only the first ``MAX_ANSWER_CHARS`` characters are read, of the
+    answer after a leading reasoning block (``answer_body``).
 
     >>> parse_answer('Sure!\\n```json\\n{"type": "code", "language": "python", "code": "2 ** 10"}\\n```')
     CodeMessage(code='2 ** 10', language='python')
@@ -209,17 +247,29 @@ def parse_answer(text: str) -> Answer:
     if isinstance(message, FinalMessage):
         return message
     codes = [message]
+    skipped: tuple[str, ...] = ()
     while len(codes) < _MAX_JOINED:
         following = _next_message(read, end)
         if isinstance(following, _Miss):
             break
         other, end = following
-        if not isinstance(other, CodeMessage) or other.language.lower() != message.language.lower():
+        if not isinstance(other, CodeMessage):
             break  # what a final object after code claims, the code's outcome will tell
+        if not _same_language(message, other):
+            if message.is_python:
+                skipped = (other.language,)  # the model is told it did not run
+            break
         codes.append(other)
-    if len(codes) == 1:
+    if len(codes) == 1 and not skipped:
         return message
-    return CodeMessage(_joined(c.code for c in codes), message.language)
+    return CodeMessage(_joined(c.code for c in codes), message.language, skipped)
+
+
+def _same_language(first: CodeMessage, other: CodeMessage) -> bool:
+    """Whether two code objects are in one language (``"python"`` and ``"py"`` are)."""
+    if first.is_python or other.is_python:
+        return first.is_python and other.is_python
+    return first.language.lower() == other.language.lower()
 
 
 def answer_body(text: str) -> str:
@@ -298,9 +348,10 @@ def _next_message(read: str, offset: int) -> tuple[CodeMessage | FinalMessage, i
 def _not_protocol(text: str, length: int, read: str, miss: _Miss) -> Answer:
     """An answer without protocol objects (``length`` characters after its reasoning, ``read`` the part
     read): its fenced code, or ``NotProtocol`` saying why."""
-    fenced = fenced_code(read)
-    if fenced is not None:
-        return CodeMessage(fenced)
+    fences = _code_fences(read)
+    python = fences.python or _tagged_blocks(read)
+    if python:
+        return CodeMessage(_joined(python), skipped=tuple(dict.fromkeys(tag for tag, _ in fences.other)))
     if miss.rank == 1 and miss.cut_code and length > MAX_ANSWER_CHARS:
         return NotProtocol(
             text,
@@ -313,43 +364,133 @@ def _not_protocol(text: str, length: int, read: str, miss: _Miss) -> Answer:
     reason = miss.reason or "the answer holds no JSON object"
     if length > MAX_ANSWER_CHARS:
         reason += f" (only the first {MAX_ANSWER_CHARS} of its {length} characters were read)"
-    return NotProtocol(text, reason, attempt=_attempt(read))
+    attempt = _attempt(read)
+    other_code = None
+    if attempt is None and fences.other:
+        language = fences.other[0][0]
+        other_code = CodeMessage(_joined(code for tag, code in fences.other if tag == language), language)
+    return NotProtocol(text, reason, attempt=attempt, other_code=other_code)
 
 
 def fenced_code(text: str) -> str | None:
-    """The code of the Python blocks in ``text``, joined: Markdown fences tagged ``python``/``py`` (what
-    models trained on other agent formats write), else ``<code>…</code>`` blocks; ``None`` when it has none.
+    """The code of the Python blocks in ``text``, joined: Markdown fences (```` ``` ```` or ``~~~``) tagged
+    ``python``/``py``/``ipython`` (``PYTHON_NAMES``: what models trained on other agent formats write) or
+    untagged ones whose text reads as Python code, else ``<code>…</code>`` blocks; ``None`` when it has none.
 
-    Blank blocks are skipped; a block that never closes (an answer cut short) is not code.
+    An untagged block reads as code when it parses as Python and does something: it calls, assigns, imports,
+    defines, loops, branches… (``print(x)``, ``x = 1``). Sample output, JSON or a shell command
+    (``[1, 2]``, ``total: 3``, ``ls -la``, ``pip install x``) does not; a block that calls ``final_answer(``
+    is code even when it does not parse (its ``SyntaxError`` is for the model to see). Blank blocks are
+    skipped; a block that never closes (an answer cut short) is not code.
 
-    >>> fenced_code("First:\\n```python\\nx = 1\\n```\\nthen\\n```py\\nx + 1\\n```")
+    >>> fenced_code("First:\\n```python\\nx = 1\\n```\\nthen\\n~~~py\\nx + 1\\n~~~")
     'x = 1\\n\\nx + 1'
     >>> fenced_code("<code>\\nfinal_answer(2)\\n</code>"), fenced_code("```json\\n{}\\n```")
     ('final_answer(2)', None)
+    >>> fenced_code("Let me compute:\\n```\\nfinal_answer(6 * 7)\\n```"), fenced_code("```\\n[1, 2]\\n```")
+    ('final_answer(6 * 7)', None)
     """
-    blocks = _fenced_blocks(text) or _tagged_blocks(text)
+    blocks = _code_fences(text).python or _tagged_blocks(text)
     return _joined(blocks) if blocks else None
 
 
-def _fenced_blocks(text: str) -> list[str]:
-    # Found with ``str.find`` from left to right: linear in the text however many fences it opens.
-    blocks: list[str] = []
+@attrs.frozen
+class _Fence:
+    """A Markdown fence: the first word of its info string, lower-cased (``""`` untagged), and its text."""
+
+    tag: str
+    body: str
+    closed: bool
+
+
+def _fences(text: str) -> Iterator[_Fence]:
+    """The fences of ``text`` in order; the last one may be unclosed (it then runs to the end of the text).
+
+    Found left to right, each search starting past the last fence: linear in the text however many fences it
+    opens. A fence opens anywhere (not only at a line start: ``Code:```py``, as models write it) and closes at
+    the next run of at least as many of its character, so a ```` ``` ```` inside a ``~~~`` block, or inside a
+    longer fence, does not close it.
+    """
     index = 0
-    while len(blocks) < _MAX_JOINED:
-        opening = text.find(_FENCE, index)
-        if opening == -1:
-            break
-        line_end = text.find("\n", opening)
+    while True:
+        opening = _FENCE_OPEN.search(text, index)
+        if opening is None:
+            return
+        marker = opening[0]
+        line_end = text.find("\n", opening.end())
+        words = text[opening.end() : len(text) if line_end == -1 else line_end].split(None, 1)
+        tag = words[0].strip("{}.").lower() if words else ""  # ``{.python}``: pandoc's way
         if line_end == -1:
-            break
-        closing = text.find(_FENCE, line_end)
+            yield _Fence(tag, "", closed=False)
+            return
+        closing = text.find(marker, line_end)
         if closing == -1:
+            yield _Fence(tag, text[line_end + 1 :], closed=False)
+            return
+        yield _Fence(tag, text[line_end + 1 : closing], closed=True)
+        index = closing + len(marker)
+
+
+@attrs.frozen
+class _CodeFences:
+    """The closed, non-blank fences of an answer that hold code: Python (tagged, or untagged code), and the
+    ``(tag, code)`` of those in another language (``OTHER_LANGUAGES``)."""
+
+    python: list[str]
+    other: list[tuple[str, str]]
+
+
+def _code_fences(text: str) -> _CodeFences:
+    python: list[str] = []
+    other: list[tuple[str, str]] = []
+    sniff_left = _SNIFF_CHARS
+    for fence in _fences(text):
+        if len(python) >= _MAX_JOINED or len(other) >= _MAX_JOINED:
             break
-        words = text[opening + len(_FENCE) : line_end].split()
-        if words and words[0].lower() in PYTHON_NAMES:
-            blocks.append(text[line_end + 1 : closing])
-        index = closing + len(_FENCE)
-    return [b for b in blocks if b.strip()]
+        if not fence.closed or not fence.body.strip():
+            continue
+        if fence.tag in PYTHON_NAMES:
+            python.append(fence.body)
+        elif fence.tag in OTHER_LANGUAGES:
+            other.append((fence.tag, fence.body))
+        elif not fence.tag:
+            sniffed = min(len(fence.body), sniff_left)
+            sniff_left -= sniffed
+            if _reads_as_code(fence.body, sniffed):
+                python.append(fence.body)
+    return _CodeFences(python, other)
+
+
+def _reads_as_code(block: str, sniffed: int) -> bool:
+    """Whether an untagged block is Python code (see ``fenced_code``), judged from its first ``sniffed``
+    characters (cut before a top-level line, when the block is longer) and its calls to ``final_answer``.
+
+    Parsing only builds a syntax tree: nothing in the block runs.
+    """
+    if "final_answer(" in block:
+        return True
+    head = block
+    if sniffed < len(block):
+        cut = max((line.start() for line in _TOP_LEVEL_LINE.finditer(block, 0, sniffed)), default=0)
+        head = block[:cut]
+    if not head.strip():
+        return False
+    try:
+        tree = ast.parse(textwrap.dedent(head))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        # ValueError: a NUL byte; RecursionError / MemoryError: nesting too deep for the parser.
+        return False
+    return any(_acts(node) for node in ast.walk(tree))
+
+
+def _acts(node: ast.AST) -> bool:
+    """Whether a node of a parsed block does something: a call, or a statement other than a bare expression
+    or a bare annotation (``total: 3`` is how output and YAML read)."""
+    if isinstance(node, ast.Call):
+        return True
+    if isinstance(node, ast.AnnAssign):
+        return node.value is not None
+    return isinstance(node, ast.stmt) and not isinstance(node, (ast.Expr, ast.Pass))
 
 
 def _tagged_blocks(text: str) -> list[str]:
@@ -385,11 +526,14 @@ def _attempt(read: str) -> Literal["code", "final", "other"] | None:
 
 
 def _unclosed_code_block(read: str) -> bool:
-    """Whether the answer ends inside a Python fence or a ``<code>`` block (it was cut while writing code)."""
-    last_fence = read.rfind(_FENCE)
-    if last_fence != -1 and read.count(_FENCE) % 2 == 1:
-        words = read[last_fence + len(_FENCE) :].split(None, 1)
-        if words and words[0].lower() in PYTHON_NAMES:
+    """Whether the answer ends inside a Python fence (tagged, or untagged holding code) or a ``<code>`` block:
+    it was cut while writing code, or never closed its block."""
+    last = deque(_fences(read), maxlen=1)
+    if last and not last[0].closed:
+        fence = last[0]
+        if fence.tag in PYTHON_NAMES:
+            return True
+        if not fence.tag and _reads_as_code(fence.body, min(len(fence.body), _SNIFF_CHARS)):
             return True
     return read.rfind(_CODE_OPEN) > read.rfind(_CODE_CLOSE)
 
@@ -426,35 +570,33 @@ def _json(payload: Mapping[str, Any]) -> str:
     return exact_dumps(payload, default=repr, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
-def code_result_text(value: Any, stdout: str = "", stderr: str = "") -> str:
+def code_result_text(value: Any, stdout: str = "", stderr: str = "", note: str = "") -> str:
     """The memory text of a successful step: ``result`` always (``null`` when the step had no value),
-    ``stdout`` / ``stderr`` when non-empty.
+    ``stdout`` / ``stderr`` / ``note`` when non-empty.
 
     >>> code_result_text(1024, "computing\\n")
     'CODE_RESULT: {"result":1024,"stdout":"computing\\\\n"}'
     >>> code_result_text(None)
     'CODE_RESULT: {"result":null}'
     """
-    payload: dict[str, Any] = {"result": value}
-    if stdout:
-        payload["stdout"] = stdout
-    if stderr:
-        payload["stderr"] = stderr
-    return CODE_RESULT_PREFIX + _json(payload)
+    return CODE_RESULT_PREFIX + _json(_with_output({"result": value}, stdout, stderr, note))
 
 
-def code_error_text(error: str, stdout: str = "", stderr: str = "") -> str:
-    """The memory text of a failed step: ``error``, then ``stdout`` / ``stderr`` when non-empty.
+def code_error_text(error: str, stdout: str = "", stderr: str = "", note: str = "") -> str:
+    """The memory text of a failed step: ``error``, then ``stdout`` / ``stderr`` / ``note`` when non-empty.
 
     >>> code_error_text("ZeroDivisionError: division by zero")
     'CODE_ERROR: {"error":"ZeroDivisionError: division by zero"}'
     """
-    payload: dict[str, Any] = {"error": error}
-    if stdout:
-        payload["stdout"] = stdout
-    if stderr:
-        payload["stderr"] = stderr
-    return CODE_ERROR_PREFIX + _json(payload)
+    return CODE_ERROR_PREFIX + _json(_with_output({"error": error}, stdout, stderr, note))
+
+
+def _with_output(payload: dict[str, Any], stdout: str, stderr: str, note: str) -> dict[str, Any]:
+    """``payload`` followed by the non-empty ones of ``stdout``, ``stderr`` and ``note``, in that order."""
+    for key, text in (("stdout", stdout), ("stderr", stderr), ("note", note)):
+        if text:
+            payload[key] = text
+    return payload
 
 
 def result_preview(value: Any, max_chars: int | None) -> Any:
@@ -503,9 +645,12 @@ def output_preview(text: str, max_chars: int | None) -> str:
 
 
 def step_text(
-    result: CodeResult, max_result_chars: int | None = None, max_output_chars: int | None = None
+    result: CodeResult,
+    max_result_chars: int | None = None,
+    max_output_chars: int | None = None,
+    note: str = "",
 ) -> str:
-    """``CODE_RESULT`` or ``CODE_ERROR`` text for an executor's ``CodeResult``.
+    """``CODE_RESULT`` or ``CODE_ERROR`` text for an executor's ``CodeResult``, ending with ``note`` if given.
 
     ``max_result_chars`` bounds how much of the step's value the text shows (see ``result_preview``),
     ``max_output_chars`` how much of its stdout and of its stderr, each (see ``output_preview``).
@@ -516,11 +661,11 @@ def step_text(
     stdout = output_preview(result.stdout, max_output_chars)
     stderr = output_preview(result.stderr, max_output_chars)
     if result.ok:
-        return code_result_text(result_preview(result.value, max_result_chars), stdout, stderr)
+        return code_result_text(result_preview(result.value, max_result_chars), stdout, stderr, note)
     error = result.error or (
         f"the code step failed ({result.error_type})" if result.error_type else "the code step failed"
     )
-    return code_error_text(error, stdout, stderr)
+    return code_error_text(error, stdout, stderr, note)
 
 
 def answer_text(value: Any) -> str:

@@ -46,12 +46,14 @@ class CodeStep:
 
 @attrs.frozen
 class RanStep:
-    """A code step that ran, whose outcome is not in memory yet (its answer is being checked)."""
+    """A code step that ran, whose outcome is not in memory yet (its answer is being checked); ``note``: what
+    its outcome adds for the model (code of the same answer that did not run), if anything."""
 
     code: str
     result: CodeResult
     unanswered: list[tuple[ToolCall, ToolResult]]
     live: LiveOutput | None
+    note: str = ""
 
 
 @attrs.define(eq=False)

@@ -56,7 +56,9 @@ class ExecutionLimits:
     - ``max_output_bytes``: captured stdout and stderr each, per step (the rest is cut with a marker);
     - ``max_result_bytes``: the step's value as JSON; a bigger value is an ``output_limit`` error;
     - ``max_parallel_tool_calls``: tool calls from one step that the host runs at the same time; more wait
-      for a slot (the code may make any number of calls at once: the channel cannot deadlock).
+      for a slot (the code may make any number of calls at once: the channel cannot deadlock). The run's tool
+      executor has its own limit, ``AgentOptions.max_tool_concurrency`` (8 by default); the lower of the two
+      wins, so raise both to run more calls at once.
 
     The process-wide limits (memory, files, processes, temporary directories) are fixed when the process
     starts: a step with different ones restarts a persistent sandbox (its variables are lost, and the step's
