@@ -426,6 +426,7 @@ class Agent(RunStarter[OutputT]):
         timeout: float | None = float("inf"),
         forward_events: bool = True,
         session: Session[OutputT] | None = None,
+        return_direct: bool = False,
     ) -> Tool[..., Any]:
         """This agent as a tool of another agent: the other agent's model delegates a task to it.
 
@@ -444,6 +445,10 @@ class Agent(RunStarter[OutputT]):
         - ``forward_events``: while the calling run has listeners, the nested run's events reach them as
           ``ToolProgress`` of the call (``data`` is the event itself); an unobserved caller builds none.
         - ``session``: a session of this agent whose conversation every call continues (calls take turns).
+        - ``return_direct``: this agent's answer is the caller's: a call that succeeds ends the calling run
+          after its step (``FINAL_ANSWER``), with no model call to repeat the answer; the answer's text is
+          the caller's ``output_text``, read into the caller's ``output_type`` if it has one (a router whose
+          specialists answer the user themselves). See ``tool(return_direct=...)``.
 
         The nested run's usage counts toward the caller's (``result.usage``, ``StepFinished.usage``, its
         ``max_tokens``), and what the caller's budget has left caps the nested run's.
@@ -457,7 +462,13 @@ class Agent(RunStarter[OutputT]):
         from .as_tool import agent_tool  # loaded only for agents that are used as tools
 
         return agent_tool(
-            self, name, description, timeout=timeout, forward_events=forward_events, session=session
+            self,
+            name,
+            description,
+            timeout=timeout,
+            forward_events=forward_events,
+            session=session,
+            return_direct=return_direct,
         )
 
     def override(

@@ -9,7 +9,8 @@ the parent's listeners as ``ToolProgress`` only when the parent has some, so an 
 build no events either.
 
 This module builds the tool and runs the nested run; it must not reach into the parent's run beyond its
-``ToolContext``, nor change how runs work.
+``ToolContext``, nor change how runs work: ``return_direct`` (the sub-agent's answer as the caller's) is
+a flag on the tool, which the caller's runtime reads like any tool's.
 """
 
 from __future__ import annotations
@@ -92,6 +93,7 @@ def agent_tool(
     timeout: float | None,
     forward_events: bool,
     session: Session[Any] | None,
+    return_direct: bool = False,
 ) -> Tool[..., Any]:
     """The ``Tool`` that ``Agent.as_tool`` returns (see there)."""
     tool_name = _tool_name(agent, name)
@@ -104,6 +106,8 @@ def agent_tool(
         raise TypeError(f"as_tool(description=...) must be a non-empty str, got {description!r}")
     if not isinstance(forward_events, bool):
         raise TypeError(f"as_tool(forward_events=...) must be a bool, got {forward_events!r}")
+    if not isinstance(return_direct, bool):
+        raise TypeError(f"as_tool(return_direct=...) must be a bool, got {return_direct!r}")
     if session is not None and getattr(session, "agent", None) is not agent:
         raise ValueError(
             f"as_tool(session=...) takes a session of this agent (agent.session()), got {session!r}"
@@ -120,7 +124,14 @@ def agent_tool(
     )
     returns = ToolReturns(_answer_schema(agent), f"the {tool_name} agent's answer")
     call = _AgentCall(agent, session, tool_name, forward_events)
-    return Tool(spec, call, context_parameter="context", timeout=timeout, returns=returns)
+    return Tool(
+        spec,
+        call,
+        context_parameter="context",
+        timeout=timeout,
+        returns=returns,
+        return_direct=return_direct,
+    )
 
 
 def _answer_schema(agent: Agent[Any]) -> dict[str, Any] | None:

@@ -13,7 +13,8 @@ One run, step by step::
                           complete call ids / names → the assistant turn to memory (ids already final)
                           no calls → final answer; else ToolCallRequested per call, then
         act               run the calls concurrently (ToolStarted / ToolProgress / ToolSucceeded|ToolFailed
-                          as they happen), results → memory in call order
+                          as they happen), results → memory in call order; a successful call to a
+                          ``return_direct`` tool among them → final answer (``read_tool_answer``)
         StepFinished      (with this step's usage)
     exactly one of RunFinished(result) / RunFailed(error, partial) / RunCancelled(partial)
 
@@ -35,14 +36,15 @@ keeps its ``TOOL_ERROR`` result, the other calls of its step are cancelled and a
 Subclasses override the hooks, not the loop: ``name``/``instructions``, ``start`` (what enters memory before
 the first step), ``build_prompt``, ``call_model``, ``handle_model_result`` (how a model turn is read: CodeAct
 parses a code message here and runs the code instead of tool calls), ``act`` / ``run_tool_calls`` (how tool
-calls run), ``keep_turn`` / ``keep_cut_answer`` / ``settle_pending`` (how interrupted work is closed in
-memory) and ``run_step`` / ``run_loop``.
+calls run), ``read_tool_answer`` (which result of a step's calls answers for the run), ``keep_turn`` /
+``keep_cut_answer`` / ``settle_pending`` (how interrupted work is closed in memory) and ``run_step`` /
+``run_loop``.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, ClassVar
 
 import anyio
@@ -482,7 +484,9 @@ class AgentRuntime:
         """Run a step's tool calls (within the run's tool-call limit) and write every result to memory.
 
         Calls beyond ``options.max_tool_calls`` are not run; they get a ``TOOL_ERROR`` result and the run
-        stops with ``StopReason.MAX_TOOL_CALLS`` after this step.
+        stops with ``StopReason.MAX_TOOL_CALLS`` after this step — unless a call to a ``return_direct`` tool
+        succeeded in it (``read_tool_answer``): the run then has its answer and ends with
+        ``StopReason.FINAL_ANSWER``.
         """
         early = ctx.early_calls
         if early is not None and early.calls:
@@ -498,7 +502,45 @@ class AgentRuntime:
             reason = f"not run: the run reached its limit of {limit} tool calls"
             results.extend(await self._refused_results(ctx, refused, reason))
         ctx.record_results(calls, results)
+        # One attribute read per step for a run without such a tool.
+        if ctx.tools.has_return_direct and await self.read_tool_answer(ctx, results):
+            return StopReason.FINAL_ANSWER
         return StopReason.MAX_TOOL_CALLS if refused else None
+
+    async def read_tool_answer(self, ctx: RunContext, results: Sequence[ToolResult]) -> bool:
+        """Whether a step's results (in call order, already in memory) hold the run's answer: the first
+        successful result of a ``return_direct`` tool. If so, ``ctx.output_text`` is its text and
+        ``ctx.output`` that text, or, for an ``output_type``, the text read into it as a model's final answer
+        is (``OutputType.parse``, then the validators); the caller ends the run with ``FINAL_ANSWER``.
+
+        A text that does not match the ``output_type``, or that a validator rejects (``RejectOutput``), is no
+        answer: ``False``, the results go to the model as any tool's and the run goes on (its answer then
+        goes through ``read_output``). Nothing is published for it: no model wrote that text, so there is
+        nothing to send back and no ``OutputRejected`` (nor a retry spent). A validator that raises anything
+        else fails the run, as it does for a model's answer. Only the first such result is read: a later one
+        is a result like any other. Called only for a registry with such a tool (``has_return_direct``).
+        """
+        tools = ctx.tools
+        for result in results:
+            # A successful result names its tool as registered; a failed or refused one never answers.
+            found = tools.get(result.name) if result.ok else None
+            if found is not None and found.return_direct:
+                break
+        else:
+            return False
+        text = result.output
+        spec = ctx.output_type
+        value: Any = text
+        if spec is not None:
+            try:
+                value = spec.parse(text)
+                if spec.validators:
+                    value = await validate(ctx, value, text)
+            except (RejectOutput, ValueError):
+                return False
+        ctx.output_text = text
+        ctx.output = value
+        return True
 
     async def _announce(
         self, ctx: RunContext, calls: tuple[ToolCall, ...], announced: Collection[int] = ()

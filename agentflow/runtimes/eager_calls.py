@@ -328,7 +328,8 @@ async def act_with_early(
     The early calls the turn holds run on; the others are announced and run through ``run_tool_calls`` (the
     first ones in call order, as many as ``max_tool_calls`` leaves beside the early ones: the same calls as
     without eager start, since an early call starts only within that room); every result goes to memory in
-    call order, those over the limit refused as ``act`` refuses them.
+    call order, those over the limit refused as ``act`` refuses them; a ``return_direct`` tool's result ends
+    the run as in ``act`` (``AgentRuntime.read_tool_answer``), whether its call started early or not.
     """
     taken = early.take(calls)
     others = [index for index in range(len(calls)) if index not in taken]
@@ -350,7 +351,10 @@ async def act_with_early(
         answers = await runtime._refused_results(ctx, tuple(calls[i] for i in refused), reason)
         for index, result in zip(refused, answers, strict=True):
             results[index] = result
-    ctx.record_results(calls, _all(results))
+    done = _all(results)
+    ctx.record_results(calls, done)
+    if ctx.tools.has_return_direct and await runtime.read_tool_answer(ctx, done):
+        return StopReason.FINAL_ANSWER
     return StopReason.MAX_TOOL_CALLS if refused else None
 
 

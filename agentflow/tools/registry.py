@@ -88,7 +88,7 @@ class ToolRegistry:
     ('ping', ['ping'], (mappingproxy({'type': 'web_search'}),))
     """
 
-    __slots__ = ("_has_eager", "_hosted", "_names", "_specs", "_tools")
+    __slots__ = ("_has_eager", "_has_return_direct", "_hosted", "_names", "_specs", "_tools")
 
     def __init__(self, tools: Iterable[ToolLike] = ()) -> None:
         if not isinstance(tools, Iterable) or isinstance(tools, str | bytes | Mapping):
@@ -112,6 +112,7 @@ class ToolRegistry:
         self._names = tuple(self._tools)
         self._hosted = tuple(hosted)
         self._has_eager = any(t.eager for t in self._tools.values())
+        self._has_return_direct = any(t.return_direct for t in self._tools.values())
 
     @property
     def specs(self) -> tuple[ToolSpec, ...]:
@@ -129,6 +130,12 @@ class ToolRegistry:
         """Whether any tool is ``eager`` (may start while the model streams): read once per step, so a run
         without one never looks at a single streamed event for it."""
         return self._has_eager
+
+    @property
+    def has_return_direct(self) -> bool:
+        """Whether any tool is ``return_direct`` (its result may be the run's answer): read once per step
+        that ran calls, so a run without one never looks at a result for it."""
+        return self._has_return_direct
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -54,6 +54,13 @@ def _check_on_error(on_error: object) -> ToolErrorPolicy | None:
     return None if on_error is None else check_policy(on_error, "on_error")
 
 
+def _check_return_direct(return_direct: object) -> bool:
+    # A truthy string or number would otherwise end runs that were never meant to end at this tool.
+    if not isinstance(return_direct, bool):
+        raise TypeError(f"return_direct must be True or False, got {return_direct!r}")
+    return return_direct
+
+
 def _check_timeout(timeout: float | None) -> float | None:
     if timeout is not None and (isinstance(timeout, bool) or not timeout > 0):
         raise ValueError(f"timeout must be a positive number of seconds (or math.inf), got {timeout!r}")
@@ -83,7 +90,10 @@ class Tool(Generic[P, R]):
     tools (no side effects: lookups, reads) may start while the model is still streaming the turn that calls
     them (see ``agentflow.runtimes.eager_calls``); it never changes what the model is sent. ``on_error`` is
     what this tool's failures become (``"feed"``, ``"raise"`` or a function: ``agentflow.tools.failures``;
-    ``None``: the executor's default, ``"feed"`` unless set otherwise).
+    ``None``: the executor's default, ``"feed"`` unless set otherwise). A ``return_direct`` tool's
+    successful result is the run's final answer: the run ends after the step that called it, without a
+    model call to repeat the result (see ``AgentRuntime.read_tool_answer``); it never changes what the model
+    is sent either.
 
     ``returns`` describes the return value (``None``: nothing is known of it). ``plain_parameters``, for a
     strict tool made by ``@tool``, is its parameters' schema as a plain (non-strict) one: optional parameters
@@ -109,6 +119,8 @@ class Tool(Generic[P, R]):
     inline: bool = attrs.field(default=False, repr=False)
     eager: bool = attrs.field(default=False, repr=False)
     on_error: ToolErrorPolicy | None = attrs.field(default=None, converter=_check_on_error, repr=False)
+    # Keyword-only: the fields after it keep their places for a caller passing them by position.
+    return_direct: bool = attrs.field(default=False, converter=_check_return_direct, kw_only=True, repr=False)
     returns: ToolReturns | None = attrs.field(default=None, repr=False, eq=False)
     plain_parameters: dict[str, Any] | None = attrs.field(default=None, repr=False, eq=False)
     _parser: ArgumentParser | None = attrs.field(default=None, alias="parser", eq=False, repr=False)
@@ -158,12 +170,13 @@ class Tool(Generic[P, R]):
         inline: bool = False,
         eager: bool = False,
         on_error: ToolErrorPolicy | None = None,
+        return_direct: bool = False,
     ) -> Tool[..., Any]:
         """A tool whose schema is given as is: ``fn`` gets the validated JSON object as keyword arguments.
 
         A parameter of ``fn`` annotated ``ToolContext`` still receives the context. A strict spec
         (``strict=True``) must have a strict-mode schema (every object closed, every property required):
-        ``ValueError`` otherwise. ``eager`` and ``on_error`` are ``@tool``'s.
+        ``ValueError`` otherwise. ``eager``, ``on_error`` and ``return_direct`` are ``@tool``'s.
         """
         hints = _hints(fn, strict_resolution=False)
         context = next((n for n, h in hints.items() if n != "return" and _is_context(h)), None)
@@ -176,6 +189,7 @@ class Tool(Generic[P, R]):
             inline=inline,
             eager=eager,
             on_error=on_error,
+            return_direct=return_direct,
             returns=returns,
         )
 
@@ -194,6 +208,7 @@ def tool(
     inline: bool = False,
     eager: bool = False,
     on_error: ToolErrorPolicy | None = None,
+    return_direct: bool = False,
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 
 
@@ -208,6 +223,7 @@ def tool(
     inline: bool = False,
     eager: bool = False,
     on_error: ToolErrorPolicy | None = None,
+    return_direct: bool = False,
 ) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
     """Turn a sync or async function into a ``Tool``; usable bare (``@tool``) or with options.
 
@@ -230,6 +246,19 @@ def tool(
     ``TOOL_ERROR`` text to the model; ``"raise"``, the end of the run, which fails with the exception; or a
     function ``(exc, call) -> str | None`` giving the text the model gets instead. Unset (``None``), the
     agent's default applies (``"feed"``). See ``agentflow.tools.failures``.
+
+    ``return_direct=True`` makes the tool's result the run's answer: once a step's calls have all run, the
+    first of them (in call order) to a ``return_direct`` tool that succeeded ends the run (``FINAL_ANSWER``),
+    its result's text as ``output_text`` (and ``output``, read into the agent's ``output_type`` if it has
+    one), with no model call to repeat it. A failed call does not end the run. See
+    ``AgentRuntime.read_tool_answer``.
+
+    >>> @tool(return_direct=True)
+    ... def order_status(order: str) -> str:
+    ...     '''The status of an order, told to the user as is.'''
+    ...     return f"{order}: shipped"
+    >>> order_status.return_direct
+    True
     """
 
     def build(func: Callable[P, R]) -> Tool[P, R]:
@@ -242,6 +271,7 @@ def tool(
             inline=inline,
             eager=eager,
             on_error=on_error,
+            return_direct=return_direct,
         )
 
     if fn is None:
@@ -255,6 +285,7 @@ def tool(
         _check_name(name)
     _check_timeout(timeout)
     _check_on_error(on_error)
+    _check_return_direct(return_direct)
     return build
 
 
@@ -268,6 +299,7 @@ def _build(
     inline: bool,
     eager: bool,
     on_error: ToolErrorPolicy | None,
+    return_direct: bool,
 ) -> Tool[P, R]:
     if isinstance(fn, Tool):
         raise TypeError("this function is already a Tool")
@@ -337,6 +369,7 @@ def _build(
         inline=inline,
         eager=eager,
         on_error=on_error,
+        return_direct=return_direct,
         returns=_returns(hints, doc.returns),
         plain_parameters=_plain_parameters(props, prop_hints) if strict else None,
         parser=ArgumentParser(tool_name, shape.schema, shape.convert),
