@@ -74,10 +74,16 @@ class RunEvent(Event):
 
 @attrs.frozen
 class RunStarted(RunEvent):
-    """A run began."""
+    """A run began: its ``input`` and ``runtime``; ``session_id`` the conversation it belongs to (a
+    session's ``id``, ``None`` for a one-off run); for an agent used as a tool (``as_tool``), the caller's
+    run and tool call (``parent_run_id``, ``parent_call_id``), so that a sink watching the sub-agent can tie
+    its runs to the calling ones."""
 
     input: str
     runtime: str
+    session_id: str | None = None
+    parent_run_id: str | None = None
+    parent_call_id: str | None = None
 
 
 @attrs.frozen

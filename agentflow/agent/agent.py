@@ -394,6 +394,10 @@ class Agent(RunStarter[OutputT]):
             return session._run_on()
         return self, None, None, False
 
+    def _session_id(self) -> str | None:
+        session = self._default_session
+        return None if session is None else session.id
+
     def session(
         self,
         memory: Memory | None = None,
@@ -541,6 +545,8 @@ class Agent(RunStarter[OutputT]):
         listeners: Sequence[tuple[EventTypes, Callable[[Any], Any]]] | None = None,
         settings: ModelSettings | None = None,
         options: AgentOptions | None = None,
+        session_id: str | None = None,
+        parent: tuple[str, str] | None = None,
     ) -> AgentRun[Any]:
         spec = self.output_type if output_type is AGENT_DEFAULT else self._output_type(output_type)
         run_settings, run_options = self.settings, self.options
@@ -593,6 +599,9 @@ class Agent(RunStarter[OutputT]):
             output_type=spec,
             # Only a run with a handle (``agent.stream()``) can be cancelled through ``AgentRun.cancel()``.
             cancel_scope=anyio.CancelScope() if subscribe else None,
+            session_id=session_id,
+            parent_run_id=None if parent is None else parent[0],
+            parent_call_id=None if parent is None else parent[1],
         )
         return AgentRun(
             self.runtime,

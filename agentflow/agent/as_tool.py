@@ -174,7 +174,14 @@ class _AgentCall:
         if context is not None and self._forward and context.has_listeners():
             listeners = ((None, _Forward(context)),)
         run = agent._new_run(
-            input, memory=memory, turns=turns, rollback=rollback, subscribe=False, listeners=listeners
+            input,
+            memory=memory,
+            turns=turns,
+            rollback=rollback,
+            subscribe=False,
+            listeners=listeners,
+            session_id=target._session_id(),
+            parent=None if context is None else (context.run_id, context.call_id),
         )
         ctx = run.ctx
         if listeners is not None and ctx.options.stream is None:  # the run's (an override's, say)

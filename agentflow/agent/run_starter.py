@@ -67,6 +67,10 @@ class RunStarter(Generic[OutputT]):
         a failed run's memory is rolled back."""
         raise NotImplementedError
 
+    def _session_id(self) -> str | None:
+        """The conversation the next run belongs to (``RunStarted.session_id``), if any."""
+        raise NotImplementedError
+
     @overload
     def stream(
         self,
@@ -172,6 +176,7 @@ class RunStarter(Generic[OutputT]):
             listeners=_listeners(on),
             settings=settings,
             options=options,
+            session_id=self._session_id(),
         )
 
     @overload
@@ -276,6 +281,7 @@ class RunStarter(Generic[OutputT]):
             listeners=_listeners(on),
             settings=settings,
             options=options,
+            session_id=self._session_id(),
         )
         return await run._run_here()
 

@@ -196,6 +196,9 @@ class Session(RunStarter[OutputT]):
                 "would go unsaved"
             )
 
+    def _session_id(self) -> str | None:
+        return self.id
+
     def _run_on(self) -> tuple[Agent[OutputT], Memory | None, Turns | None, bool]:
         if self._stored is None and self._turns.stored_turns is not None:
             self._check_unstored()  # built before a session with a store was, over the same memory

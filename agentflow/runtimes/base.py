@@ -197,7 +197,15 @@ class AgentRuntime:
                     # or the deadline while it waits ends it as any other (``RunCancelled``, no RunStarted).
                     await ctx.wait_turn()
                 if ctx.bus.has_listeners():
-                    await ctx.emit(RunStarted(input=ctx.input_text, runtime=self.name))
+                    await ctx.emit(
+                        RunStarted(
+                            input=ctx.input_text,
+                            runtime=self.name,
+                            session_id=ctx.session_id,
+                            parent_run_id=ctx.parent_run_id,
+                            parent_call_id=ctx.parent_call_id,
+                        )
+                    )
                 await self.start(ctx)
                 result = await self.run_loop(ctx)
         except anyio.get_cancelled_exc_class():

@@ -130,6 +130,11 @@ class RunContext:
     that failed anyway it becomes a note on the run's error."""
     output_type: OutputType[Any] | None = None
     """What the final answer is read into (``Agent(output_type=…)``); ``None``: its text is the answer."""
+    session_id: str | None = None
+    """The conversation the run belongs to (a session's ``id``), if any: ``RunStarted`` says it."""
+    parent_run_id: str | None = None
+    """For a run of an agent used as a tool (``as_tool``): the run that called it, and the call."""
+    parent_call_id: str | None = None
 
     step: int = 0
     """The index of the current step (after the run: the number of steps run)."""

@@ -373,6 +373,8 @@ class RunRecorder:
             attributes[attr.REQUEST_MODEL] = facts.model
         if runtime is not None:
             attributes[attr.RUNTIME] = runtime
+        if isinstance(event, RunStarted) and event.session_id is not None:
+            attributes[attr.CONVERSATION_ID] = event.session_id  # conditionally required: the session's id
         if self._capture and run_input is not None:
             attributes[attr.INPUT_MESSAGES] = input_messages(run_input, self._limit)
         span = self._tracer.start_span(name, context=parent, kind=SpanKind.INTERNAL, attributes=attributes)

@@ -80,6 +80,21 @@ async def test_an_agent_without_a_name_of_its_own_gives_a_bare_invoke_agent(
     assert "gen_ai.agent.name" not in attributes(run)
 
 
+async def test_a_session_s_runs_carry_its_id_as_the_conversation_id(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    agent = Agent(FakeModelClient([reply("Hi."), reply("Hi again.")]))
+    instrument(agent, tracer_provider=provider)
+
+    chat = agent.session(session_id="user-42")
+    await chat.run("Hello")
+    await agent.run("A one-off question")
+
+    first, one_off = named(exporter.get_finished_spans(), "invoke_agent")
+    assert attributes(first)["gen_ai.conversation.id"] == "user-42"
+    assert "gen_ai.conversation.id" not in attributes(one_off)
+
+
 async def test_each_model_call_and_tool_call_says_what_it_was(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
