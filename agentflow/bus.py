@@ -292,7 +292,9 @@ class EventBus:
         ``types`` as for ``subscribe``. The callback may be sync or async; an async one is awaited before
         ``publish`` returns (so it applies backpressure too). Exceptions are logged and recorded, never
         raised into the run. A callback must not publish on the same bus (``publish`` raises
-        ``RuntimeError``): it runs while the bus delivers an event. Publish from another task instead.
+        ``RuntimeError``): it runs while the bus delivers an event. Add events of your own where the run's
+        events are consumed ("Events of your own" in docs/events.md), or from a tool with
+        ``ctx.emit_progress``.
         """
         kinds = normalise_event_types(types)
         if not callable(callback):

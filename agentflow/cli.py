@@ -18,7 +18,8 @@ printed), the model from ``--model`` or ``AGENTFLOW_MODEL`` (default ``gpt-4o-mi
 Output is the live rendering of ``agentflow.demo.render`` (colours only on a terminal without ``NO_COLOR``),
 or with ``--json`` newline-delimited ``event.to_dict()`` JSON. Errors are one line on stderr. Exit codes:
 0 the run finished, 1 it failed (model or network error…), 2 bad arguments or configuration, 130 cancelled
-with Ctrl-C (the first Ctrl-C cancels the run cleanly, a second one stops waiting for it).
+with Ctrl-C (the first Ctrl-C cancels the run cleanly, a second one stops waiting for it), 143 stopped with
+SIGTERM (the same, as a supervisor expects).
 """
 
 from __future__ import annotations

@@ -20,7 +20,9 @@ class ChatModel(Protocol):
     """A chat model: one blocking call, one streaming call, and an explicit close.
 
     ``overrides`` are ``ChatParameters`` fields applied on top of the request's parameters, e.g.
-    ``await model.chat([UserMessage("hi")], temperature=0)``.
+    ``await model.chat([UserMessage("hi")], temperature=0)``; and ``extra_headers={...}``, HTTP headers for
+    the call, which an agent passes when its run's settings have some (the OpenAI models and
+    ``FakeChatModel`` take them).
     """
 
     async def chat(self, request: RequestLike, /, **overrides: Any) -> ChatResponse:

@@ -212,10 +212,17 @@ class ProcessSandbox:
 
     @property
     def python_version(self) -> str | None:
-        """The ``major.minor`` Python the code runs on, when known before it starts: this interpreter's
-        without ``python=``; ``None`` with another interpreter (the prompt then names none, rather than
-        name one only from the second step on and change what a provider caches)."""
-        return None if self._python is not None else f"{sys.version_info.major}.{sys.version_info.minor}"
+        """The ``major.minor`` Python the code runs on, as a prompt may name it from its first step: without
+        ``python=``, this interpreter's (the usual case), or, once started, that of the interpreter the
+        process fell back to when its user could not run this one; with ``python=``, ``None`` (the prompt
+        then names none, rather than one that appears only from the second step and changes what a
+        provider caches)."""
+        if self._python is not None:
+            return None
+        child = self._child
+        if child is not None and child.python_version:
+            return ".".join(child.python_version.split(".")[:2])
+        return f"{sys.version_info.major}.{sys.version_info.minor}"
 
     @property
     def pids(self) -> tuple[int, ...]:

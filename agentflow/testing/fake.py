@@ -326,12 +326,20 @@ class FakeChatModel(_Scripted[ChatResponse]):
         super().__init__(script, chunk_size)
         self.requests: list[ChatRequest] = []
         """Every request received, in order (with the call's overrides applied)."""
+        self.headers: list[Mapping[str, str]] = []
+        """Each call's ``extra_headers`` (empty when it had none), in order: what the OpenAI models would
+        send as HTTP headers."""
 
     def __repr__(self) -> str:
         return f"FakeChatModel({len(self.requests)} calls, {self.remaining} entries left)"
 
     def _record(self, request: RequestLike, overrides: Mapping[str, Any]) -> ChatRequest:
         req = ChatRequest.coerce(request)
+        if "extra_headers" in overrides:  # not a parameter: what the OpenAI models send as HTTP headers
+            overrides = dict(overrides)
+            self.headers.append(dict(overrides.pop("extra_headers") or {}))
+        else:
+            self.headers.append({})
         if overrides:
             req = ChatRequest(req.messages, req.parameters.merged(ChatParameters(**overrides)))
         self.requests.append(req)

@@ -14,6 +14,7 @@ from agentflow.agent.options import AgentOptions, ModelSettings, merge_settings
 from agentflow.providers.openai.chat_model import OpenAIChatModel
 from agentflow.providers.openai.responses_model import OpenAIResponsesModel
 from agentflow.testing import Reply, ScriptedServer
+from agentflow.testing.fake import FakeChatModel, chat_reply
 from agentflow.tools import tool
 
 
@@ -69,3 +70,10 @@ def test_settings_merge_headers_key_by_key_and_check_them() -> None:
         ModelSettings(extra_headers={"X-Id": 7})  # type: ignore[dict-item]
     with pytest.raises(TypeError, match=r"did you mean ModelSettings\(extra_headers="):
         ModelSettings(headers={"X-Id": "7"})  # type: ignore[call-arg]
+
+
+async def test_fake_chat_model_takes_the_run_s_headers_and_records_them() -> None:
+    model = FakeChatModel([chat_reply("hi")])
+    await Agent(model, settings=ModelSettings(extra_headers={"X-Request-Id": "r1"})).run("hi")
+    assert model.headers == [{"X-Request-Id": "r1"}]
+    assert model.requests[0].parameters.custom == {}
