@@ -40,6 +40,7 @@ from ..runtimes.base import AgentRuntime
 from ..runtimes.context import RunContext
 from .stored_turns import StoredTurns
 from .stores import SessionStoreError
+from .turns import holding
 
 if TYPE_CHECKING:
     from .turns import Turns
@@ -239,7 +240,12 @@ class AgentRun(Generic[OutputT]):
 
     async def _drive(self) -> None:
         try:
-            await self._runtime.execute(self.ctx)
+            if self._turns is None:
+                await self._runtime.execute(self.ctx)
+            else:
+                # Its tools see the turns it holds: a session on them opened there must not wait for it.
+                with holding(self._turns):
+                    await self._runtime.execute(self.ctx)
         except Exception as exc:
             # Already published as RunFailed; the caller gets it from run.result / run.wait().
             if self.ctx.error is None:

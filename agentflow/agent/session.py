@@ -25,7 +25,7 @@ from .memory import Memory, check_memory
 from .run_starter import RunStarter
 from .stored_turns import StoredTurns, stored_turns_of
 from .stores import SessionStore
-from .turns import Turns, turns_of
+from .turns import Turns, held_by_a_run, turns_of
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -167,10 +167,23 @@ class Session(RunStarter[OutputT]):
             else:
                 self.memory.clear()
 
+    def _refuse_inside_its_run(self) -> None:
+        """``RuntimeError`` when a run of this conversation (or memory) is in progress in this context: a tool
+        of that run opening the same conversation again would wait for the run, which waits for the tool."""
+        conversation = None if self._stored is None else self._stored.conversation
+        if held_by_a_run(self._turns, conversation):
+            raise RuntimeError(
+                f"a run of this session's conversation ({self.id!r}) is in progress here, and this is one of "
+                "its tools: a run, load(), clear() or exclusive() on the same memory or stored conversation "
+                "would wait for that run, which waits for this tool; read what the tool needs before the "
+                "run, or give the tool a session of its own (another session_id)"
+            )
+
     @contextlib.asynccontextmanager
     async def _turn(self) -> AsyncIterator[None]:
         """Hold the memory's turn in this task, and a stored session's conversation's (what ``exclusive()``,
         ``load()`` and ``clear()`` share)."""
+        self._refuse_inside_its_run()
         lock = (self._stored if self._stored is not None else self._turns).lock()
         await lock.acquire()
         task = asyncio.current_task()
@@ -213,6 +226,7 @@ class Session(RunStarter[OutputT]):
                 "with the same store and session_id): a run started here would wait for the block, which "
                 "waits for the run; start it after the block"
             )
+        self._refuse_inside_its_run()
         # A stored session's runs take the same turns, with its loading and saving at their boundaries.
         turns = self._stored if self._stored is not None else self._turns
         return self.agent, self.memory, turns, self.rollback_on_failure

@@ -12,7 +12,10 @@ conversation, one account of what the store holds.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import weakref
+from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 import anyio
@@ -20,7 +23,7 @@ import anyio
 if TYPE_CHECKING:
     from .stored_turns import StoredTurns
 
-__all__ = ["Turns", "turns_of"]
+__all__ = ["Turns", "held_by_a_run", "holding", "turn_keys", "turns_of"]
 
 
 class Turns:
@@ -68,3 +71,40 @@ def turns_of(memory: object) -> Turns:
     except TypeError:
         turns = Turns()
     return turns
+
+
+_HELD: ContextVar[tuple[weakref.ref[object], ...]] = ContextVar("agentflow_held_turns", default=())
+"""What the runs in progress in this context hold (or wait for): weak references to the keys of their turns
+(``turn_keys``). A run's tool calls run in copies of its context, so a tool sees what its run holds; weak,
+because a copy may outlive the run a little (a callback the loop has not run yet) and must not keep a
+finished request's conversation alive."""
+
+
+def turn_keys(turns: Turns) -> tuple[object, ...]:
+    """What ``turns`` takes: the memory's turn (its locks, shared by every session over the memory) and, for a
+    stored session, its conversation's."""
+    conversation = getattr(turns, "conversation", None)
+    return (turns._locks,) if conversation is None else (turns._locks, conversation)
+
+
+@contextlib.contextmanager
+def holding(turns: Turns) -> Iterator[None]:
+    """Mark ``turns`` as held by the run in progress in this context (and its tools) for the block."""
+    token = _HELD.set((*_HELD.get(), *(weakref.ref(key) for key in turn_keys(turns))))
+    try:
+        yield
+    finally:
+        _HELD.reset(token)
+
+
+def held_by_a_run(turns: Turns, conversation: object | None = None) -> bool:
+    """Whether a run in progress in this context (a tool of it, say) holds ``turns``' memory turn, or
+    ``conversation``: a session taking it here would wait for that run, which waits for the tool."""
+    held = _HELD.get()
+    if not held:
+        return False
+    for ref in held:
+        key = ref()
+        if key is not None and (key is turns._locks or (conversation is not None and key is conversation)):
+            return True
+    return False
