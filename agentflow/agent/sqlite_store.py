@@ -85,7 +85,16 @@ class SQLiteStore:
 
     # __weakref__: sessions of one store take turns per conversation, in a registry that must not keep the
     # store alive (``agentflow.agent.stored_turns.conversation_of``).
-    __slots__ = ("__weakref__", "_connection", "_limiters", "_lock", "path", "table", "timeout")
+    __slots__ = (
+        "__weakref__",
+        "_connection",
+        "_limiters",
+        "_lock",
+        "_no_generations",
+        "path",
+        "table",
+        "timeout",
+    )
 
     def __init__(
         self, path: str | os.PathLike[str], *, table: str = "agentflow_session_items", timeout: float = 5.0
@@ -99,6 +108,8 @@ class SQLiteStore:
         self.timeout = float(timeout)
         """SQLite's busy timeout, in seconds."""
         self._connection: sqlite3.Connection | None = None
+        self._no_generations = False
+        """A read-only database of an earlier version: it has no generations table, and cannot get one."""
         self._lock = threading.Lock()
         self._limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter] = (
             weakref.WeakKeyDictionary()
@@ -185,10 +196,17 @@ class SQLiteStore:
                 )
                 # Also how a database of an earlier version, with the items table alone, gets it: no
                 # session there has a row, so each is at generation 0, which is all its readers can know.
-                connection.execute(
-                    f"CREATE TABLE IF NOT EXISTS {self._generations} ("
-                    "session_id TEXT NOT NULL PRIMARY KEY, generation INTEGER NOT NULL)"
-                )
+                try:
+                    connection.execute(
+                        f"CREATE TABLE IF NOT EXISTS {self._generations} ("
+                        "session_id TEXT NOT NULL PRIMARY KEY, generation INTEGER NOT NULL)"
+                    )
+                except sqlite3.OperationalError as exc:
+                    if "readonly" not in str(exc):
+                        raise
+                    # Such a database opened read-only (a replica that shows history): it still loads, each
+                    # session at generation 0; writing to it fails as any write to it would.
+                    self._no_generations = True
             except BaseException:
                 connection.close()
                 raise
@@ -218,6 +236,8 @@ class SQLiteStore:
             raise
 
     def _generation(self, connection: sqlite3.Connection, session_id: str) -> int:
+        if self._no_generations:
+            return 0
         row = connection.execute(
             f"SELECT generation FROM {self._generations} WHERE session_id = ?", (session_id,)
         ).fetchone()

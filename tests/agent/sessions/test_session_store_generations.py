@@ -251,3 +251,24 @@ async def test_a_store_without_generations_still_works_on_counts() -> None:
     assert texts(await store.load("u")) == ["user:q2", "assistant:a2", "user:q3", "assistant:a3"]
     assert [type(start) for start in store.starts] == [int, int, int]  # plain counts, as it always had
     assert store.starts == [0, 0, 2]
+
+
+async def test_an_old_database_opened_read_only_still_loads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A replica that only shows history: it has no generations table, and cannot be given one.
+    path = tmp_path / "chats.db"
+    old_schema_database(path, [user_item("I am Ada"), assistant_item("Hi Ada")])
+    with sqlite3.connect(path) as writer:
+        writer.execute("PRAGMA journal_mode=WAL")
+    connect = sqlite3.connect
+
+    def read_only(database: Any, *args: Any, **kwargs: Any) -> sqlite3.Connection:
+        return connect(f"file:{database}?mode=ro", *args, uri=True, **kwargs)
+
+    monkeypatch.setattr(sqlite3, "connect", read_only)
+    async with SQLiteStore(path) as replica:
+        assert texts(await replica.load("u")) == ["user:I am Ada", "assistant:Hi Ada"]
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):  # writing fails as it always did
+            await replica.append("u", [user_item("more")], start=2)
+    assert tables(path) == {"agentflow_session_items"}
