@@ -125,6 +125,8 @@ class Renderer:
         self._streaming: type[Event] | None = None
         self._quiet_text = False
         self._shown_code: str | None = None
+        self._steps_started = 0
+        """Steps of the current run that began: a run cut mid-step counts that step as not run."""
 
     # -- output primitives -----------------------------------------------------------------------------------
 
@@ -181,8 +183,10 @@ class Renderer:
             # CodeAct's model text is its JSON protocol: the code steps and the answer are shown instead.
             self._quiet_text = event.runtime == "codeact"
             self._shown_code = None
+            self._steps_started = 0
             self.line(f"> [{event.runtime}] {_clip(event.input, 200)}", "bold")
         elif isinstance(event, StepStarted):
+            self._steps_started = max(self._steps_started, event.step + 1)
             self.line(f"-- step {event.step + 1} --", "dim")
         elif isinstance(event, PlanCreated | PlanUpdated):
             self.plan(event.plan, updated=isinstance(event, PlanUpdated))
@@ -255,9 +259,12 @@ class Renderer:
     def outcome(self, word: str, result: AgentResult, *styles: str) -> None:
         """The last lines of a run: why it stopped, steps and tool calls, and its usage."""
         calls = len(result.tool_calls)
+        steps = f"{result.steps} step{'s' if result.steps != 1 else ''}"
+        if self._steps_started > result.steps:
+            # A run cut short counts only its finished steps: "0 steps" alone reads as if nothing ran.
+            steps += f" (step {self._steps_started} cut short)"
         self.line(
-            f"== {word}: {result.stop_reason.value}, {result.steps} step{'s' if result.steps != 1 else ''}, "
-            f"{calls} tool call{'s' if calls != 1 else ''}",
+            f"== {word}: {result.stop_reason.value}, {steps}, {calls} tool call{'s' if calls != 1 else ''}",
             *styles,
         )
         self.line(f"   {usage_text(result.usage)}", "dim")

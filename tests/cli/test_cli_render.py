@@ -110,6 +110,21 @@ def test_a_sub_agent_s_forwarded_events_show_its_tool_calls_and_ending_not_its_d
     ]
 
 
+def test_a_run_cancelled_mid_step_says_which_step_was_cut() -> None:
+    partial = AgentResult("run_1", "", StopReason.CANCELLED, steps=0)
+    events: list[Event] = [
+        RunStarted(input="hi", runtime="react"),
+        StepStarted(step=0),
+        RunCancelled(partial=partial),
+    ]
+    assert (
+        render(events).splitlines()[-2] == "== cancelled: cancelled, 0 steps (step 1 cut short), 0 tool calls"
+    )
+    # a new run starts counting again
+    again = [RunStarted(input="hi", runtime="react"), RunCancelled(partial=partial)]
+    assert render(events + again).splitlines()[-2] == "== cancelled: cancelled, 0 steps, 0 tool calls"
+
+
 def test_colour_wraps_each_piece_and_always_resets() -> None:
     text = render(RUN, color=True)
     assert "\x1b[2mI should \x1b[0m" in text  # reasoning dimmed, fragment by fragment
