@@ -76,6 +76,7 @@ _WATCH_EVERY_MS = 100
 _CLONE_NEWUSER = 0x10000000
 _MS_NOSUID, _MS_NODEV, _MS_BIND = 0x2, 0x4, 0x1000
 _PR_CAPBSET_DROP = 24
+_PR_SET_NO_NEW_PRIVS = 38
 _CAPABILITY_VERSION_3 = 0x20080522
 _PRIVATE_TMP_FAILED = 126
 """The exit status when the private-tmp step failed: the code never runs with the host's ``/tmp``."""
@@ -908,6 +909,26 @@ def _make_private_tmp(spec: list[str]) -> None:
         raise OSError(0, "the uid is " + str(os.getuid()) + ", not " + uid)
 
 
+def _forbid_new_privileges() -> None:
+    """Make sure no program the code runs gains privileges (Linux's ``no_new_privs``): a set-uid binary
+    (``sudo``, ``su``, ``passwd``…) then runs as the code's own uid, and file capabilities are ignored. It
+    is kept across ``fork`` and ``exec`` and can never be unset.
+
+    The launcher's ``setpriv --no-new-privs`` usually set it already (read from ``/proc``, which costs less
+    than loading ``ctypes``); without ``setpriv`` it is set here. Best effort: a kernel without it (before
+    3.5) runs the code anyway, as on other systems.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(OSError), open("/proc/self/status", "rb") as handle:
+        if b"\nNoNewPrivs:\t1" in handle.read():
+            return
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+
+
 def _watch_host(channel: _Channel, outputs: tuple[_Capture, ...], workdir: str | None) -> None:
     """The watch thread: flush output that waits in a buffer; once the host is gone, clean up and exit.
 
@@ -963,6 +984,7 @@ def main() -> None:
         except BaseException as exc:
             os.write(2, ("the sandbox's private /tmp failed: " + repr(exc) + "\n").encode("utf-8", "replace"))
             os._exit(_PRIVATE_TMP_FAILED)
+    _forbid_new_privileges()
     if probe:
         os._exit(0)
     read_fd, write_fd = os.dup(0), os.dup(1)

@@ -403,7 +403,8 @@ def _plan(wrapping: _Wrapping, python: str, switch: bool, network: bool, notes: 
 
 
 async def _parent_death_guard(notes: list[str]) -> tuple[str, ...]:
-    """``setpriv --pdeathsig KILL --`` where it works (Linux, util-linux 2.33+), else ``()`` with a note.
+    """``setpriv --pdeathsig KILL --no-new-privs --`` where it works (Linux, util-linux 2.33+), else
+    ``()`` with a note.
 
     The signal is set in the launcher and kept across its ``exec`` (``unshare`` is not set-uid); the kernel
     sends it when the host thread that started the launcher ends: ``spawn``'s thread, which lives as long as
@@ -412,21 +413,23 @@ async def _parent_death_guard(notes: list[str]) -> tuple[str, ...]:
     if not sys.platform.startswith("linux"):
         return ()
     setpriv, true = shutil.which("setpriv"), shutil.which("true")
-    works = False
     if setpriv is not None and true is not None:
-        guard = (setpriv, "--pdeathsig", "KILL", "--")
-        try:
-            done = await _run([*guard, true], stdin=subprocess.DEVNULL)
-            works = done.returncode == 0
-        except (OSError, TimeoutError):
-            pass
-    if not works:
-        notes.append(
-            "no 'setpriv --pdeathsig' (util-linux): if the host process is killed, the sandbox ends only "
-            "once its runner notices"
-        )
-        return ()
-    return guard
+        # ``--no-new-privs`` too, which spares the runner setting it itself (see ``_runner.py``).
+        for guard in (
+            (setpriv, "--pdeathsig", "KILL", "--no-new-privs", "--"),
+            (setpriv, "--pdeathsig", "KILL", "--"),
+        ):
+            try:
+                done = await _run([*guard, true], stdin=subprocess.DEVNULL)
+            except (OSError, TimeoutError):
+                continue
+            if done.returncode == 0:
+                return guard
+    notes.append(
+        "no 'setpriv --pdeathsig' (util-linux): if the host process is killed, the sandbox ends only "
+        "once its runner notices"
+    )
+    return ()
 
 
 def _namespace_prefix(unshare: str, *, network: bool, map_root: bool = False) -> tuple[str, ...]:
