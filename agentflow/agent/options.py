@@ -138,6 +138,15 @@ _WHOLE = {
     "run_config": "settings=ModelSettings(...) and options=AgentOptions(...)",
     "config": "settings=ModelSettings(...) and options=AgentOptions(...)",
 }
+# Keywords of peers' agents whose spelling difflib would send elsewhere (``output_retries`` to
+# ``output_type``): where each one's job is done here.
+_RETRIES_OF_OUTPUT = "a final answer's retries are part of its type: output_type=OutputType(T, retries=...)"
+_PEER_KEYWORDS = {
+    "output_retries": _RETRIES_OF_OUTPUT,
+    "result_retries": _RETRIES_OF_OUTPUT,
+    "result_type": "it is output_type= here",
+    "instrument": "tracing is switched on from outside: agentflow.tracing.instrument(agent)",
+}
 
 
 def _shown(value: object) -> str:
@@ -191,6 +200,8 @@ def _where(name: str, value: object, owner: _Owner, accepted: tuple[str, ...]) -
             return "the conversation so far is history=[...]"
         if name in _AGENT_ONLY and name not in accepted:
             return f"{name}= belongs to the agent: Agent(model, {name}=...)"
+    if name in _PEER_KEYWORDS:
+        return _PEER_KEYWORDS[name]
     import difflib  # the error path only
 
     close = difflib.get_close_matches(name, accepted, n=1)

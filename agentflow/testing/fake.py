@@ -15,7 +15,17 @@ Both answer each call with the next entry of a script, and record what they were
 A script entry is one model call: a result (``AgentModelResult`` / ``ChatResponse``), a list of model
 events (streamed as given; the last is usually ``ModelCompleted``), an exception instance (raised by that
 call), or a callable taking the prompt/request and returning any of these — sync, awaitable, or an async
-iterator of events (which lets a test pause a stream mid-way on an ``anyio.Event``). A result streams as
+iterator of events (which lets a test pause a stream mid-way on an ``anyio.Event``). One callable instead
+of a script answers every call (pydantic-ai's ``FunctionModel``)::
+
+    def answer(prompt: AgentPrompt) -> AgentModelResult:
+        if prompt.items[-1].get("type") == "function_call_output":  # the tool answered
+            return reply("done")
+        return reply(tool_calls=[("lookup", {"q": "x"})])
+
+    model = FakeModelClient(answer)
+
+A result streams as
 the events a real provider would send (reasoning, text in chunks, tool-call start/arguments/ready, usage,
 completion).
 Nothing here does I/O; for the real HTTP path use ``ScriptedServer``.
@@ -171,7 +181,16 @@ def stream_events(
 class _Scripted(Generic[R]):
     """The script machinery shared by both fakes: entries, call recording, stream bookkeeping."""
 
-    def __init__(self, script: Iterable[Any], chunk_size: int | None) -> None:
+    def __init__(self, script: Iterable[Any] | Callable[[Any], Any], chunk_size: int | None) -> None:
+        self._responder: Callable[[Any], Any] | None = None
+        """The one callable that answers every call, when given instead of a script."""
+        if callable(script) and not isinstance(script, Iterable):
+            self._responder, script = script, ()
+        elif not isinstance(script, Iterable):
+            raise TypeError(
+                f"{type(self).__name__} takes a script (a list of entries) or one callable answering every "
+                f"call, got {script!r}"
+            )
         self._script = list(script)
         self._next = 0
         self.chunk_size = chunk_size
@@ -190,10 +209,12 @@ class _Scripted(Generic[R]):
 
     @property
     def remaining(self) -> int:
-        """Script entries not used yet."""
+        """Script entries not used yet (0 for a fake answering every call with one callable)."""
         return len(self._script) - self._next
 
     def _entry(self) -> Any:
+        if self._responder is not None:
+            return self._responder
         if self._next >= len(self._script):
             raise ScriptExhaustedError(
                 f"{type(self).__name__} was called {self._next + 1} times but its script has "
@@ -285,7 +306,9 @@ class FakeModelClient(_Scripted[AgentModelResult]):
     ('Hi!', 1)
     """
 
-    def __init__(self, script: Iterable[ClientEntry], *, chunk_size: int | None = None) -> None:
+    def __init__(
+        self, script: Iterable[ClientEntry] | Callable[[AgentPrompt], Any], *, chunk_size: int | None = None
+    ) -> None:
         super().__init__(script, chunk_size)
         self.prompts: list[AgentPrompt] = []
         """Every prompt received, in order."""
@@ -322,7 +345,9 @@ class FakeChatModel(_Scripted[ChatResponse]):
     exceptions or callables; ``requests`` records every request. Use it to exercise ``ChatModelClient``.
     """
 
-    def __init__(self, script: Iterable[ChatEntry], *, chunk_size: int | None = None) -> None:
+    def __init__(
+        self, script: Iterable[ChatEntry] | Callable[[ChatRequest], Any], *, chunk_size: int | None = None
+    ) -> None:
         super().__init__(script, chunk_size)
         self.requests: list[ChatRequest] = []
         """Every request received, in order (with the call's overrides applied)."""

@@ -93,6 +93,16 @@ def model() -> FakeModelClient:
             "options=AgentOptions(max_steps=2)",
         ),
         (
+            lambda: Agent(model(), output_retries=3),
+            "Agent() got an unexpected keyword argument 'output_retries': a final answer's retries are part "
+            "of its type: output_type=OutputType(T, retries=...)",
+        ),
+        (
+            lambda: Agent(model(), instrument=True),
+            "Agent() got an unexpected keyword argument 'instrument': tracing is switched on from outside: "
+            "agentflow.tracing.instrument(agent)",
+        ),
+        (
             lambda: ModelSettings(temprature=0),
             "ModelSettings() got an unexpected keyword argument 'temprature': did you mean temperature=?",
         ),
