@@ -110,7 +110,7 @@ class ArgumentParser:
     other messages (default: ``"<tool> arguments"``); an agent's structured output is checked the same way.
     """
 
-    __slots__ = ("_convert", "_decimals", "_defs", "_invalid", "_root", "_subject", "_validate")
+    __slots__ = ("_convert", "_decimals", "_defs", "_invalid", "_root", "_schema", "_subject", "_validate")
 
     def __init__(
         self,
@@ -131,6 +131,7 @@ class ArgumentParser:
             raise ValueError(f"tool {tool!r} has an invalid parameters schema: {exc}") from exc
         # Kept here so a call never imports anything (``fastjsonschema`` loads with the first tool).
         self._invalid: type[Exception] = fastjsonschema.JsonSchemaValueException
+        self._schema = schema
         self._root = root
         self._subject = subject if subject is not None else f"{tool} arguments"
         self._convert = convert
@@ -196,9 +197,22 @@ class ArgumentParser:
         try:
             self._validate(value)
         except self._invalid as exc:
-            raise self._error(exc) from None
+            first = self._error(exc)
         except RecursionError:
             raise self._too_deep() from None
+        else:
+            return
+        try:
+            found = _Collector(self).errors(self._schema, value)
+        except RecursionError:
+            found = []
+        if len(found) <= 1:
+            raise first
+        # Every mistake at once, so that the model fixes them in one turn rather than one per turn.
+        message = "; ".join(str(e) for e in found[:_MAX_ERRORS])
+        if len(found) > _MAX_ERRORS:
+            message += f"; and {len(found) - _MAX_ERRORS} more"
+        raise ToolArgumentsError(message, path=found[0].path, reason=found[0].reason)
 
     def _error(self, exc: Any, prefix: str = "") -> ToolArgumentsError:
         name: str = exc.name or "data"
@@ -247,6 +261,110 @@ class ArgumentParser:
         return ToolArgumentsError(f"{where} {reason}", path=path, reason=reason)
 
 
+_MAX_ERRORS = 10
+"""Mistakes one error message lists (the first ones, in the order of the value's keys)."""
+
+
+class _Collector:
+    """Finds every mistake in a value that failed validation, not only the first (``fastjsonschema`` stops
+    there): objects and arrays are checked on their own (their required and known keys, their type), then
+    each property and item against its own schema, down to the leaves, whose first error is the mistake.
+
+    The error path only: the sub-schemas are compiled here, each once per collection.
+    """
+
+    def __init__(self, parser: ArgumentParser) -> None:
+        self._parser = parser
+        self._compiled: dict[tuple[int, str], tuple[Any, Callable[[Any], Any]]] = {}
+        self._found: list[ToolArgumentsError] = []
+
+    def errors(self, schema: Any, value: Any) -> list[ToolArgumentsError]:
+        self._walk(schema, value, "")
+        return self._found
+
+    def _walk(self, schema: Any, value: Any, prefix: str) -> None:
+        if len(self._found) > _MAX_ERRORS:
+            return
+        defs = self._parser._defs
+        resolved = _resolved(schema, defs)
+        if not isinstance(resolved, Mapping):
+            self._check(schema, value, prefix)
+            return
+        members = resolved.get("anyOf")
+        if members is not None:
+            # The one alternative of the value's JSON type (an Optional's X, given an X) is the one meant;
+            # among several, the first mistake of the closest one is all ``_error`` can tell.
+            kinds = _json_types(value)
+            fitting = (
+                [m for m in members if _declared_types(_resolved(m, defs)) & kinds]
+                if isinstance(members, list)
+                else []
+            )
+            if len(fitting) == 1:
+                self._walk(fitting[0], value, prefix)
+            else:
+                self._check(schema, value, prefix)
+            return
+        properties = resolved.get("properties")
+        items = resolved.get("items")
+        values = resolved.get("additionalProperties")
+        if isinstance(value, dict) and (isinstance(properties, Mapping) or isinstance(values, Mapping)):
+            known: Mapping[str, Any] = properties if isinstance(properties, Mapping) else {}
+            if "required" in resolved:  # apart, so that missing keys and unknown ones are both told
+                self._check(resolved, value, prefix, part="required")
+            self._check(resolved, value, prefix, part="object")
+            for key, item in value.items():
+                if key in known:
+                    self._walk(known[key], item, f"{prefix}.{key}")
+                elif isinstance(values, Mapping):
+                    self._walk(values, item, f"{prefix}.{key}")
+        elif isinstance(value, list) and isinstance(items, Mapping):
+            self._check(resolved, value, prefix, part="array")
+            for index, item in enumerate(value):
+                self._walk(items, item, f"{prefix}[{index}]")
+        else:
+            self._check(schema, value, prefix)
+
+    def _check(self, schema: Any, value: Any, prefix: str, part: str = "") -> None:
+        """Check ``value`` against ``schema`` (its ``part`` only: ``"required"``, or the rules of an
+        ``"object"`` or ``"array"`` without its members' schemas), and record the first mistake."""
+        import fastjsonschema
+
+        known = self._compiled.get((id(schema), part))
+        if known is not None and known[0] is schema:
+            validate = known[1]
+        else:
+            validate = self._compile(_part(schema, part))
+            # The schema is kept with its validator: an id is only unique while its object lives.
+            self._compiled[(id(schema), part)] = (schema, validate)
+        try:
+            validate(value)
+        except fastjsonschema.JsonSchemaValueException as exc:
+            self._found.append(self._parser._error(exc, prefix))
+
+    def _compile(self, schema: Any) -> Callable[[Any], Any]:
+        import fastjsonschema
+
+        defs = self._parser._defs
+        whole = {**schema, DEFS: defs} if defs and isinstance(schema, Mapping) else schema
+        return fastjsonschema.compile(whole, use_default=False, formats=_formats_for(whole))
+
+
+def _part(schema: Any, part: str) -> Any:
+    """The rules of ``schema`` that ``_Collector._check`` checks for ``part``."""
+    if part == "required":
+        return {"required": schema["required"]}
+    if part == "object":
+        shallow = {k: v for k, v in schema.items() if k != "required"}
+        shallow["properties"] = {key: {} for key in schema.get("properties") or ()}
+        if isinstance(schema.get("additionalProperties"), Mapping):
+            shallow["additionalProperties"] = {}
+        return shallow
+    if part == "array":
+        return {**schema, "items": {}}
+    return schema
+
+
 def _formats_for(schema: Any) -> dict[str, Any]:
     return dict(FORMATS) if uses_formats(schema) else {}
 
@@ -285,6 +403,12 @@ def _json_types(value: Any) -> set[str]:
     return {"array"} if isinstance(value, list) else {"object"}
 
 
+def _declared_types(schema: Any) -> set[str]:
+    """The JSON types a (resolved) schema declares."""
+    declared = schema.get("type") if isinstance(schema, Mapping) else None
+    return {declared} if isinstance(declared, str) else set(declared or ())
+
+
 def _narrow(alternatives: list[Any], value: Any, defs: Mapping[str, Any]) -> tuple[Any | None, bool]:
     """The validation error of the ``anyOf`` alternative ``value`` comes closest to, if one does, and
     whether it is the only alternative of the value's JSON type.
@@ -297,10 +421,7 @@ def _narrow(alternatives: list[Any], value: Any, defs: Mapping[str, Any]) -> tup
     kinds = _json_types(value)
     fitting = []
     for alt in alternatives:
-        resolved = _resolved(alt, defs)
-        declared = resolved.get("type") if isinstance(resolved, Mapping) else None
-        declared_set = {declared} if isinstance(declared, str) else set(declared or ())
-        if declared_set & kinds:
+        if _declared_types(_resolved(alt, defs)) & kinds:
             fitting.append(alt)
     if not fitting:
         return None, False

@@ -189,6 +189,36 @@ def test_invalid_arguments_give_the_path_and_the_reason(raw: str, message: str, 
         assert info.value.path == path
 
 
+def test_every_mistake_is_named_at_once_so_the_model_fixes_them_in_one_turn() -> None:
+    raw = {
+        "count": "3",
+        "colour": "red",
+        "points": [{"x": "1"}, {"x": 2, "z": 0}],
+        "by_name": {"home": {"x": "1"}, "work": {"y": 1}},
+        "mode": "medium",
+    }
+    with pytest.raises(ToolArgumentsError) as info:
+        everything.parse_arguments(raw)
+    assert str(info.value).split("; ") == [
+        "arguments has unknown property 'colour' (expected: color, level, point, points, by_name, pair, "
+        "many, tags, box, items, ratio, count, either, mode)",
+        'arguments.count must be integer, got the string "3"',
+        'arguments.points[0].x must be integer, got the string "1"',
+        "arguments.points[1] has unknown property 'z' (expected: x, y)",
+        'arguments.by_name.home.x must be integer, got the string "1"',
+        "arguments.by_name.work is missing the required property 'x'",
+        'arguments.mode must be one of "fast", "slow", got the string "medium"',
+    ]
+    assert info.value.path == ""  # the first mistake's
+
+
+def test_a_long_list_of_mistakes_is_cut() -> None:
+    with pytest.raises(ToolArgumentsError) as info:
+        everything.parse_arguments({"points": [{"x": str(n)} for n in range(25)]})
+    assert str(info.value).count("must be integer") == 10
+    assert str(info.value).endswith("; and 1 more")
+
+
 def test_missing_required_arguments_are_named() -> None:
     @tool
     def book(city: str, nights: int) -> None:

@@ -355,6 +355,18 @@ def test_a_big_integer_in_a_fence_stays_exact() -> None:
     }
 
 
+def test_an_answer_with_several_mistakes_is_told_them_all() -> None:
+    with pytest.raises(ValueError, match=r"^output is missing") as caught:
+        OutputType(City).parse('{"name": 7, "population": "many", "mayor": "x"}')
+    # In strict mode the model was told that every property is required, an optional one as nullable.
+    assert str(caught.value).split("; ") == [
+        "output is missing the required property 'country'",
+        "output has unknown property 'mayor' (expected: name, population, country)",
+        "output.name must be string, got the number 7",
+        'output.population must be integer, got the string "many"',
+    ]
+
+
 def test_a_malformed_answer_is_reported_as_such_not_as_its_inner_values() -> None:
     text = '```json\n{"city": {"name": "Rome", "population": 2}, "note": "x",}\n```'
     with pytest.raises(ValueError, match="the answer is not valid JSON: ") as caught:
