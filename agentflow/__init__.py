@@ -149,6 +149,8 @@ _LAZY: dict[str, str] = {
     "OutputContext": "agentflow.runtimes.output_validators",
     "RejectOutput": "agentflow.runtimes.output_validators",
     "ValidatorError": "agentflow.runtimes.output_validators",
+    "PromptContext": "agentflow.runtimes.prompt_functions",
+    "PromptFunctionError": "agentflow.runtimes.prompt_functions",
     "CodeActRuntime": "agentflow.runtimes.codeact",
     "CodeActProtocolError": "agentflow.runtimes.codeact",
     "PlanCreated": "agentflow.events",
@@ -306,6 +308,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
         PlanParseError,
         SimplePlanner,
     )
+    from .runtimes.prompt_functions import PromptContext, PromptFunctionError
     from .sandbox import (
         CodeErrorType,
         CodeExecutor,
@@ -412,6 +415,8 @@ __all__ = [
     "Planner",
     "PlanningError",
     "ProcessSandbox",
+    "PromptContext",
+    "PromptFunctionError",
     "ProtocolError",
     "RateLimitError",
     "ReActRuntime",

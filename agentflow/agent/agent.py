@@ -7,6 +7,7 @@ are in ``agents``.
                   system_prompt="You are a weather assistant.")
     result = await agent.run("Weather in Paris?")           # the whole run, then its AgentResult
     result = await agent.run("Once more?", settings=ModelSettings(temperature=0))  # this run's own settings
+    result = await agent.run("My orders?", deps=Deps(db=pool, user=user))  # for its tools, prompt functions
     async with agent.stream("Weather in Paris?") as run:    # the same run as events, as they happen
         async for event in run: ...
     chat = agent.session()                                  # a conversation: memory kept across runs
@@ -22,10 +23,11 @@ import contextlib
 import inspect
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from types import TracebackType
+from types import MappingProxyType, TracebackType
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeGuard, TypeVar, overload
 
 import anyio
+import attrs
 
 from ..bus import EventBus, EventTypes, Policy, normalise_event_types
 from ..model.events import Event, ReasoningDelta, RefusalDelta, TextDelta, ToolCallArgumentsDelta
@@ -35,6 +37,7 @@ from ..result import OutputT
 from ..runtimes import AgentRuntime, resolve_runtime
 from ..runtimes.context import RunContext
 from ..runtimes.output import AGENT_DEFAULT, OutputType, TypeForm, output_type_of
+from ..runtimes.prompt_functions import PromptFunction, PromptFunctions, check_prompt
 from ..tools.registry import ToolLike, ToolRegistry
 from .chat_client import ChatModelClient
 from .client_base import ProtocolClient
@@ -65,6 +68,8 @@ ModelLike: TypeAlias = ChatModel | ModelClient
 """A ``ChatModel`` (``OpenAIChatModel``, ``OpenAIResponsesModel``…) or a ``ModelClient``."""
 
 _T = TypeVar("_T")
+
+_NO_HEADERS: Mapping[str, str] = MappingProxyType({})
 
 _STREAMED_EVENTS: tuple[type[Event], ...] = (TextDelta, ReasoningDelta, RefusalDelta, ToolCallArgumentsDelta)
 """What only a streamed model call publishes as it arrives: a callback for one makes ``run()`` stream."""
@@ -249,7 +254,10 @@ class Agent(RunStarter[OutputT]):
     - ``tools``: ``@tool`` functions, plain functions (wrapped), hosted tool mappings such as
       ``{"type": "web_search"}`` (run by the provider; Responses models only), or a ``ToolRegistry``.
     - ``system_prompt`` / ``instructions``: where each lands depends on the protocol (see
-      ``ChatModelClient`` and ``ResponsesModelClient``).
+      ``ChatModelClient`` and ``ResponsesModelClient``). Either may be a function of the run instead of a
+      text: ``fn(run: PromptContext) -> str`` (or ``async``), called once per step, before the step's model
+      call, with the run's ``deps``, ids, step and usage (``agentflow.runtimes.prompt_functions``); its text
+      lands where a static one would.
     - ``options``: limits and loop behaviour (``AgentOptions``: ``max_steps``, ``timeout``, the run's token
       budget ``max_tokens``…); ``settings``: model parameters (``ModelSettings``: ``temperature``,
       ``max_output_tokens``…). A run may bring its own of either (``agent.run(x, settings=…, options=…)``).
@@ -262,6 +270,11 @@ class Agent(RunStarter[OutputT]):
       dataclass, a ``TypedDict``, ``list[...]``…, or an ``OutputType`` for more control (retries, mode,
       validators of your own). The model is asked for JSON of that schema; an answer that does not match, or
       that a validator rejects, is sent back (see ``OutputType``).
+
+    A run's dependencies (a database pool, the user a request is for) are passed per run,
+    ``agent.run(x, deps=...)``, and reach its tools (``ToolContext.deps``), output validators
+    (``OutputContext.deps``), prompt functions and planners untouched; the agent itself holds none, so one
+    agent serves every user.
 
     For type checkers an agent is generic in its output: ``Agent(model, output_type=City)`` is an
     ``Agent[City]`` whose runs give ``AgentResult[City]`` (``result.output`` is a ``City | None``),
@@ -277,8 +290,8 @@ class Agent(RunStarter[OutputT]):
         *,
         runtime: str | AgentRuntime = ...,
         tools: Iterable[ToolLike] | ToolRegistry = ...,
-        system_prompt: str | None = ...,
-        instructions: str | None = ...,
+        system_prompt: str | PromptFunction | None = ...,
+        instructions: str | PromptFunction | None = ...,
         options: AgentOptions | None = ...,
         settings: ModelSettings | None = ...,
         memory: Memory | Callable[[], Memory] | None = ...,
@@ -293,8 +306,8 @@ class Agent(RunStarter[OutputT]):
         *,
         runtime: str | AgentRuntime = ...,
         tools: Iterable[ToolLike] | ToolRegistry = ...,
-        system_prompt: str | None = ...,
-        instructions: str | None = ...,
+        system_prompt: str | PromptFunction | None = ...,
+        instructions: str | PromptFunction | None = ...,
         options: AgentOptions | None = ...,
         settings: ModelSettings | None = ...,
         memory: Memory | Callable[[], Memory] | None = ...,
@@ -309,8 +322,8 @@ class Agent(RunStarter[OutputT]):
         *,
         runtime: str | AgentRuntime = ...,
         tools: Iterable[ToolLike] | ToolRegistry = ...,
-        system_prompt: str | None = ...,
-        instructions: str | None = ...,
+        system_prompt: str | PromptFunction | None = ...,
+        instructions: str | PromptFunction | None = ...,
         options: AgentOptions | None = ...,
         settings: ModelSettings | None = ...,
         memory: Memory | Callable[[], Memory] | None = ...,
@@ -325,8 +338,8 @@ class Agent(RunStarter[OutputT]):
         *,
         runtime: str | AgentRuntime = "react",
         tools: Iterable[ToolLike] | ToolRegistry = (),
-        system_prompt: str | None = None,
-        instructions: str | None = None,
+        system_prompt: str | PromptFunction | None = None,
+        instructions: str | PromptFunction | None = None,
         options: AgentOptions | None = None,
         settings: ModelSettings | None = None,
         memory: Memory | Callable[[], Memory] | None = None,
@@ -337,11 +350,15 @@ class Agent(RunStarter[OutputT]):
         self.runtime = resolve_runtime(runtime)
         self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
         check_hosted_tools(self.tools, self.model_client)
-        self.system_prompt = _optional_text("system_prompt", system_prompt)
-        self.instructions = _optional_text("instructions", instructions)
+        self.system_prompt: str | PromptFunction | None = check_prompt("system_prompt", system_prompt)
+        self.instructions: str | PromptFunction | None = check_prompt("instructions", instructions)
         self.options = _checked(options, AgentOptions) if options is not None else AgentOptions()
         self.settings = _checked(settings, ModelSettings) if settings is not None else ModelSettings()
         self.name = _optional_text("name", name) or self.runtime.name
+        # Static texts go to every run as they are; functions are evaluated by each run, step by step.
+        self._prompt_functions = PromptFunctions.of(self.name, self.system_prompt, self.instructions)
+        self._system_text = self.system_prompt if isinstance(self.system_prompt, str) else None
+        self._instructions_text = self.instructions if isinstance(self.instructions, str) else None
         self.output_type: OutputType[OutputT] | None = self._output_type(output_type)
         self._memory_factory: Callable[[], Memory] = InMemoryMemory
         self._default_session: Session | None = None
@@ -431,6 +448,7 @@ class Agent(RunStarter[OutputT]):
         forward_events: bool = True,
         session: Session[OutputT] | None = None,
         return_direct: bool = False,
+        deps: Callable[[Any], Any] | None = None,
     ) -> Tool[..., Any]:
         """This agent as a tool of another agent: the other agent's model delegates a task to it.
 
@@ -453,9 +471,15 @@ class Agent(RunStarter[OutputT]):
           after its step (``FINAL_ANSWER``), with no model call to repeat the answer; the answer's text is
           the caller's ``output_text``, read into the caller's ``output_type`` if it has one (a router whose
           specialists answer the user themselves). See ``tool(return_direct=...)``.
+        - ``deps``: a function of the calling run's ``deps`` that gives the nested run's (``lambda deps:
+          deps.search``; ``lambda _: obj`` for an object of its own); default: the caller's, as they are
+          (the Agents SDK shares its context with an agent used as a tool the same way).
 
         The nested run's usage counts toward the caller's (``result.usage``, ``StepFinished.usage``, its
-        ``max_tokens``), and what the caller's budget has left caps the nested run's.
+        ``max_tokens``), and what the caller's budget has left caps the nested run's. It sends the calling
+        run's own HTTP headers too (``settings=ModelSettings(extra_headers=...)`` of the run, a gateway's
+        per-user key), under this agent's own ``settings.extra_headers``, whose keys win; the calling agent's
+        own headers stay its own.
 
         >>> from agentflow.testing.fake import FakeModelClient
         >>> researcher = Agent(FakeModelClient([]), name="Researcher")
@@ -473,6 +497,7 @@ class Agent(RunStarter[OutputT]):
             forward_events=forward_events,
             session=session,
             return_direct=return_direct,
+            deps=deps,
         )
 
     def override(
@@ -547,6 +572,8 @@ class Agent(RunStarter[OutputT]):
         options: AgentOptions | None = None,
         session_id: str | None = None,
         parent: tuple[str, str] | None = None,
+        deps: Any = None,
+        inherited_headers: Mapping[str, str] | None = None,
     ) -> AgentRun[Any]:
         spec = self.output_type if output_type is AGENT_DEFAULT else self._output_type(output_type)
         run_settings, run_options = self.settings, self.options
@@ -561,8 +588,18 @@ class Agent(RunStarter[OutputT]):
                 run_settings = _merged_settings(run_settings, override.settings, spec)
             if override.options is not None:
                 run_options = override.options
+        run_headers = _NO_HEADERS
         if settings is not None or options is not None:  # the run's own (rare): nothing to build otherwise
             run_settings, run_options = self._run_config(settings, options, spec, run_settings, run_options)
+            if settings is not None and settings.extra_headers:
+                run_headers = settings.extra_headers
+        if inherited_headers:
+            # A sub-agent's run (``as_tool``): the calling run's own headers (a gateway's per-user key),
+            # under this agent's, whose keys win; passed on to this run's own sub-agents in turn.
+            run_settings = attrs.evolve(
+                run_settings, extra_headers={**inherited_headers, **run_settings.extra_headers}
+            )
+            run_headers = {**inherited_headers, **run_headers}
         text, items = input_items(input)
         if memory is None:
             memory = self._memory_factory()
@@ -591,8 +628,8 @@ class Agent(RunStarter[OutputT]):
             tools=tools,
             options=run_options,
             settings=run_settings,
-            system_prompt=self.system_prompt,
-            instructions=self.instructions,
+            system_prompt=self._system_text,
+            instructions=self._instructions_text,
             input_text=text,
             input_items=items,
             stream_model=stream_model,
@@ -602,6 +639,9 @@ class Agent(RunStarter[OutputT]):
             session_id=session_id,
             parent_run_id=None if parent is None else parent[0],
             parent_call_id=None if parent is None else parent[1],
+            deps=deps,
+            run_headers=run_headers,
+            prompt_functions=self._prompt_functions,
         )
         return AgentRun(
             self.runtime,

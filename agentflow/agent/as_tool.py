@@ -6,7 +6,8 @@ the tool call's own task, and returns the run's output (a structured value for a
 of the parent, the parent's deadline, the call's timeout. The nested run's usage counts toward the parent's
 (``ToolContext.add_usage``), and its token budget is capped by what the parent has left. Its events reach
 the parent's listeners as ``ToolProgress`` only when the parent has some, so an unobserved parent's sub-runs
-build no events either.
+build no events either. It runs with the parent's ``deps`` (or what ``as_tool(deps=fn)`` makes of them) and
+sends the parent run's own HTTP headers (``ToolContext.extra_headers``) under the sub-agent's own.
 
 This module builds the tool and runs the nested run; it must not reach into the parent's run beyond its
 ``ToolContext``, nor change how runs work: ``return_direct`` (the sub-agent's answer as the caller's) is
@@ -16,6 +17,7 @@ a flag on the tool, which the caller's runtime reads like any tool's.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -94,6 +96,7 @@ def agent_tool(
     forward_events: bool,
     session: Session[Any] | None,
     return_direct: bool = False,
+    deps: Callable[[Any], Any] | None = None,
 ) -> Tool[..., Any]:
     """The ``Tool`` that ``Agent.as_tool`` returns (see there)."""
     tool_name = _tool_name(agent, name)
@@ -108,6 +111,11 @@ def agent_tool(
         raise TypeError(f"as_tool(forward_events=...) must be a bool, got {forward_events!r}")
     if not isinstance(return_direct, bool):
         raise TypeError(f"as_tool(return_direct=...) must be a bool, got {return_direct!r}")
+    if deps is not None and not callable(deps):
+        raise TypeError(
+            "as_tool(deps=...) takes a function of the calling run's deps that returns this agent's (lambda "
+            f"deps: deps.search); for an object of its own, deps=lambda _: obj; got {type(deps).__name__}"
+        )
     if session is not None and getattr(session, "agent", None) is not agent:
         raise ValueError(
             f"as_tool(session=...) takes a session of this agent (agent.session()), got {session!r}"
@@ -123,7 +131,7 @@ def agent_tool(
         },
     )
     returns = ToolReturns(_answer_schema(agent), f"the {tool_name} agent's answer")
-    call = _AgentCall(agent, session, tool_name, forward_events)
+    call = _AgentCall(agent, session, tool_name, forward_events, deps)
     return Tool(
         spec,
         call,
@@ -149,15 +157,21 @@ def _answer_schema(agent: Agent[Any]) -> dict[str, Any] | None:
 class _AgentCall:
     """The tool's function: one nested run of the agent per call."""
 
-    __slots__ = ("_agent", "_forward", "_name", "_session")
+    __slots__ = ("_agent", "_deps", "_forward", "_name", "_session")
 
     def __init__(
-        self, agent: Agent[Any], session: Session[Any] | None, name: str, forward_events: bool
+        self,
+        agent: Agent[Any],
+        session: Session[Any] | None,
+        name: str,
+        forward_events: bool,
+        deps: Callable[[Any], Any] | None = None,
     ) -> None:
         self._agent = agent
         self._session = session
         self._name = name
         self._forward = forward_events
+        self._deps = deps
 
     def __repr__(self) -> str:
         return f"<agent {self._agent.name!r} as the tool {self._name!r}>"
@@ -171,8 +185,12 @@ class _AgentCall:
         target = self._session if self._session is not None else self._agent
         agent, memory, turns, rollback = target._run_on()
         listeners = None
-        if context is not None and self._forward and context.has_listeners():
-            listeners = ((None, _Forward(context)),)
+        deps = headers = None
+        if context is not None:
+            if self._forward and context.has_listeners():
+                listeners = ((None, _Forward(context)),)
+            deps = context.deps if self._deps is None else self._deps(context.deps)
+            headers = context.extra_headers
         run = agent._new_run(
             input,
             memory=memory,
@@ -182,6 +200,8 @@ class _AgentCall:
             listeners=listeners,
             session_id=target._session_id(),
             parent=None if context is None else (context.run_id, context.call_id),
+            deps=deps,
+            inherited_headers=headers,
         )
         ctx = run.ctx
         if listeners is not None and ctx.options.stream is None:  # the run's (an override's, say)

@@ -55,9 +55,10 @@ class RunStarter(Generic[OutputT]):
 
     Every way of starting a run takes ``on=[(types, callback), …]``: callbacks for that run alone, as
     ``agent.on`` registers them for every run (see ``EventBus.on``), checked at the call (``TypeError``);
-    and ``settings=`` / ``options=``: that run's model settings (merged over the agent's) and limits (in
-    place of the agent's). A keyword none of them takes is told where it belongs (``temperature=0``:
-    ``settings=ModelSettings(temperature=0)``; see ``explain_keywords``).
+    ``settings=`` / ``options=``: that run's model settings (merged over the agent's) and limits (in
+    place of the agent's); and ``deps=``: that run's dependencies (see ``run``). A keyword none of them
+    takes is told where it belongs (``temperature=0``: ``settings=ModelSettings(temperature=0)``; see
+    ``explain_keywords``).
     """
 
     __slots__ = ()
@@ -85,6 +86,7 @@ class RunStarter(Generic[OutputT]):
         on: RunListeners | None = ...,
         settings: ModelSettings | None = ...,
         options: AgentOptions | None = ...,
+        deps: Any = ...,
     ) -> AgentRun[OutputT]: ...
 
     @overload
@@ -101,6 +103,7 @@ class RunStarter(Generic[OutputT]):
         on: RunListeners | None = ...,
         settings: ModelSettings | None = ...,
         options: AgentOptions | None = ...,
+        deps: Any = ...,
     ) -> AgentRun[str]: ...
 
     @overload
@@ -117,6 +120,7 @@ class RunStarter(Generic[OutputT]):
         on: RunListeners | None = ...,
         settings: ModelSettings | None = ...,
         options: AgentOptions | None = ...,
+        deps: Any = ...,
     ) -> AgentRun[_T]: ...
 
     @overload
@@ -133,6 +137,7 @@ class RunStarter(Generic[OutputT]):
         on: RunListeners | None = ...,
         settings: ModelSettings | None = ...,
         options: AgentOptions | None = ...,
+        deps: Any = ...,
     ) -> AgentRun[Any]: ...
 
     @explain_keywords("run")
@@ -149,6 +154,7 @@ class RunStarter(Generic[OutputT]):
         on: RunListeners | None = None,
         settings: ModelSettings | None = None,
         options: AgentOptions | None = None,
+        deps: Any = None,
     ) -> AgentRun[Any]:
         """A run whose events you iterate: ``async with agent.stream(x) as run: async for event in run``.
 
@@ -156,7 +162,7 @@ class RunStarter(Generic[OutputT]):
         or a tuple of those), ``buffer``/``policy`` shape the subscription (see ``EventBus.subscribe``); all
         three are checked here, not when the block is entered. Model calls stream unless ``options.stream``
         is ``False``. ``output_type`` replaces the agent's for this run (``None``: the answer's text).
-        ``history``, ``on``, ``settings`` and ``options`` are as for ``run``.
+        ``history``, ``on``, ``settings``, ``options`` and ``deps`` are as for ``run``.
         """
         kinds = normalise_event_types(types)
         check_subscription_options(buffer, policy)
@@ -177,6 +183,7 @@ class RunStarter(Generic[OutputT]):
             settings=settings,
             options=options,
             session_id=self._session_id(),
+            deps=deps,
         )
 
     @overload
@@ -190,6 +197,7 @@ class RunStarter(Generic[OutputT]):
         on: RunListeners | None = ...,
         settings: ModelSettings | None = ...,
         options: AgentOptions | None = ...,
+        deps: Any = ...,
     ) -> AgentResult[OutputT]: ...
 
     @overload
@@ -203,6 +211,7 @@ class RunStarter(Generic[OutputT]):
         on: RunListeners | None = ...,
         settings: ModelSettings | None = ...,
         options: AgentOptions | None = ...,
+        deps: Any = ...,
     ) -> AgentResult[str]: ...
 
     @overload
@@ -216,6 +225,7 @@ class RunStarter(Generic[OutputT]):
         on: RunListeners | None = ...,
         settings: ModelSettings | None = ...,
         options: AgentOptions | None = ...,
+        deps: Any = ...,
     ) -> AgentResult[_T]: ...
 
     @overload
@@ -229,6 +239,7 @@ class RunStarter(Generic[OutputT]):
         on: RunListeners | None = ...,
         settings: ModelSettings | None = ...,
         options: AgentOptions | None = ...,
+        deps: Any = ...,
     ) -> AgentResult[Any]: ...
 
     @explain_keywords("run")
@@ -242,6 +253,7 @@ class RunStarter(Generic[OutputT]):
         on: RunListeners | None = None,
         settings: ModelSettings | None = None,
         options: AgentOptions | None = None,
+        deps: Any = None,
     ) -> AgentResult[Any]:
         """Run to the end and return the result.
 
@@ -264,6 +276,12 @@ class RunStarter(Generic[OutputT]):
         field: an ``AgentOptions`` has no "unset", ``None`` means no limit). To change one limit and keep
         the others: ``options=attrs.evolve(agent.options, max_steps=3)``.
 
+        ``deps``: this run's dependencies (pydantic-ai's ``deps``, the Agents SDK's ``context``): any object
+        (a database pool, the user the request is for, an HTTP client), handed untouched, never copied,
+        stored or published, to its tools (``ToolContext.deps``; ``ToolContext[MyDeps]`` types it), its
+        output validators (``OutputContext.deps``), the agent's prompt functions (``PromptContext.deps``),
+        its planner (``PlanContext.deps``) and the agents it calls as tools. ``None`` (default): none.
+
         A failed run raises its exception (a ``ModelError``, ``MaxStepsExceeded``…); a run cut short by
         ``options.timeout`` returns its partial result (``StopReason.DEADLINE``); cancelling the calling task
         cancels the run cleanly and re-raises the cancellation.
@@ -282,6 +300,7 @@ class RunStarter(Generic[OutputT]):
             settings=settings,
             options=options,
             session_id=self._session_id(),
+            deps=deps,
         )
         return await run._run_here()
 
@@ -296,6 +315,7 @@ class RunStarter(Generic[OutputT]):
         on: RunListeners | None = ...,
         settings: ModelSettings | None = ...,
         options: AgentOptions | None = ...,
+        deps: Any = ...,
     ) -> AgentResult[OutputT]: ...
 
     @overload
@@ -309,6 +329,7 @@ class RunStarter(Generic[OutputT]):
         on: RunListeners | None = ...,
         settings: ModelSettings | None = ...,
         options: AgentOptions | None = ...,
+        deps: Any = ...,
     ) -> AgentResult[str]: ...
 
     @overload
@@ -322,6 +343,7 @@ class RunStarter(Generic[OutputT]):
         on: RunListeners | None = ...,
         settings: ModelSettings | None = ...,
         options: AgentOptions | None = ...,
+        deps: Any = ...,
     ) -> AgentResult[_T]: ...
 
     @overload
@@ -335,6 +357,7 @@ class RunStarter(Generic[OutputT]):
         on: RunListeners | None = ...,
         settings: ModelSettings | None = ...,
         options: AgentOptions | None = ...,
+        deps: Any = ...,
     ) -> AgentResult[Any]: ...
 
     @explain_keywords("run")
@@ -348,6 +371,7 @@ class RunStarter(Generic[OutputT]):
         on: RunListeners | None = None,
         settings: ModelSettings | None = None,
         options: AgentOptions | None = None,
+        deps: Any = None,
     ) -> AgentResult[Any]:
         """``run`` for scripts and notebooks without a running event loop (see ``agentflow.run_sync``)."""
         return run_sync(
@@ -359,6 +383,7 @@ class RunStarter(Generic[OutputT]):
             on=on,
             settings=settings,
             options=options,
+            deps=deps,
         )
 
 
@@ -421,6 +446,7 @@ def run_sync(
     on: RunListeners | None = ...,
     settings: ModelSettings | None = ...,
     options: AgentOptions | None = ...,
+    deps: Any = ...,
 ) -> AgentResult[_T]: ...
 
 
@@ -435,6 +461,7 @@ def run_sync(
     on: RunListeners | None = ...,
     settings: ModelSettings | None = ...,
     options: AgentOptions | None = ...,
+    deps: Any = ...,
 ) -> AgentResult[str]: ...
 
 
@@ -449,6 +476,7 @@ def run_sync(
     on: RunListeners | None = ...,
     settings: ModelSettings | None = ...,
     options: AgentOptions | None = ...,
+    deps: Any = ...,
 ) -> AgentResult[_U]: ...
 
 
@@ -463,6 +491,7 @@ def run_sync(
     on: RunListeners | None = ...,
     settings: ModelSettings | None = ...,
     options: AgentOptions | None = ...,
+    deps: Any = ...,
 ) -> AgentResult[Any]: ...
 
 
@@ -477,14 +506,14 @@ def run_sync(
     on: RunListeners | None = None,
     settings: ModelSettings | None = None,
     options: AgentOptions | None = None,
+    deps: Any = None,
 ) -> AgentResult[Any]:
     """Run an agent (or a session's next turn) from synchronous code, in a fresh event loop.
 
     For scripts and notebooks without a running loop. The connections of the model the run used (the
     agent's, or an ``agent.override``'s) are closed before it returns, since they belong to that loop (the
-    next call opens new ones). Inside async code, ``await
-    agent.run(...)`` instead. ``run_id``, ``output_type``, ``history``, ``on``, ``settings`` and ``options``
-    are as for ``agent.run``.
+    next call opens new ones). Inside async code, ``await agent.run(...)`` instead. ``run_id``,
+    ``output_type``, ``history``, ``on``, ``settings``, ``options`` and ``deps`` are as for ``agent.run``.
     """
     agent = target._run_on()[0]
     override = active_override(agent)
@@ -501,6 +530,7 @@ def run_sync(
                 on=on,
                 settings=settings,
                 options=options,
+                deps=deps,
             )
             return result
         finally:

@@ -47,6 +47,9 @@ class Session(RunStarter[OutputT]):
         await chat.run("My name is Ada.")
         result = await chat.run("What is my name?")   # the model sees the first turn
 
+    A session keeps the conversation, not a run's ``deps``: pass them to each run (``chat.run(x,
+    deps=...)``), as a web handler has them per request; they are never written to memory or a store.
+
     ``rollback_on_failure=True``: a run that fails (raises, ``RunFailed``) leaves memory as it found it, put
     back before the next run on the memory starts, so the same input can be sent again. Cancelled runs and
     runs that stop at a limit keep what they finished, as always. A memory whose methods are ``async`` is

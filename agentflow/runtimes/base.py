@@ -7,6 +7,7 @@ One run, step by step::
     repeat until a final answer or a limit:
         StepStarted
         build_prompt      system prompt + runtime instructions, the tools' specs, the items in memory
+                          (an agent's prompt functions are evaluated just before, once per step)
         call_model        ModelRequest, then every model event as it arrives (streaming) or once (blocking);
                           streamed, a call to an eager tool starts once it is whole (``eager_calls``)
         handle_model_result
@@ -265,9 +266,12 @@ class AgentRuntime:
     async def run_step(self, ctx: RunContext, *, final: bool = False) -> StopReason | None:
         """One step: prompt, model call, then whatever the model asked for. Returns why to stop, or None.
 
-        ``final`` marks the extra "final answer" step after ``max_steps``: no tool may run in it. A streamed
-        step of a run with eager tools makes its model call and handles the turn in ``run_early_step``, whose
-        task group owns the calls that start before the turn is complete (``agentflow.runtimes.eager_calls``).
+        An agent's prompt functions (``Agent(instructions=fn)``) are evaluated first, for this step's prompt
+        (``RunContext.refresh_prompts``: a runtime that replaces this method awaits it before building its
+        prompt). ``final`` marks the extra "final answer" step after ``max_steps``: no tool may run in it.
+        A streamed step of a run with eager tools makes its model call and handles the turn in
+        ``run_early_step``, whose task group owns the calls that start before the turn is complete
+        (``agentflow.runtimes.eager_calls``).
         """
         # A step that never waits (a fast model, no tools) must still notice a cancel requested meanwhile.
         await anyio.lowlevel.checkpoint_if_cancelled()
@@ -279,6 +283,9 @@ class AgentRuntime:
         if ctx.bus.has_listeners():
             await ctx.emit(StepStarted())
         calls_before = len(ctx.tool_calls)
+        functions = ctx.prompt_functions
+        if functions is not None:  # ``Agent(instructions=fn)``: this step's texts, before its prompt is built
+            await functions.refresh(ctx)
         prompt = self.build_prompt(ctx, final=final)
         if ctx.tools.has_eager and not final and starts_early(ctx, prompt):
             # Calls to eager tools start as the stream delivers them, in a task group this step owns.

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import functools
 import weakref
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -35,11 +36,14 @@ from .output import OutputType
 
 if TYPE_CHECKING:
     from .eager_calls import EarlyCalls
+    from .prompt_functions import PromptFunctions
 
 __all__ = ["NO_USAGE", "RunContext", "usage_total"]
 
 NO_USAGE = TokenUsage()
 """Zero usage, shared (``TokenUsage`` is immutable): where the run's and each step's sums start."""
+
+_NO_HEADERS: Mapping[str, str] = MappingProxyType({})
 
 
 def usage_total(usage: TokenUsage) -> int:
@@ -68,10 +72,7 @@ class _ToolUsage:
 
     def tokens_left(self) -> int | None:
         run = self._run()
-        budget = run.options.max_tokens if run is not None else None
-        if run is None or budget is None:
-            return None
-        return max(0, budget - usage_total(run.usage))
+        return None if run is None else run.tokens_left
 
 
 class _RunEnder:
@@ -99,6 +100,10 @@ class RunContext:
     """One run: its configuration (read-only by convention) and its state (updated by the runtime).
 
     ``input_items`` are written to memory when the run starts; ``input_text`` is what ``RunStarted`` shows.
+    ``deps`` is what the run was started with (``agent.run(x, deps=...)``), passed to its tools
+    (``ToolContext.deps``), output validators, prompt functions and planners untouched, never stored or
+    published. ``system_prompt`` / ``instructions`` are the texts of the current step: an agent's prompt
+    functions (``prompt_functions``) set them before each step's model call.
     ``cancel_scope`` is the scope ``AgentRun.cancel()`` cancels: a run started with ``agent.stream()`` has
     one; one awaited with ``agent.run()`` has none (nothing holds its ``AgentRun``: cancelling the awaiting
     task cancels it), which spares it a scope around every step. ``pending`` are the tool calls of the
@@ -135,6 +140,15 @@ class RunContext:
     parent_run_id: str | None = None
     """For a run of an agent used as a tool (``as_tool``): the run that called it, and the call."""
     parent_call_id: str | None = None
+    deps: Any = attrs.field(default=None, repr=False)
+    """The run's dependencies (``agent.run(x, deps=...)``), as given; ``None`` when it got none."""
+    run_headers: Mapping[str, str] = attrs.field(default=_NO_HEADERS, repr=False)
+    """The HTTP headers this run was given for its model calls, apart from its agent's: those of its own
+    ``settings=`` and those it inherited as a sub-agent's run (already in ``settings.extra_headers``). What it
+    passes on to the runs of agents it calls as tools (``ToolContext.extra_headers``)."""
+    prompt_functions: PromptFunctions | None = attrs.field(default=None, repr=False)
+    """The agent's prompt functions (``Agent(instructions=fn)``), evaluated before each step's model call
+    (``PromptFunctions.refresh``); ``None`` for an agent whose prompts are static (nothing to evaluate)."""
 
     step: int = 0
     """The index of the current step (after the run: the number of steps run)."""
@@ -181,6 +195,8 @@ class RunContext:
     it for a run with tools whose runtime hands tool errors to code: ``tool_errors_reach_code``)."""
     runtime_state: object = attrs.field(default=None, repr=False)
     """Anything else a runtime keeps for this run (CodeAct: its code executor and the code step in flight)."""
+    prompts_step: int = attrs.field(default=-1, init=False, repr=False)
+    """The step ``prompt_functions`` were last evaluated for (-1: not yet)."""
     _executor: ToolExecutor | None = attrs.field(default=None, init=False, repr=False)
     _model_name: str | None = attrs.field(default=None, init=False, repr=False)
 
@@ -227,6 +243,8 @@ class RunContext:
                 progress_listening=functools.partial(self.bus.listens_to, ToolProgress),
                 usage=_ToolUsage(self),
                 on_fatal=_RunEnder(self),
+                deps=self.deps,
+                extra_headers=self.run_headers,
             )
         return self._executor
 
@@ -297,6 +315,19 @@ class RunContext:
         if usage is not None:
             self.usage = self.usage + usage
             self.step_usage = self.step_usage + usage
+
+    @property
+    def tokens_left(self) -> int | None:
+        """What ``options.max_tokens`` has left of the run's budget (0 when spent); ``None`` without one."""
+        budget = self.options.max_tokens
+        return None if budget is None else max(0, budget - usage_total(self.usage))
+
+    async def refresh_prompts(self) -> None:
+        """Evaluate the agent's prompt functions for the current step (once per step), if it has any: what a
+        runtime awaits before building a model call's prompt, and a planner's context."""
+        functions = self.prompt_functions
+        if functions is not None:
+            await functions.refresh(self)
 
     @property
     def token_budget_reached(self) -> bool:

@@ -20,8 +20,9 @@ Nothing here decides what happens after a rejection; ``AgentRuntime.read_output`
 from __future__ import annotations
 
 import inspect
+import typing
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar
 
 import attrs
 
@@ -30,7 +31,14 @@ from ..result import AgentResult, StopReason
 from .errors import AgentRunError
 
 if TYPE_CHECKING:
+    import typing_extensions
+
     from .context import RunContext
+
+    # For type checkers only (PEP 696), as ``ToolContext``'s: a bare ``OutputContext`` is ``[Any]``.
+    DepsT = typing_extensions.TypeVar("DepsT", default=Any)
+else:
+    DepsT = typing.TypeVar("DepsT")
 
 __all__ = [
     "OutputContext",
@@ -45,7 +53,7 @@ T = TypeVar("T")
 
 OutputValidator: TypeAlias = (
     Callable[[T], T | Awaitable[T | None] | None]
-    | Callable[[T, "OutputContext"], T | Awaitable[T | None] | None]
+    | Callable[[T, "OutputContext[Any]"], T | Awaitable[T | None] | None]
 )
 """A check on a final answer of type ``T``: ``fn(value)`` or ``fn(value, context)``, sync or async, returning
 the value to use (``None``: unchanged) or raising ``RejectOutput``."""
@@ -70,12 +78,13 @@ class RejectOutput(Exception):
 
 
 @attrs.frozen
-class OutputContext:
+class OutputContext(Generic[DepsT]):
     """What an output validator that takes a second argument learns about the run.
 
     ``step`` is the step of the answer, ``usage`` the run's usage so far, ``rejections`` how many of the
     run's final answers were rejected before this one (0 for the first), ``text`` the answer as the model
-    wrote it.
+    wrote it, ``deps`` the run's dependencies (``agent.run(x, deps=...)``, ``None`` without): annotate the
+    parameter ``OutputContext[MyDeps]`` to type them.
     """
 
     run_id: str
@@ -83,6 +92,7 @@ class OutputContext:
     usage: TokenUsage
     rejections: int
     text: str
+    deps: DepsT = attrs.field(default=None, repr=False, eq=False)
 
 
 class ValidatorError(AgentRunError):
@@ -151,7 +161,9 @@ async def validate(ctx: RunContext, value: Any, text: str) -> Any:
         try:
             if with_context:
                 if context is None:
-                    context = OutputContext(ctx.run_id, ctx.step, ctx.usage, ctx.output_rejections, text)
+                    context = OutputContext(
+                        ctx.run_id, ctx.step, ctx.usage, ctx.output_rejections, text, ctx.deps
+                    )
                 checked = validator(value, context)
             else:
                 checked = validator(value)

@@ -166,9 +166,11 @@ class PlanContext:
     """What a planner knows besides the goal.
 
     ``tools`` are the agent's tools, ``system_prompt`` and ``instructions`` what the agent is told (so the
-    plan keeps to its rules: "use the internal wiki only"), and ``conversation`` the ``(role, text)`` of the
-    user and assistant messages before this run's input (a session's earlier turns, the latest last), so a
-    follow-up ("and how does it compare to B?") can be planned. When the runtime re-plans, ``current`` is the
+    plan keeps to its rules: "use the internal wiki only"; an agent's prompt functions' texts for the step
+    the plan comes before), ``deps`` the run's dependencies (``agent.run(x, deps=...)``), and
+    ``conversation`` the ``(role, text)`` of the user and assistant messages before this run's input (a
+    session's earlier turns, the latest last), so a follow-up ("and how does it compare to B?") can be
+    planned. When the runtime re-plans, ``current`` is the
     plan so far and the rest is the progress: the steps run, every tool call and its result, and the agent's
     latest text; ``tool_calls_seen`` of those calls had been made when ``current`` was planned (the planner
     saw them then), so a planner may show only the calls since (``planning_input`` does).
@@ -199,6 +201,8 @@ class PlanContext:
     code_actions_seen: int = 0
     model_call: ModelCall | None = attrs.field(default=None, eq=False, repr=False)
     agent_model_call: AgentModelCall | None = attrs.field(default=None, eq=False, repr=False)
+    deps: Any = attrs.field(default=None, eq=False, repr=False)
+    """The run's dependencies (``agent.run(x, deps=...)``), as given; ``None`` when it got none."""
 
     @property
     def replanning(self) -> bool:

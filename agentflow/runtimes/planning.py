@@ -325,9 +325,9 @@ class Planning:
         return plan
 
     def context(self, ctx: RunContext, state: PlanState, current: Plan | None) -> PlanContext:
-        """What the planner is told: the agent's tools, system prompt and instructions; for a first plan the
-        conversation before the run; when re-planning, the plan and the progress (with how much of it the
-        plan had seen)."""
+        """What the planner is told: the agent's tools, system prompt and instructions, the run's ``deps``;
+        for a first plan the conversation before the run; when re-planning, the plan and the progress (with
+        how much of it the plan had seen)."""
         actions = state.code_actions
         return PlanContext(
             current=current,
@@ -339,6 +339,7 @@ class Planning:
             conversation=_conversation(ctx, self.turn_text) if current is None else (),
             system_prompt=ctx.system_prompt,
             instructions=ctx.instructions,
+            deps=ctx.deps,
             tool_calls_seen=state.tool_calls_seen,
             code_actions=None if actions is None else tuple(actions),
             code_actions_seen=state.code_actions_seen,
@@ -359,6 +360,9 @@ class Planning:
         return attrs.evolve(chosen, revision=plan.revision, usage=usage)
 
     async def _ask_planner(self, ctx: RunContext, state: PlanState, current: Plan | None) -> Plan:
+        # The agent's prompt functions, for the step the plan comes before: the planner is told this step's
+        # texts, which the step's own call then reuses (they are evaluated once per step).
+        await ctx.refresh_prompts()
         call = _PlanningCall(ctx)
         context = attrs.evolve(
             self.context(ctx, state, current), model_call=call, agent_model_call=call.agent

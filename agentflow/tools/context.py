@@ -1,17 +1,20 @@
 """``ToolContext``: what a running tool may know about its call, and how it reports progress and usage.
 
-A tool asks for it by annotating a parameter with ``ToolContext``; the executor injects it (it is not part
-of the tool's JSON schema). Progress goes to the run's event bus as ``ToolProgress`` events and never
-into memory or back to the model. Tokens a tool spends on model calls of its own (a sub-agent's run) go to
-the run's usage through a ``UsageSink``, so the run's token budget covers them. Only calls of tools that
-ask for a context build one: nothing here costs the other tools anything.
+A tool asks for it by annotating a parameter with ``ToolContext`` (or ``ToolContext[MyDeps]``, typing the
+run's ``deps``); the executor injects it (it is not part of the tool's JSON schema). Progress goes to the
+run's event bus as ``ToolProgress`` events and never into memory or back to the model. Tokens a tool spends
+on model calls of its own (a sub-agent's run) go to the run's usage through a ``UsageSink``, so the run's
+token budget covers them. Only calls of tools that ask for a context build one: nothing here costs the
+other tools anything.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Protocol
+import typing
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Generic, Protocol
 
 import anyio.from_thread
 import attrs
@@ -20,7 +23,20 @@ from ..events import ToolProgress
 from ..model.events import Event
 from ..model.response import TokenUsage
 
-__all__ = ["ToolContext", "UsageSink"]
+__all__ = ["DepsT", "ToolContext", "UsageSink"]
+
+if TYPE_CHECKING:
+    # A default for the type parameter (PEP 696), for type checkers only, as ``ModelCompleted``'s: a bare
+    # ``ToolContext`` is a ``ToolContext[Any]``, and importing ``typing_extensions`` would slow the import.
+    from typing_extensions import TypeVar
+
+    DepsT = TypeVar("DepsT", default=Any)
+else:
+    DepsT = typing.TypeVar("DepsT")
+"""The type of a run's ``deps`` (``agent.run(x, deps=...)``), for ``ToolContext[MyDeps]``; ``Any`` unless
+given."""
+
+_NO_HEADERS: Mapping[str, str] = MappingProxyType({})
 
 
 class UsageSink(Protocol):
@@ -58,8 +74,16 @@ class _CallState:
 
 
 @attrs.frozen
-class ToolContext:
-    """The context of one tool call: run id, step, call id, tool name; progress and usage reporting.
+class ToolContext(Generic[DepsT]):
+    """The context of one tool call: run id, step, call id, tool name, the run's ``deps``; progress and usage
+    reporting.
+
+    ``deps`` is the object the run was started with (``agent.run(x, deps=...)``: a database pool, the user
+    the request is for, an HTTP client), as it was passed (``None`` when the run got none). Annotate the
+    parameter ``ToolContext[MyDeps]`` and a type checker knows its type; ``ToolContext`` alone is
+    ``ToolContext[Any]``. ``extra_headers`` are the HTTP headers the run was given for its model calls (its
+    own ``settings=ModelSettings(extra_headers=...)`` and those it inherited from the run that called it as a
+    tool): what a tool calling a model on the run's behalf should send too (an agent used as a tool does).
 
     ``listening`` (whether anyone receives the run's events) and ``usage`` (a ``UsageSink``) are what the
     executor wires in; a context built without them (in a test) says it is listened to and counts usage
@@ -83,6 +107,11 @@ class ToolContext:
     _listening: Callable[[], bool] | None = attrs.field(default=None, alias="listening", repr=False, eq=False)
     _usage: UsageSink | None = attrs.field(default=None, alias="usage", repr=False, eq=False)
     _inline: bool = attrs.field(default=False, alias="inline", repr=False, eq=False)
+    deps: DepsT = attrs.field(default=None, repr=False, eq=False)
+    """The run's dependencies (``agent.run(x, deps=...)``), untouched; ``None`` when it got none."""
+    extra_headers: Mapping[str, str] = attrs.field(default=_NO_HEADERS, repr=False, eq=False)
+    """The run's own HTTP headers for model calls (its ``settings=``, and those it inherited as a sub-agent's
+    run); empty when it has none."""
     _state: _CallState = attrs.field(init=False, factory=_CallState, repr=False, eq=False)
 
     def emit_progress(self, message: str, data: Any = None) -> Coroutine[Any, Any, None]:

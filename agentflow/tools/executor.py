@@ -42,7 +42,8 @@ import logging
 import math
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import anyio
@@ -164,6 +165,7 @@ class _Batch:
 
 
 _MAX_NAMES_IN_ERROR = 30
+_NO_HEADERS: Mapping[str, str] = MappingProxyType({})
 _NO_DEADLINE = contextlib.nullcontext()  # reusable: entering it does nothing
 
 
@@ -185,6 +187,8 @@ class ToolExecutor:
     given, whether anyone receives ``ToolProgress`` (what ``ToolContext.has_listeners`` answers: a tool skips
     building progress nobody would see; default: ``listening``). ``usage``, if given, receives
     the usage a tool reports with ``ToolContext.add_usage`` (a run wires its own in: ``RunContext.executor``).
+    ``deps`` and ``extra_headers`` are what every ``ToolContext`` of this executor carries (the run's
+    ``deps``, untouched, and its own model-call headers); only calls of tools that take a context see them.
 
     Every call gets exactly one ``ToolStarted`` and then exactly one ``ToolSucceeded`` or ``ToolFailed``
     (unknown tools and invalid arguments included), unless the batch is cancelled first (or a call ends the
@@ -195,9 +199,11 @@ class ToolExecutor:
     __slots__ = (
         "_default_on_error",
         "_default_timeout",
+        "_deps",
         "_emit",
         "_emit_may_wait",
         "_ended",
+        "_headers",
         "_limiter",
         "_listening",
         "_on_fatal",
@@ -219,6 +225,8 @@ class ToolExecutor:
         default_on_error: ToolErrorPolicy = "feed",
         on_fatal: Callable[[Exception], object] | None = None,
         progress_listening: Callable[[], bool] | None = None,
+        deps: Any = None,
+        extra_headers: Mapping[str, str] = _NO_HEADERS,
     ) -> None:
         if max_concurrency is not None and (
             isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1
@@ -240,6 +248,8 @@ class ToolExecutor:
         self._progress_listening = progress_listening if progress_listening is not None else listening
         self._ended = False
         """Whether a call ended the run ``on_fatal`` belongs to."""
+        self._deps = deps
+        self._headers = extra_headers
 
     @property
     def registry(self) -> ToolRegistry:
@@ -506,6 +516,8 @@ class ToolExecutor:
                 listening=self._progress_listening,
                 usage=self._usage,
                 inline=found.inline,
+                deps=self._deps,
+                extra_headers=self._headers,
             )
             kwargs[found.context_parameter] = context
         # In a batch with a shared deadline, that deadline is the call's time limit: no scope of its own.

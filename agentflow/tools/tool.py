@@ -416,7 +416,7 @@ def _docs(fn: Callable[..., Any]) -> DocInfo:
 
 def _is_context(hint: Any) -> bool:
     """``ToolContext`` or ``ToolContext | None`` (either possibly ``Annotated``, as dependency-injection code
-    writes it): the parameter that receives the call's context."""
+    writes it, or ``ToolContext[MyDeps]``): the parameter that receives the call's context."""
     hint = _bare(hint)
     if hint is ToolContext:
         return True
@@ -425,7 +425,10 @@ def _is_context(hint: Any) -> bool:
 
 
 def _bare(hint: Any) -> Any:
-    return typing.get_args(hint)[0] if typing.get_origin(hint) is typing.Annotated else hint
+    if typing.get_origin(hint) is typing.Annotated:
+        hint = typing.get_args(hint)[0]
+    # ``ToolContext[MyDeps]``: the class itself, whatever the run's deps are typed as.
+    return ToolContext if typing.get_origin(hint) is ToolContext else hint
 
 
 def _check_not_unbound_method(
