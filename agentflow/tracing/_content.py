@@ -1,9 +1,10 @@
-"""What a span records of a run's content when ``capture_content=True``: texts cut to a limit, and the
-GenAI conventions' message shapes as JSON text.
+"""What a span records of a run's content when content is captured: texts cut to a limit, and the GenAI
+conventions' message shapes as JSON text.
 
 Pure functions; the recorder calls them only when content is captured, so a run traced without content
 never builds any of it. Texts are cut before they are put into JSON, so a long answer still gives valid
-JSON (the tool arguments, the model's own JSON text, are cut as they are).
+JSON. A tool call's arguments (the model's own JSON text) become a JSON value when they are whole and valid,
+as the conventions ask, and stay text, cut as they are, otherwise.
 """
 
 from __future__ import annotations
@@ -13,10 +14,20 @@ from typing import Any
 
 import orjson
 
+from ..model.events import to_jsonable
 from ..model.messages import ToolCall
 from ..model.response import FinishReason
 
-__all__ = ["capped", "finish_reason", "input_messages", "output_messages"]
+__all__ = [
+    "assistant_message",
+    "capped",
+    "finish_reason",
+    "input_messages",
+    "json_text",
+    "output_messages",
+    "tool_message",
+    "user_message",
+]
 
 _FINISH_REASONS = {
     FinishReason.STOP: "stop",
@@ -49,13 +60,80 @@ def _json(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
+def json_text(value: Any, limit: int) -> str:
+    """Any value (a progress event's ``data``) as JSON text, cut to ``limit``.
+
+    >>> json_text({"page": 2}, 100), json_text(list(range(50)), 10)
+    ('{"page":2}', '[0,1,2,3,…')
+    """
+    return capped(orjson.dumps(to_jsonable(value)).decode(), limit)
+
+
+def _arguments(arguments: str, limit: int) -> Any:
+    """A call's arguments for a message part: the JSON value when whole and valid, else the text, cut."""
+    if arguments and len(arguments) <= limit:
+        try:
+            return orjson.loads(arguments)
+        except orjson.JSONDecodeError:
+            pass
+    return capped(arguments, limit)
+
+
+def user_message(text: str, limit: int) -> dict[str, Any]:
+    """A user message with one text part.
+
+    >>> user_message("Weather in Paris?", 100)
+    {'role': 'user', 'parts': [{'type': 'text', 'content': 'Weather in Paris?'}]}
+    """
+    return {"role": "user", "parts": [{"type": "text", "content": capped(text, limit)}]}
+
+
+def assistant_message(
+    text: str | None,
+    limit: int,
+    *,
+    reasoning: str | None = None,
+    calls: Iterable[ToolCall] = (),
+    finish: str | None = None,
+) -> dict[str, Any]:
+    """A model's answer: one assistant message with its reasoning, text and tool calls as parts.
+
+    >>> assistant_message("", 100, calls=[ToolCall("c1", "add", '{"a": 1}')])
+    {'role': 'assistant', 'parts': [{'type': 'tool_call', 'id': 'c1', 'name': 'add', 'arguments': {'a': 1}}]}
+    """
+    parts: list[dict[str, Any]] = []
+    if reasoning:
+        parts.append({"type": "reasoning", "content": capped(reasoning, limit)})
+    if text:
+        parts.append({"type": "text", "content": capped(text, limit)})
+    for call in calls:
+        arguments = _arguments(call.arguments, limit)
+        parts.append({"type": "tool_call", "id": call.id, "name": call.name, "arguments": arguments})
+    message: dict[str, Any] = {"role": "assistant", "parts": parts}
+    if finish is not None:
+        message["finish_reason"] = finish
+    return message
+
+
+def tool_message(call_id: str, output: str, limit: int) -> dict[str, Any]:
+    """A tool call's result as the model reads it: a ``tool`` message with one ``tool_call_response`` part.
+
+    >>> tool_message("c1", "3", 100)
+    {'role': 'tool', 'parts': [{'type': 'tool_call_response', 'id': 'c1', 'response': '3'}]}
+    """
+    return {
+        "role": "tool",
+        "parts": [{"type": "tool_call_response", "id": call_id, "response": capped(output, limit)}],
+    }
+
+
 def input_messages(text: str, limit: int) -> str:
     """A run's input as ``gen_ai.input.messages``: one user message with one text part.
 
     >>> input_messages("Weather in Paris?", 100)
     '[{"role":"user","parts":[{"type":"text","content":"Weather in Paris?"}]}]'
     """
-    return _json([{"role": "user", "parts": [{"type": "text", "content": capped(text, limit)}]}])
+    return _json([user_message(text, limit)])
 
 
 def output_messages(
@@ -66,21 +144,9 @@ def output_messages(
     calls: Iterable[ToolCall] = (),
     finish: str | None = None,
 ) -> str:
-    """A model's answer as ``gen_ai.output.messages``: one assistant message with its reasoning, text and
-    tool calls as parts (the calls' arguments as the model wrote them, cut to ``limit``).
+    """A model's answer as ``gen_ai.output.messages`` (see ``assistant_message``).
 
     >>> output_messages("Sunny.", 100, finish="stop")
     '[{"role":"assistant","parts":[{"type":"text","content":"Sunny."}],"finish_reason":"stop"}]'
     """
-    parts: list[dict[str, str]] = []
-    if reasoning:
-        parts.append({"type": "reasoning", "content": capped(reasoning, limit)})
-    if text:
-        parts.append({"type": "text", "content": capped(text, limit)})
-    for call in calls:
-        arguments = capped(call.arguments, limit)
-        parts.append({"type": "tool_call", "id": call.id, "name": call.name, "arguments": arguments})
-    message: dict[str, Any] = {"role": "assistant", "parts": parts}
-    if finish is not None:
-        message["finish_reason"] = finish
-    return _json([message])
+    return _json([assistant_message(text, limit, reasoning=reasoning, calls=calls, finish=finish)])

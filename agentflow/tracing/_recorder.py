@@ -7,6 +7,7 @@ span starts when the event that begins its operation is published and ends at th
       ModelRequest → chat {model}                            ends at ModelCompleted
       ModelRequest(purpose="plan") → plan {agent} ⊃ chat     ends at PlanCreated / PlanUpdated
       ToolStarted → execute_tool {tool}                      ends at ToolSucceeded / ToolFailed
+        ToolProgress → a span event on it (the first ``MAX_PROGRESS_EVENTS``)
       CodeStarted → execute_code ⊃ its tool calls            ends at CodeExecuted
 
 Rules it keeps, whatever order the events come in:
@@ -19,22 +20,23 @@ Rules it keeps, whatever order the events come in:
 - **Every span ends exactly once.** The terminal event ends whatever its run still has open (a model call
   cut short, a tool the cancel interrupted), marked ``agentflow.interrupted``; a result event with no
   started span (a call refused at a limit, or cancelled before it started) is a span of no duration.
-- **Nested agents.** ``ToolStarted`` is published in the task that then runs the tool, so the recorder
-  notes the tool's span in a context variable of its own there; an instrumented agent whose run starts
-  inside that tool (``Agent.as_tool``) takes it as its parent, unless the tool made a span of its own
-  current (then that one is the parent, as for any run). The note is only read while the tool's span is
-  open, and only through a weak reference, so one left behind in a task changes nothing.
-- **Nothing is built that is not recorded:** content only with ``capture_content``.
+- **Nested agents.** An instrumented agent whose run starts inside a traced tool call (``Agent.as_tool``)
+  takes the tool's span as its parent (``_tool_context``), unless the tool made a span of its own current
+  (then that one is the parent, as for any run).
+- **Nothing is built that is not recorded:** content only when captured. A step's ``gen_ai.input.messages``
+  is what the run's events show it was sent (``_transcript``): they carry neither the system prompt nor the
+  tool definitions, nor items from before the run. The exact prompt needs the runtime to hand it over (the
+  ``AgentPrompt`` on ``ModelRequest``, say); the time to a streamed call's first chunk too, since the
+  recorder takes no deltas (taking them would make a traced ``agent.run()`` stream): it is recorded from a
+  ``ModelCompleted`` that carries ``time_to_first_chunk``.
 
 It does no I/O and never raises into the run (the bus would log it, but nothing here should fail).
 """
 
 from __future__ import annotations
 
-import urllib.parse
 import weakref
 from collections.abc import Callable
-from contextvars import ContextVar
 from typing import Any
 
 from ..agent.agent import Agent
@@ -51,14 +53,15 @@ from ..events import (
     RunFinished,
     RunStarted,
     ToolFailed,
+    ToolProgress,
     ToolStarted,
     ToolSucceeded,
 )
 from ..model.events import Event, ModelCompleted, ModelRetry
-from ..model.response import TokenUsage
 from ..result import AgentResult
 from . import _names as attr
-from ._content import capped, finish_reason, input_messages, output_messages
+from ._content import capped, finish_reason, input_messages, json_text, output_messages
+from ._facts import OTHER, ModelFacts, response_facts, run_usage_attributes, usage_attributes
 from ._otel import (
     AttributeValue,
     Context,
@@ -71,8 +74,10 @@ from ._otel import (
     otel_context,
     trace,
 )
+from ._tool_context import CALLING_TOOL, ToolSpan
+from ._transcript import Transcript
 
-__all__ = ["TRACED_EVENTS", "RunRecorder", "tool_span_context"]
+__all__ = ["MAX_PROGRESS_EVENTS", "TRACED_EVENTS", "RunRecorder"]
 
 TRACED_EVENTS: tuple[type[Event], ...] = (
     RunStarted,
@@ -80,6 +85,7 @@ TRACED_EVENTS: tuple[type[Event], ...] = (
     ModelRetry,
     ModelCompleted,
     ToolStarted,
+    ToolProgress,
     ToolSucceeded,
     ToolFailed,
     PlanCreated,
@@ -93,90 +99,13 @@ TRACED_EVENTS: tuple[type[Event], ...] = (
 )
 """The events a tracer listens to: no delta among them, so a traced ``agent.run()`` does not stream."""
 
-_OTHER = "_OTHER"
-"""The conventions' value for a provider or an error that has no name of its own."""
+MAX_PROGRESS_EVENTS = 32
+"""How many ``ToolProgress`` events of one tool call become span events on its span; the rest are counted
+in ``agentflow.tool.progress.dropped``, so a chatty tool cannot grow a span without bound."""
 
 _MAX_ERROR_CHARS = 1000
 """How much of a failed run's error message its span keeps (an error message is not content: recorded
 always, as OpenTelemetry instrumentations record exceptions)."""
-
-_DEFAULT_PORTS = {"https": 443, "http": 80}
-
-
-class _ToolSpan:
-    """An ``execute_tool`` span in flight; what a nested run needs to nest under it."""
-
-    __slots__ = ("__weakref__", "ambient", "context", "open", "span")
-
-    def __init__(self, span: Span, context: Context, ambient: Span) -> None:
-        self.span = span
-        self.context = context  # the span's context, for a nested run's span
-        self.ambient = ambient  # the span current where the calling run started (see ``_parent``)
-        self.open = True
-
-
-_CALLING_TOOL: ContextVar[weakref.ref[_ToolSpan] | None] = ContextVar(
-    "agentflow_tracing_calling_tool", default=None
-)
-"""The tool call a task is running, as its ``ToolStarted`` left it (see the module docstring)."""
-
-
-def tool_span_context() -> Context | None:
-    """Inside a tool of a traced run: the OpenTelemetry context of its ``execute_tool`` span, else ``None``.
-
-    The tracer never makes its spans current (a step's tools run concurrently, in tasks of their own), so a
-    span a tool starts is by default a sibling of the run's, under the caller's span. To nest it under the
-    tool call instead, start it in this context::
-
-        @tool
-        async def search(query: str) -> list[str]:
-            with tracer.start_as_current_span("search index", context=tool_span_context()):
-                ...  # spans of instrumented libraries (HTTP, databases) nest here too
-
-    ``None`` (outside a traced tool call) makes OpenTelemetry use the current context, as without it. An
-    instrumented agent run inside a tool (``Agent.as_tool``) finds its parent this way by itself.
-    """
-    ref = _CALLING_TOOL.get()
-    tool = ref() if ref is not None else None
-    return tool.context if tool is not None and tool.open else None
-
-
-class _Facts:
-    """What the spans of a run say about its model: provider, server, default model name."""
-
-    __slots__ = ("host", "model", "port", "provider")
-
-    def __init__(self, client: object, settings_model: str | None) -> None:
-        wrapped = getattr(client, "chat_model", None) or getattr(client, "responses_model", None) or client
-        provider = getattr(wrapped, "provider_name", None) or getattr(client, "provider_name", None)
-        if not isinstance(provider, str):
-            module = type(wrapped).__module__
-            provider = "openai" if module.startswith("agentflow.providers.openai") else _OTHER
-        self.provider: str = provider
-        self.host, self.port = _server(
-            getattr(wrapped, "base_url", None) or getattr(client, "base_url", None)
-        )
-        name = settings_model or getattr(client, "model_name", None)
-        self.model: str | None = name if isinstance(name, str) else None
-
-
-def _server(url: object) -> tuple[str | None, int | None]:
-    """``(host, port)`` of a base URL (the scheme's port when it has none); ``(None, None)`` without one.
-
-    >>> _server("https://api.openai.com/v1"), _server("http://127.0.0.1:8000/v1"), _server(None)
-    (('api.openai.com', 443), ('127.0.0.1', 8000), (None, None))
-    """
-    if not isinstance(url, str):
-        return None, None
-    try:
-        parts = urllib.parse.urlsplit(url)
-        port = parts.port
-    except ValueError:  # a port that is not a number: no server attributes rather than a failed callback
-        return None, None
-    host = parts.hostname
-    if not host:
-        return None, None
-    return host, port if port is not None else _DEFAULT_PORTS.get(parts.scheme)
 
 
 class _RunSpans:
@@ -187,16 +116,19 @@ class _RunSpans:
         "code",
         "code_context",
         "context",
+        "conversation",
         "facts",
         "live",
         "model",
+        "model_purpose",
         "plan",
         "plan_context",
         "span",
         "tools",
+        "transcript",
     )
 
-    def __init__(self, span: Span, context: Context, ambient: Span, facts: _Facts) -> None:
+    def __init__(self, span: Span, context: Context, ambient: Span, facts: ModelFacts) -> None:
         self.span = span
         self.context = context
         self.ambient = ambient
@@ -204,44 +136,15 @@ class _RunSpans:
         # A span from a provider that records nothing (OpenTelemetry's default, before the application sets
         # one up) has no valid context: the run's children are not even started then.
         self.live = span.get_span_context().is_valid
+        self.conversation: str | None = None
         self.model: Span | None = None
+        self.model_purpose = "step"
         self.plan: Span | None = None
         self.plan_context: Context | None = None
         self.code: Span | None = None
         self.code_context: Context | None = None
-        self.tools: dict[str, _ToolSpan] = {}
-
-
-def _usage_attributes(usage: object) -> dict[str, AttributeValue]:
-    if not isinstance(usage, TokenUsage):
-        return {}
-    out: dict[str, AttributeValue] = {
-        attr.INPUT_TOKENS: usage.input_tokens,
-        attr.OUTPUT_TOKENS: usage.output_tokens,
-    }
-    if usage.cached_input_tokens:
-        out[attr.CACHE_READ_TOKENS] = usage.cached_input_tokens
-    if usage.cache_write_tokens:
-        out[attr.CACHE_CREATION_TOKENS] = usage.cache_write_tokens
-    if usage.reasoning_tokens:
-        out[attr.REASONING_TOKENS] = usage.reasoning_tokens
-    return out
-
-
-def _response_facts(raw: object) -> dict[str, AttributeValue]:
-    """``gen_ai.response.model`` / ``.id`` from a provider's response (a ``ChatResponse``'s metadata, or a
-    ``ResponsesResponse``'s fields), when it says."""
-    metadata = getattr(raw, "metadata", None)
-    if isinstance(metadata, dict):
-        model, ident = metadata.get("model"), metadata.get("id")
-    else:
-        model, ident = getattr(raw, "model", None), getattr(raw, "id", None)
-    out: dict[str, AttributeValue] = {}
-    if isinstance(model, str):
-        out[attr.RESPONSE_MODEL] = model
-    if isinstance(ident, str):
-        out[attr.RESPONSE_ID] = ident
-    return out
+        self.tools: dict[str, ToolSpan] = {}
+        self.transcript: Transcript | None = None  # only when content is captured
 
 
 def _agentflow_version() -> str:
@@ -250,11 +153,17 @@ def _agentflow_version() -> str:
     return str(agentflow.__version__)
 
 
+def _check_limit(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be an int >= 1 (characters), got {value!r}")
+    return value
+
+
 class RunRecorder:
     """The callback ``instrument`` and ``traced`` register: spans for the runs of ``agent`` (see the module
     docstring). Call it with each event of ``TRACED_EVENTS``; other events are ignored."""
 
-    __slots__ = ("_agent", "_capture", "_facts", "_handlers", "_limit", "_runs", "_tracer")
+    __slots__ = ("_agent", "_capture", "_facts", "_handlers", "_limit", "_messages_limit", "_runs", "_tracer")
 
     def __init__(
         self,
@@ -263,11 +172,10 @@ class RunRecorder:
         tracer_provider: TracerProvider | None,
         capture_content: bool,
         content_limit: int,
+        messages_limit: int,
     ) -> None:
         if not isinstance(capture_content, bool):
             raise TypeError(f"capture_content must be True or False, got {capture_content!r}")
-        if isinstance(content_limit, bool) or not isinstance(content_limit, int) or content_limit < 1:
-            raise ValueError(f"content_limit must be an int >= 1 (characters), got {content_limit!r}")
         if tracer_provider is not None and not isinstance(tracer_provider, TracerProvider):
             raise TypeError(
                 "tracer_provider must be an opentelemetry TracerProvider (opentelemetry.sdk.trace."
@@ -275,18 +183,20 @@ class RunRecorder:
             )
         self._agent = agent
         self._capture = capture_content
-        self._limit = content_limit
+        self._limit = _check_limit("content_limit", content_limit)
+        self._messages_limit = _check_limit("messages_limit", messages_limit)
         self._tracer: Tracer = trace.get_tracer(
             "agentflow.tracing", _agentflow_version(), tracer_provider=tracer_provider
         )
         self._runs: dict[str, _RunSpans] = {}
-        self._facts: tuple[object, str | None, _Facts] | None = None
+        self._facts: tuple[object, str | None, ModelFacts] | None = None
         self._handlers: dict[type[Event], Callable[[Any], None]] = {
             RunStarted: self._run_started,
             ModelRequest: self._model_request,
             ModelRetry: self._model_retry,
             ModelCompleted: self._model_completed,
             ToolStarted: self._tool_started,
+            ToolProgress: self._tool_progress,
             ToolSucceeded: self._tool_ended,
             ToolFailed: self._tool_ended,
             PlanCreated: self._planned,
@@ -320,13 +230,18 @@ class RunRecorder:
         return _ignore
 
     @property
+    def capture_content(self) -> bool:
+        """Whether the spans hold content (prompts, answers, tool arguments and results…)."""
+        return self._capture
+
+    @property
     def open_runs(self) -> int:
         """How many runs have spans in flight (their terminal event not seen yet)."""
         return len(self._runs)
 
     # -- runs ------------------------------------------------------------------------------------------------
 
-    def _run_facts(self) -> _Facts:
+    def _run_facts(self) -> ModelFacts:
         agent = self._agent
         override = active_override(agent)
         client: object = agent.model_client
@@ -339,7 +254,7 @@ class RunRecorder:
         cached = self._facts
         if cached is not None and cached[0] is client and cached[1] == settings_model:
             return cached[2]
-        facts = _Facts(client, settings_model)
+        facts = ModelFacts(client, settings_model)
         self._facts = (client, settings_model, facts)
         return facts
 
@@ -347,7 +262,7 @@ class RunRecorder:
         """The run span's parent context, and the span current where the run started."""
         current = otel_context.get_current()
         ambient = trace.get_current_span(current)
-        ref = _CALLING_TOOL.get()
+        ref = CALLING_TOOL.get()
         caller = ref() if ref is not None else None
         # Inside a traced tool call, the current context is still the one the calling run started in (the
         # recorder never makes its spans current): then the tool's span is the parent. A span the tool made
@@ -356,7 +271,7 @@ class RunRecorder:
             return caller.context, ambient
         return current, ambient
 
-    def _open_run(self, event: Event, run_input: str | None, runtime: str | None) -> _RunSpans:
+    def _open_run(self, event: Event, started: RunStarted | None) -> _RunSpans:
         parent, ambient = self._parent()
         facts = self._run_facts()
         agent = self._agent
@@ -371,21 +286,32 @@ class RunRecorder:
             name = f"invoke_agent {agent.name}"
         if facts.model is not None:
             attributes[attr.REQUEST_MODEL] = facts.model
-        if runtime is not None:
-            attributes[attr.RUNTIME] = runtime
-        if isinstance(event, RunStarted) and event.session_id is not None:
-            attributes[attr.CONVERSATION_ID] = event.session_id  # conditionally required: the session's id
-        if self._capture and run_input is not None:
-            attributes[attr.INPUT_MESSAGES] = input_messages(run_input, self._limit)
+        if started is not None:
+            attributes[attr.RUNTIME] = started.runtime
+            if started.session_id is not None:
+                attributes[attr.CONVERSATION_ID] = started.session_id  # conditionally required: the session's
+            if started.parent_run_id is not None:  # an agent used as a tool: the run and call that started it
+                attributes[attr.PARENT_RUN_ID] = started.parent_run_id
+            if started.parent_call_id is not None:
+                attributes[attr.PARENT_CALL_ID] = started.parent_call_id
+            if self._capture:
+                attributes[attr.INPUT_MESSAGES] = input_messages(started.input, self._limit)
         span = self._tracer.start_span(name, context=parent, kind=SpanKind.INTERNAL, attributes=attributes)
-        return _RunSpans(span, trace.set_span_in_context(span, parent), ambient, facts)
+        run = _RunSpans(span, trace.set_span_in_context(span, parent), ambient, facts)
+        if self._capture and run.live:
+            run.transcript = Transcript(self._limit)
+            if started is not None:
+                run.transcript.add_input(started.input)
+        if started is not None:
+            run.conversation = started.session_id
+        return run
 
     def _run_of(self, event: Event) -> _RunSpans | None:
         """The run of ``event``, if its spans are recorded."""
         run = self._runs.get(event.run_id)
         if run is None:
             # A run whose RunStarted this recorder did not see: its spans hang from one opened now.
-            run = self._runs[event.run_id] = self._open_run(event, None, None)
+            run = self._runs[event.run_id] = self._open_run(event, None)
         return run if run.live else None
 
     def _run_started(self, event: RunStarted) -> None:
@@ -394,18 +320,20 @@ class RunRecorder:
             self._end_children(earlier, None)
             earlier.span.set_attribute(attr.INTERRUPTED, True)
             earlier.span.end()
-        self._runs[event.run_id] = self._open_run(event, event.input, event.runtime)
+        self._runs[event.run_id] = self._open_run(event, event)
 
     def _run_ended(self, event: RunFinished | RunFailed | RunCancelled) -> None:
         run = self._runs.pop(event.run_id, None)
         if run is None:  # ended before it started (cancelled waiting for its session's turn, say)
-            run = self._open_run(event, None, None)
+            run = self._open_run(event, None)
         failed = event if isinstance(event, RunFailed) else None
         self._end_children(run, failed.error_type if failed is not None else None)
         result: AgentResult[Any] | None = event.result if isinstance(event, RunFinished) else event.partial
         span = run.span
         if result is not None:
-            attributes = _usage_attributes(result.usage)
+            # Its total, sub-agents' included, under names of its own: ``gen_ai.usage.*`` here would count
+            # every model call twice for backends that add usage up over a trace.
+            attributes = run_usage_attributes(result.usage)
             attributes[attr.STOP_REASON] = result.stop_reason.value
             attributes[attr.STEPS] = result.steps
             attributes[attr.TOOL_CALLS] = len(result.tool_calls)
@@ -415,12 +343,17 @@ class RunRecorder:
         if failed is not None:
             message = capped(failed.error, _MAX_ERROR_CHARS)
             span.set_attribute(attr.ERROR_TYPE, failed.error_type)
-            span.add_event("exception", {"exception.type": failed.error_type, "exception.message": message})
+            span.add_event(
+                attr.EXCEPTION, {attr.EXCEPTION_TYPE: failed.error_type, attr.EXCEPTION_MESSAGE: message}
+            )
             span.set_status(Status(StatusCode.ERROR, f"{failed.error_type}: {message}"))
         span.end()
 
     def _end_children(self, run: _RunSpans, error_type: str | None) -> None:
         """End what ``run`` still has open, as its terminal event arrives (a cancel, a failure)."""
+        if run.model is not None:
+            # An answer that never came: the conventions' finish reason for a generation cut short.
+            run.model.set_attribute(attr.FINISH_REASONS, ("error",))
         for span in (run.model, run.plan):
             # A run that fails with a model call or a plan in flight failed there.
             if span is not None:
@@ -440,7 +373,7 @@ class RunRecorder:
             attributes["agentflow.output.error"] = capped(event.error, self._limit)
         run = self._run_of(event)
         if run is not None:
-            run.span.add_event("agentflow.output_rejected", attributes)
+            run.span.add_event(attr.OUTPUT_REJECTED, attributes)
 
     # -- model calls and plans -------------------------------------------------------------------------------
 
@@ -474,15 +407,28 @@ class RunRecorder:
             attributes[attr.SERVER_ADDRESS] = facts.host
             if facts.port is not None:
                 attributes[attr.SERVER_PORT] = facts.port
+        if run.conversation is not None:
+            attributes[attr.CONVERSATION_ID] = run.conversation
+        transcript = run.transcript
+        if transcript is not None and event.purpose == "step":
+            # A planner's call is sent a prompt of its own, which no event shows: nothing for it.
+            text, unseen, dropped = transcript.messages(event.items, self._messages_limit)
+            if text != "[]":
+                attributes[attr.INPUT_MESSAGES] = text
+            if unseen:
+                attributes[attr.INPUT_UNSEEN_ITEMS] = unseen
+            if dropped:
+                attributes[attr.INPUT_DROPPED_MESSAGES] = dropped
         name = f"chat {event.model}" if event.model else "chat"
         run.model = self._tracer.start_span(name, context=parent, kind=SpanKind.CLIENT, attributes=attributes)
+        run.model_purpose = event.purpose
 
     def _model_retry(self, event: ModelRetry) -> None:
         run = self._runs.get(event.run_id)
         if run is None or run.model is None:
             return
         run.model.add_event(
-            "agentflow.model.retry",
+            attr.MODEL_RETRY,
             {
                 "agentflow.retry.attempt": event.attempt,
                 "agentflow.retry.max_attempts": event.max_attempts,
@@ -498,11 +444,16 @@ class RunRecorder:
             return
         run.model = None
         response = event.response
-        attributes = _usage_attributes(getattr(response, "usage", None))
-        attributes.update(_response_facts(getattr(response, "raw", None)))
+        attributes = usage_attributes(getattr(response, "usage", None))
+        attributes.update(response_facts(getattr(response, "raw", None)))
         finish = finish_reason(getattr(response, "finish_reason", None))
         if finish is not None:
             attributes[attr.FINISH_REASONS] = (finish,)
+        first_chunk = getattr(event, "time_to_first_chunk", None)
+        if isinstance(first_chunk, float | int) and not isinstance(first_chunk, bool):
+            # Only a streamed call has one (seconds from sending the request to its first chunk).
+            attributes[attr.TIME_TO_FIRST_CHUNK] = float(first_chunk)
+            attributes[attr.REQUEST_STREAM] = True
         if self._capture:
             text = getattr(response, "output_text", None)
             reasoning = getattr(response, "reasoning_text", None)
@@ -513,6 +464,8 @@ class RunRecorder:
                 calls=getattr(response, "tool_calls", ()),
                 finish=finish,
             )
+            if run.transcript is not None and run.model_purpose == "step":
+                run.transcript.add_turn(response, event.step)
         span.set_attributes(attributes)
         span.end()
 
@@ -576,10 +529,26 @@ class RunRecorder:
             earlier.open = False
             _interrupt(earlier.span, None)
         span, parent = self._tool_span(run, event)
-        tool = _ToolSpan(span, trace.set_span_in_context(span, parent), run.ambient)
+        tool = ToolSpan(span, trace.set_span_in_context(span, parent), run.ambient)
         run.tools[event.call.id] = tool
-        # Read by a run that starts inside this tool call, which runs in this task (module docstring).
-        _CALLING_TOOL.set(weakref.ref(tool))
+        # Read by a run that starts inside this tool call, which runs in this task (``_tool_context``).
+        CALLING_TOOL.set(weakref.ref(tool))
+
+    def _tool_progress(self, event: ToolProgress) -> None:
+        run = self._runs.get(event.run_id)
+        tool = run.tools.get(event.call_id) if run is not None else None
+        if tool is None:  # a call this recorder has no open span for
+            return
+        tool.progress += 1
+        if tool.progress > MAX_PROGRESS_EVENTS:
+            return  # counted: the span says how many were left out when it ends
+        attributes: dict[str, AttributeValue] = {}
+        if self._capture:
+            # What a tool reports may quote its arguments or results: content.
+            attributes[attr.PROGRESS_MESSAGE] = capped(event.message, self._limit)
+            if event.data is not None:
+                attributes[attr.PROGRESS_DATA] = json_text(event.data, self._limit)
+        tool.span.add_event(attr.TOOL_PROGRESS, attributes)
 
     def _tool_ended(self, event: ToolSucceeded | ToolFailed) -> None:
         run = self._run_of(event)
@@ -589,19 +558,23 @@ class RunRecorder:
         if tool is not None:
             tool.open = False
             span = tool.span
-            ref = _CALLING_TOOL.get()
+            ref = CALLING_TOOL.get()
             if ref is not None and ref() is tool:
-                _CALLING_TOOL.set(None)
+                CALLING_TOOL.set(None)
+            if tool.progress > MAX_PROGRESS_EVENTS:
+                span.set_attribute(attr.PROGRESS_DROPPED, tool.progress - MAX_PROGRESS_EVENTS)
         else:
             # Announced, never started: refused at a limit, or cut before it began. It still ended.
             span, _ = self._tool_span(run, event)
             span.set_attribute(attr.TOOL_STARTED, False)
         result = event.result
+        if run.transcript is not None:
+            run.transcript.add_result(event.call, result.output)
         if isinstance(event, ToolSucceeded):
             if self._capture:
                 span.set_attribute(attr.TOOL_RESULT, capped(result.output, self._limit))
         else:
-            error_type = result.error_type or _OTHER
+            error_type = result.error_type or OTHER
             span.set_attribute(attr.ERROR_TYPE, error_type)
             # The message often quotes the call's arguments: content.
             why = capped(result.error or result.output, self._limit) if self._capture else error_type
@@ -642,7 +615,7 @@ class RunRecorder:
                 attributes[attr.CODE_STDERR] = capped(event.stderr, self._limit)
         span.set_attributes(attributes)
         if not event.ok:
-            error_type = event.error_type or _OTHER
+            error_type = event.error_type or OTHER
             span.set_attribute(attr.ERROR_TYPE, error_type)
             why = capped(event.error, self._limit) if self._capture and event.error else error_type
             span.set_status(Status(StatusCode.ERROR, why))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 import anyio
+import orjson
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
@@ -14,13 +15,13 @@ from agentflow.agent.agent import Agent
 from agentflow.events import ModelCompleted, RunFailed, TerminalEvent, ToolFailed
 from agentflow.providers.openai.chat_model import OpenAIChatModel
 from agentflow.testing import Reply, ScriptedServer
-from agentflow.tools import tool
+from agentflow.tools import ToolContext, tool
 from agentflow.tracing import instrument, tool_span_context, traced
 
 
 # --8<-- [start:tool]
 @tool
-async def get_weather(city: str) -> str:
+async def get_weather(city: str, ctx: ToolContext) -> str:
     """The weather in a city.
 
     Args:
@@ -29,6 +30,7 @@ async def get_weather(city: str) -> str:
     tracer = PROVIDER.get_tracer("weather-service")
     # Nested under the tool call's span (by default a span of yours would hang from the caller's).
     with tracer.start_as_current_span("weather API", context=tool_span_context()):
+        await ctx.emit_progress("asking the weather service")  # an event on the tool call's span
         return f"Sunny in {city}, 24 °C."
 
 
@@ -111,6 +113,12 @@ async def main() -> None:
         "weather API",
     ], names
     assert meter.counts == Counter({"model calls": 2, "tokens": 303})
+    spans = {span.name: span for span in EXPORTER.get_finished_spans()}
+    assert [event.name for event in spans["execute_tool get_weather"].events] == ["agentflow.tool.progress"]
+    # Content was captured for the one traced run: its model call shows the messages it was sent.
+    greeter_call = [s for s in EXPORTER.get_finished_spans() if s.name == "chat gpt-4.1"][-1]
+    sent = orjson.loads(str(dict(greeter_call.attributes or {})["gen_ai.input.messages"]))
+    assert sent == [{"role": "user", "parts": [{"type": "text", "content": "Hi!"}]}], sent
 
 
 if __name__ == "__main__":

@@ -43,3 +43,9 @@ def _no_ended_span_is_touched(caplog: pytest.LogCaptureFixture) -> Iterator[None
         if r.name.startswith("opentelemetry.sdk.trace") and "ended span" in r.getMessage()
     ]
     assert not misuse
+
+
+@pytest.fixture(autouse=True)
+def _content_capture_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Content capture as the tests say: not switched on by the environment the tests run in."""
+    monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)

@@ -78,8 +78,9 @@ async def test_with_capture_content_the_spans_hold_the_run_s_content(
             "parts": [
                 {"type": "reasoning", "content": f"thinking about {SECRET}"},
                 {"type": "text", "content": f"Let me look ({SECRET})."},
-                {"type": "tool_call", "id": alice.id, "name": "vault", "arguments": alice.arguments},
-                {"type": "tool_call", "id": missing.id, "name": "vault", "arguments": missing.arguments},
+                # The arguments as a JSON value, as the conventions ask (the text when not valid JSON).
+                {"type": "tool_call", "id": alice.id, "name": "vault", "arguments": {"name": "alice"}},
+                {"type": "tool_call", "id": missing.id, "name": "vault", "arguments": {"name": "missing"}},
             ],
             "finish_reason": "tool_call",
         }

@@ -10,7 +10,7 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from tracing_support import EndCounter, add, one, parent_of, tool_loop_script, tree
+from tracing_support import EndCounter, add, attributes, one, parent_of, tool_loop_script, tree
 
 from agentflow.agent.agent import Agent
 from agentflow.testing.fake import FakeModelClient, reply
@@ -104,6 +104,16 @@ async def test_an_agent_used_as_a_tool_nests_under_the_calling_tool_s_span(
         "    chat",
     ]
     ends.assert_all_ended_once()
+    # Its span names the run and the call that started it, for a backend that joins traces by them.
+    spans = exporter.get_finished_spans()
+    caller, call = (
+        attributes(one(spans, "invoke_agent Assistant")),
+        attributes(one(spans, "execute_tool researcher")),
+    )
+    nested = attributes(one(spans, "invoke_agent Researcher"))
+    assert nested["agentflow.run.parent_run_id"] == caller["agentflow.run.id"]
+    assert nested["agentflow.run.parent_call_id"] == call["gen_ai.tool.call.id"]
+    assert "agentflow.run.parent_run_id" not in caller
 
 
 async def test_a_span_a_tool_starts_in_tool_span_context_nests_under_the_tool_call(

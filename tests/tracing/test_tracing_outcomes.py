@@ -53,6 +53,7 @@ async def test_a_failed_run_is_an_error_with_an_exception_event_on_its_span(
     assert call.status.status_code is StatusCode.ERROR
     assert attributes(call)["error.type"] == "RateLimitError"
     assert attributes(call)["agentflow.interrupted"] is True
+    assert attributes(call)["gen_ai.response.finish_reasons"] == ("error",)  # no answer came
     assert (attributes(call)["server.address"], attributes(call)["server.port"]) == ("127.0.0.1", port)
     ends.assert_all_ended_once()
 
@@ -160,6 +161,7 @@ async def test_a_model_call_cut_by_a_cancel_is_ended_as_interrupted(
     spans = exporter.get_finished_spans()
     call = one(spans, "chat")
     assert attributes(call)["agentflow.interrupted"] is True
+    assert attributes(call)["gen_ai.response.finish_reasons"] == ("error",)  # no answer came
     assert call.status.status_code is StatusCode.UNSET  # cut by a cancel, not failed
     assert attributes(one(spans, "invoke_agent"))["agentflow.run.stop_reason"] == "cancelled"
     ends.assert_all_ended_once()

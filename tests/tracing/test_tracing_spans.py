@@ -3,7 +3,10 @@ per tool call under it, with the GenAI conventions' names and attributes."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
+import attrs
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
@@ -12,12 +15,12 @@ from tracing_support import EndCounter, add, attributes, named, one, parent_of, 
 from agentflow.agent.agent import Agent
 from agentflow.agent.options import ModelSettings
 from agentflow.agent.prompt import AgentModelResult
-from agentflow.events import RunFinished
-from agentflow.model.events import TextDelta
+from agentflow.events import ModelRequest, RunFinished, RunStarted
+from agentflow.model.events import ModelCompleted, TextDelta
 from agentflow.model.response import TokenUsage
 from agentflow.providers.openai.chat_model import OpenAIChatModel
 from agentflow.providers.openai.responses_model import OpenAIResponsesModel
-from agentflow.result import AgentResult
+from agentflow.result import AgentResult, StopReason
 from agentflow.testing import Reply, ScriptedServer
 from agentflow.testing.fake import FakeChatModel, FakeModelClient, chat_reply, reply
 from agentflow.tools import tool
@@ -60,8 +63,10 @@ async def test_the_run_span_carries_the_agent_the_run_and_its_total_usage(
         "gen_ai.agent.name": "Calculator",
         "agentflow.run.id": result.run_id,
         "agentflow.runtime": "react",
-        "gen_ai.usage.input_tokens": 250,
-        "gen_ai.usage.output_tokens": 30,
+        # The run's total under names of its own: backends that add up ``gen_ai.usage.*`` over a trace's
+        # spans would otherwise count each model call twice (its chat span and the run's).
+        "agentflow.run.usage.input_tokens": 250,
+        "agentflow.run.usage.output_tokens": 30,
         "agentflow.run.stop_reason": "final_answer",
         "agentflow.run.steps": 2,
         "agentflow.run.tool_calls": 2,
@@ -208,7 +213,8 @@ async def test_a_model_s_base_url_and_provider_name_become_server_and_provider_a
         "acme",
     )
     assert got["gen_ai.usage.cache_read.input_tokens"] == 30
-    assert got["gen_ai.usage.cache_creation.input_tokens"] == 5
+    assert got["gen_ai.usage.cache_write.input_tokens"] == 5  # the current conventions' name
+    assert got["gen_ai.usage.cache_creation.input_tokens"] == 5  # and that of semantic conventions 1.38-1.40
     assert got["gen_ai.usage.reasoning.output_tokens"] == 4
 
 
@@ -358,3 +364,41 @@ async def test_traced_traces_one_run_only(provider: TracerProvider, exporter: In
 
     assert [s.name for s in exporter.get_finished_spans()] == ["chat", "invoke_agent Echo"]
     assert len(seen) == 1
+
+
+@attrs.frozen
+class _StreamedCompleted(ModelCompleted[Any]):
+    """A ``ModelCompleted`` that says when its stream's first chunk came (what a streamed call reports)."""
+
+    time_to_first_chunk: float | None = None
+
+
+def test_a_streamed_call_that_reports_its_first_chunk_gives_the_time_to_first_chunk(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    agent = Agent(FakeModelClient([]), name="Bot")
+    ((_, record),) = traced(agent, tracer_provider=provider)
+    run = "run_ttft"
+    record(RunStarted(input="Hi", runtime="react", run_id=run))
+    record(ModelRequest(model="m", items=1, run_id=run))
+    record(_StreamedCompleted(reply("Hello."), time_to_first_chunk=0.25, run_id=run))
+    record(ModelRequest(model="m", items=3, run_id=run, step=1))
+    record(ModelCompleted(reply("Blocking."), run_id=run, step=1))  # a blocking call: none
+    record(RunFinished(AgentResult(run_id=run, output_text="Blocking.", stop_reason=StopReason.FINAL_ANSWER)))
+
+    streamed, blocking = (attributes(s) for s in named(exporter.get_finished_spans(), "chat m"))
+    assert streamed["gen_ai.response.time_to_first_chunk"] == 0.25
+    assert streamed["gen_ai.request.stream"] is True
+    assert not {"gen_ai.response.time_to_first_chunk", "gen_ai.request.stream"} & set(blocking)
+
+
+async def test_model_calls_of_a_session_s_run_carry_its_conversation_id(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    agent = Agent(FakeModelClient(tool_loop_script()), tools=[add])
+    instrument(agent, tracer_provider=provider)
+
+    await agent.session(session_id="user-42").run("Add.")
+
+    for call in named(exporter.get_finished_spans(), "chat"):
+        assert attributes(call)["gen_ai.conversation.id"] == "user-42"
