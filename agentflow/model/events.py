@@ -228,9 +228,15 @@ of event classes such as ``agentflow.events.AgentEvent``) means ``ModelCompleted
 @attrs.frozen
 class ModelCompleted(ModelEvent, Generic[R]):
     """The last event of a model stream, carrying the aggregated response (an ``AgentModelResult`` in a run,
-    a ``ChatResponse`` from ``ChatModel.stream``)."""
+    a ``ChatResponse`` from ``ChatModel.stream``).
+
+    In a run, a streamed call's ``ModelCompleted`` also says how long the answer took to begin: seconds from
+    the request to its first text, reasoning, refusal or tool-call event (``time_to_first_chunk``; ``None``
+    for a blocking call, or an answer with none of these).
+    """
 
     response: R
+    time_to_first_chunk: float | None = None
 
 
 ChatCompleted = ModelCompleted[ChatResponse]

@@ -10,6 +10,7 @@ step's ``EarlyCalls`` when it has one (``agentflow.runtimes.eager_calls`` decide
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -101,8 +102,10 @@ async def publish_turn(
     reasoning: bool,
     refusal: bool,
     calls: bool = False,
+    first_chunk: float | None = None,
 ) -> None:
-    """The parts of a model turn no stream delivered, whole; then ``ModelCompleted``.
+    """The parts of a model turn no stream delivered, whole; then ``ModelCompleted`` (with ``first_chunk``,
+    a streamed call's time to its first chunk).
 
     ``calls`` (a blocking call) adds what a stream carries besides: each tool call as ``ToolCallStarted``,
     one ``ToolCallArgumentsDelta`` and ``ToolCallReady``, and the usage as ``UsageReported`` — only when
@@ -122,7 +125,7 @@ async def publish_turn(
             await ctx.emit(ToolCallReady(index, call))
         if result.usage is not None:
             await ctx.emit(UsageReported(result.usage))
-    await ctx.emit(ModelCompleted(result))
+    await ctx.emit(ModelCompleted(result, first_chunk))
 
 
 async def streamed_call(ctx: RunContext, prompt: AgentPrompt) -> AgentModelResult:
@@ -144,9 +147,14 @@ async def streamed_call(ctx: RunContext, prompt: AgentPrompt) -> AgentModelResul
     keep_text = texts.append
     publish = ctx.bus.publish  # once per delta: no wrapper in between
     early = ctx.early_calls  # a step in which calls to eager tools may start early; None in any other
+    first_chunk: float | None = None
+    started = time.perf_counter()
     try:
         async with ctx.model.create_stream(prompt) as stream:
             async for event in stream:
+                if first_chunk is None and not isinstance(event, UsageReported | ModelCompleted):
+                    # The answer began (text, reasoning, a tool call): a usage report alone is no answer.
+                    first_chunk = time.perf_counter() - started
                 if isinstance(event, TextDelta):
                     keep_text(event.text)
                 elif isinstance(event, ModelCompleted):
@@ -159,6 +167,7 @@ async def streamed_call(ctx: RunContext, prompt: AgentPrompt) -> AgentModelResul
                         text=not texts,
                         reasoning=not saw_reasoning,
                         refusal=not saw_refusal,
+                        first_chunk=first_chunk,
                     )
                     continue
                 elif isinstance(event, ReasoningDelta):

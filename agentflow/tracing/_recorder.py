@@ -26,9 +26,9 @@ Rules it keeps, whatever order the events come in:
 - **Nothing is built that is not recorded:** content only when captured. A step's ``gen_ai.input.messages``
   is what the run's events show it was sent (``_transcript``): they carry neither the system prompt nor the
   tool definitions, nor items from before the run. The exact prompt needs the runtime to hand it over (the
-  ``AgentPrompt`` on ``ModelRequest``, say); the time to a streamed call's first chunk too, since the
-  recorder takes no deltas (taking them would make a traced ``agent.run()`` stream): it is recorded from a
-  ``ModelCompleted`` that carries ``time_to_first_chunk``.
+  ``AgentPrompt`` on ``ModelRequest``, say). The time to a streamed call's first chunk comes with its
+  ``ModelCompleted`` (``time_to_first_chunk``, which the runtime measures): the recorder takes no deltas,
+  which would make a traced ``agent.run()`` stream.
 
 It does no I/O and never raises into the run (the bus would log it, but nothing here should fail).
 """
@@ -449,10 +449,10 @@ class RunRecorder:
         finish = finish_reason(getattr(response, "finish_reason", None))
         if finish is not None:
             attributes[attr.FINISH_REASONS] = (finish,)
-        first_chunk = getattr(event, "time_to_first_chunk", None)
-        if isinstance(first_chunk, float | int) and not isinstance(first_chunk, bool):
+        first_chunk = event.time_to_first_chunk
+        if first_chunk is not None:
             # Only a streamed call has one (seconds from sending the request to its first chunk).
-            attributes[attr.TIME_TO_FIRST_CHUNK] = float(first_chunk)
+            attributes[attr.TIME_TO_FIRST_CHUNK] = first_chunk
             attributes[attr.REQUEST_STREAM] = True
         if self._capture:
             text = getattr(response, "output_text", None)

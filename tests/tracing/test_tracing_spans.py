@@ -3,10 +3,7 @@ per tool call under it, with the GenAI conventions' names and attributes."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import anyio
-import attrs
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
@@ -15,12 +12,12 @@ from tracing_support import EndCounter, add, attributes, named, one, parent_of, 
 from agentflow.agent.agent import Agent
 from agentflow.agent.options import ModelSettings
 from agentflow.agent.prompt import AgentModelResult
-from agentflow.events import ModelRequest, RunFinished, RunStarted
+from agentflow.events import RunFinished
 from agentflow.model.events import ModelCompleted, TextDelta
 from agentflow.model.response import TokenUsage
 from agentflow.providers.openai.chat_model import OpenAIChatModel
 from agentflow.providers.openai.responses_model import OpenAIResponsesModel
-from agentflow.result import AgentResult, StopReason
+from agentflow.result import AgentResult
 from agentflow.testing import Reply, ScriptedServer
 from agentflow.testing.fake import FakeChatModel, FakeModelClient, chat_reply, reply
 from agentflow.tools import tool
@@ -366,29 +363,23 @@ async def test_traced_traces_one_run_only(provider: TracerProvider, exporter: In
     assert len(seen) == 1
 
 
-@attrs.frozen
-class _StreamedCompleted(ModelCompleted[Any]):
-    """A ``ModelCompleted`` that says when its stream's first chunk came (what a streamed call reports)."""
-
-    time_to_first_chunk: float | None = None
-
-
-def test_a_streamed_call_that_reports_its_first_chunk_gives_the_time_to_first_chunk(
+async def test_a_streamed_call_gives_its_time_to_first_chunk_and_a_blocking_one_none(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
-    agent = Agent(FakeModelClient([]), name="Bot")
-    ((_, record),) = traced(agent, tracer_provider=provider)
-    run = "run_ttft"
-    record(RunStarted(input="Hi", runtime="react", run_id=run))
-    record(ModelRequest(model="m", items=1, run_id=run))
-    record(_StreamedCompleted(reply("Hello."), time_to_first_chunk=0.25, run_id=run))
-    record(ModelRequest(model="m", items=3, run_id=run, step=1))
-    record(ModelCompleted(reply("Blocking."), run_id=run, step=1))  # a blocking call: none
-    record(RunFinished(AgentResult(run_id=run, output_text="Blocking.", stop_reason=StopReason.FINAL_ANSWER)))
+    agent = Agent(FakeModelClient([*tool_loop_script(), reply("Blocking.")]), tools=[add], name="Calculator")
+    instrument(agent, tracer_provider=provider)
+    async with agent.stream("Add.") as run:
+        completed = [e async for e in run if isinstance(e, ModelCompleted)]
+    assert all(e.time_to_first_chunk is not None and e.time_to_first_chunk >= 0 for e in completed)
+    streamed = [attributes(s) for s in named(exporter.get_finished_spans(), "chat")]
+    assert len(streamed) == 2
+    for chat in streamed:
+        assert chat["gen_ai.response.time_to_first_chunk"] >= 0
+        assert chat["gen_ai.request.stream"] is True
 
-    streamed, blocking = (attributes(s) for s in named(exporter.get_finished_spans(), "chat m"))
-    assert streamed["gen_ai.response.time_to_first_chunk"] == 0.25
-    assert streamed["gen_ai.request.stream"] is True
+    exporter.clear()
+    await agent.run("Once more.")  # blocking: no first chunk to time
+    (blocking,) = (attributes(s) for s in named(exporter.get_finished_spans(), "chat"))
     assert not {"gen_ai.response.time_to_first_chunk", "gen_ai.request.stream"} & set(blocking)
 
 
