@@ -81,6 +81,7 @@ _LAZY: dict[str, str] = {
     "ModelRequest": "agentflow.events",
     "OutputRejected": "agentflow.events",
     "ToolCallRequested": "agentflow.events",
+    "ToolApprovalRequested": "agentflow.events",
     "ToolStarted": "agentflow.events",
     "ToolProgress": "agentflow.events",
     "ToolSucceeded": "agentflow.events",
@@ -108,6 +109,9 @@ _LAZY: dict[str, str] = {
     "ToolExecutor": "agentflow.tools",
     "ToolArgumentsError": "agentflow.tools",
     "Param": "agentflow.tools",
+    "ToolApprovalRequest": "agentflow.tools.approval",
+    "ApprovalRequiredError": "agentflow.tools.approval",
+    "ApprovalNotPendingError": "agentflow.tools.approval",
     # agent
     "AgentPrompt": "agentflow.agent.prompt",
     "AgentModelResult": "agentflow.agent.prompt",
@@ -275,6 +279,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
         RunStarted,
         StepFinished,
         StepStarted,
+        ToolApprovalRequested,
         ToolCallRequested,
         ToolFailed,
         ToolProgress,
@@ -336,6 +341,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
         ToolRegistry,
         tool,
     )
+    from .tools.approval import ApprovalNotPendingError, ApprovalRequiredError, ToolApprovalRequest
 
 __all__ = [
     "SSE_HEADERS",
@@ -353,6 +359,8 @@ __all__ = [
     "Agents",
     "AiMessage",
     "AiohttpTransport",
+    "ApprovalNotPendingError",
+    "ApprovalRequiredError",
     "AuthenticationError",
     "BadRequestError",
     "BusClosedError",
@@ -464,6 +472,8 @@ __all__ = [
     "Timeout",
     "TokenUsage",
     "Tool",
+    "ToolApprovalRequest",
+    "ToolApprovalRequested",
     "ToolArgumentsError",
     "ToolCall",
     "ToolCallArgumentsDelta",

@@ -55,6 +55,7 @@ __all__ = [
     "StepStarted",
     "TerminalEvent",
     "TextDelta",
+    "ToolApprovalRequested",
     "ToolCallArgumentsDelta",
     "ToolCallReady",
     "ToolCallRequested",
@@ -112,6 +113,21 @@ class ToolCallRequested(RunEvent):
     """The model asked for a tool call (after call-id completion and name normalisation)."""
 
     call: ToolCall
+
+
+@attrs.frozen
+class ToolApprovalRequested(RunEvent):
+    """A call to a tool that needs approval (``@tool(needs_approval=...)``) waits for a decision: ``call`` is
+    the call (its ``arguments`` the JSON text the model wrote), ``tool`` the registered name of its tool.
+
+    Published after the call's ``ToolCallRequested``, once its arguments are valid, before it runs. Without a
+    ``tool_approval`` function the run waits for ``run.approve(call.id)`` or ``run.deny(call.id, reason)``
+    (``agentflow.tools.approval``); with one, that function decides, and the event only tells. Either way the
+    call then runs (``ToolStarted``…) or is denied (``ToolStarted``, ``ToolFailed`` of type ``denied``).
+    """
+
+    call: ToolCall
+    tool: str
 
 
 @attrs.frozen
@@ -279,6 +295,7 @@ AgentEvent: TypeAlias = (
     | ModelRetry
     | ModelCompleted
     | ToolCallRequested
+    | ToolApprovalRequested
     | ToolStarted
     | ToolProgress
     | ToolSucceeded

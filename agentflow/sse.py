@@ -160,6 +160,7 @@ _TOOL_FAILURES = {
     "invalid_arguments": "The model called the tool with invalid arguments.",
     "timeout": "The tool took too long.",
     "cancelled": "The tool call was cancelled.",
+    "denied": "The tool call was not approved.",
 }
 """Public texts for a failed tool call, by ``ToolResult.error_type`` (any other: "The tool failed.")."""
 

@@ -25,6 +25,7 @@ import attrs
 from ..model.events import Event
 from ..model.tools import ToolSpec
 from ..result import AgentResult, StopReason
+from ..tools.approval import NeedsApproval
 from ..tools.context import ToolContext
 from ..tools.outcome import exception_message
 from ..tools.schema import shape_of
@@ -97,8 +98,12 @@ def agent_tool(
     session: Session[Any] | None,
     return_direct: bool = False,
     deps: Callable[[Any], Any] | None = None,
+    needs_approval: NeedsApproval = False,
 ) -> Tool[..., Any]:
-    """The ``Tool`` that ``Agent.as_tool`` returns (see there)."""
+    """The ``Tool`` that ``Agent.as_tool`` returns (see there). ``needs_approval`` is ``@tool``'s: each call
+    (each nested run) waits for the calling run's decision before it starts; ``attrs.evolve(agent.as_tool(
+    ...), needs_approval=True)`` sets it as well. A tool of the nested run that needs approval is decided by
+    the nested agent's own ``AgentOptions.tool_approval``: a nested run has no handle to approve through."""
     tool_name = _tool_name(agent, name)
     if description is None:
         raise TypeError(
@@ -139,6 +144,7 @@ def agent_tool(
         timeout=timeout,
         returns=returns,
         return_direct=return_direct,
+        needs_approval=needs_approval,
     )
 
 

@@ -25,6 +25,7 @@ from ..model.tools import ToolChoice
 from .prompt import ToolChoiceLike, reasoning_effort
 
 if TYPE_CHECKING:
+    from ..tools.approval import ToolApprover
     from ..tools.failures import ToolErrorPolicy
 
 __all__ = [
@@ -301,6 +302,14 @@ def _explained(owner: Literal["ModelSettings", "AgentOptions"]) -> Callable[[_C]
     return decorate
 
 
+def _approver(_instance: object, _attribute: object, value: Any) -> None:
+    if value is not None and (not callable(value) or isinstance(value, type)):
+        raise TypeError(
+            "AgentOptions.tool_approval must be a function (request: ToolApprovalRequest) -> bool | str (or "
+            f"an async one) that decides tool calls needing approval, or None; got {value!r}"
+        )
+
+
 def _tool_error_policy(_instance: object, _attribute: object, value: object) -> None:
     from ..tools.failures import check_policy  # the tools package, only for a run's options being built
 
@@ -336,6 +345,12 @@ class AgentOptions:
       become: ``"feed"``, the ``TOOL_ERROR`` text to the model; ``"raise"``, the end of the run, which fails
       with the tool's exception; or a function ``(exc, call) -> str | None``, the text the model gets
       instead (see ``agentflow.tools.failures``).
+    - ``tool_approval``: who decides the calls of tools that need approval (``@tool(needs_approval=...)``):
+      a function ``(request: ToolApprovalRequest) -> bool | str``, sync or async: ``True`` approves, ``False``
+      denies, a ``str`` denies and is what the model is told. ``None`` (default): a streamed run waits for
+      ``run.approve(call_id)`` / ``run.deny(call_id)``, and ``agent.run()`` fails with
+      ``ApprovalRequiredError`` (nobody could answer). Per run (``agent.run(x, options=...)``), it decides
+      for the user a request is for. See ``agentflow.tools.approval``.
     - ``reset_tool_choice`` (default ``True``): once tools have run in a run, a ``tool_choice`` that forces
       a call (``"required"``, one function, ``allowed_tools`` in mode ``required``) is sent as unset (the
       model decides) for the rest of the run, so the model can answer instead of calling tools until
@@ -368,6 +383,7 @@ class AgentOptions:
     tool_timeout: float | None = attrs.field(default=60.0, validator=_positive_float("tool_timeout"))
     max_tool_concurrency: int | None = attrs.field(default=8, validator=_positive_int("max_tool_concurrency"))
     on_tool_error: ToolErrorPolicy = attrs.field(default="feed", validator=_tool_error_policy)
+    tool_approval: ToolApprover | None = attrs.field(default=None, validator=_approver, kw_only=True)
     reset_tool_choice: bool = attrs.field(default=True, validator=_is(bool, "reset_tool_choice"))
     stream: bool | None = attrs.field(default=None, validator=attrs.validators.optional(_is(bool, "stream")))
     final_answer_prompt: str = attrs.field(

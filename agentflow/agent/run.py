@@ -38,6 +38,7 @@ from ..model.events import Event
 from ..result import AgentResult, OutputT
 from ..runtimes.base import AgentRuntime
 from ..runtimes.context import RunContext
+from ..tools.approval import ApprovalNotPendingError, ToolApprovalRequest, ToolApprovals
 from .stored_turns import StoredTurns
 from .stores import SessionStoreError
 from .turns import holding
@@ -59,6 +60,9 @@ class AgentRun(Generic[OutputT]):
       for a failed run it raises the run's exception (also in ``run.error``).
     - ``await run.wait()`` waits for the end (discarding unread events) and returns ``run.result``.
     - ``await run.cancel()`` asks the run to stop; it ends with ``RunCancelled``, which the iteration yields.
+    - ``run.approve(call_id)`` / ``run.deny(call_id, reason)`` decide a call waiting for approval (a tool
+      with ``needs_approval``, when the run has no ``tool_approval`` function: ``ToolApprovalRequested``
+      announced it); ``run.pending_approvals`` lists the calls waiting.
     - ``run.dropped`` counts the deltas a ``policy="drop_deltas"`` iteration skipped; ``run.coalesced`` the
       deltas a ``policy="coalesce_deltas"`` iteration got merged into others (none of their text is lost).
     - ``break`` only stops reading: the run goes on while its buffer has room, then waits for the reader
@@ -346,6 +350,41 @@ class AgentRun(Generic[OutputT]):
         ``await run.wait()`` to see it. Cancelling an ended run does nothing."""
         if self.ctx.cancel_scope is not None:
             self.ctx.cancel_scope.cancel()
+
+    # -- approvals -------------------------------------------------------------------------------------------
+
+    def approve(self, call_id: str) -> None:
+        """Approve the tool call ``call_id``, which waits for a decision (its ``ToolApprovalRequested`` was
+        published): it runs as soon as it gets a concurrency slot.
+
+        ``ApprovalNotPendingError`` (a ``KeyError``) if no call of this run with that id waits: an unknown
+        id, a call already decided, or one whose run has ended. Call it in the event loop the run runs in
+        (another request handler of the same app, say). See ``agentflow.tools.approval``.
+        """
+        self._approvals(call_id).approve(call_id)
+
+    def deny(self, call_id: str, reason: str | None = None) -> None:
+        """Deny the tool call ``call_id``, which waits for a decision: it does not run, and the model gets a
+        ``TOOL_ERROR`` of type ``denied`` saying ``reason`` (a default text when ``None``), as the call's
+        result. Errors as ``approve``'s."""
+        self._approvals(call_id).deny(call_id, reason)
+
+    @property
+    def pending_approvals(self) -> tuple[ToolApprovalRequest, ...]:
+        """The tool calls of this run waiting for ``approve`` / ``deny`` now, in the order they asked (empty
+        for a run whose tools need no approval): what a page reconnecting to the run shows again."""
+        approvals = self.ctx.approvals
+        return () if approvals is None else approvals.pending
+
+    def _approvals(self, call_id: str) -> ToolApprovals:
+        approvals = self.ctx.approvals
+        if approvals is None:
+            raise ApprovalNotPendingError(
+                call_id,
+                f"no tool call {call_id!r} waits for approval: no call of this run has asked for one (its "
+                "tools need approval only with @tool(needs_approval=...))",
+            )
+        return approvals
 
     @property
     def result(self) -> AgentResult[OutputT]:

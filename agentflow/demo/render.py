@@ -1,10 +1,11 @@
 """Live terminal rendering of a run's events (the CLI and ``make demo``), and newline-delimited JSON.
 
 ``Renderer`` writes each event as it arrives: answer text as it streams, reasoning dimmed, tool calls with
-their arguments, results and failures, CodeAct code (shown as soon as the model has written it, so the tool
-calls it makes appear under it) and its outcome, the plan and its updates (DeepResearch), retries, and the
-outcome with the run's usage at the end. Plain ANSI escapes, no dependency; no colour at
-all when ``color=False`` (see ``use_color``: not a terminal, ``NO_COLOR`` set, or ``TERM=dumb``).
+their arguments, approvals asked for, results and failures, CodeAct code (shown as soon as the model has
+written it, so the tool calls it makes appear under it) and its outcome, the plan and its updates
+(DeepResearch), retries, and the outcome with the run's usage at the end. Plain ANSI escapes, no
+dependency; no colour at all when ``color=False`` (see ``use_color``: not a terminal, ``NO_COLOR`` set,
+or ``TERM=dumb``).
 ``json_line`` is the ``--json`` form: ``event.to_dict()`` through orjson, one line per event.
 
 Rendering only: this module never runs anything; the caller feeds it events.
@@ -28,6 +29,7 @@ from ..events import (
     RunFinished,
     RunStarted,
     StepStarted,
+    ToolApprovalRequested,
     ToolCallRequested,
     ToolFailed,
     ToolProgress,
@@ -194,6 +196,8 @@ class Renderer:
             call = event.call
             arguments = _clip(call.arguments or "{}", _ARGUMENTS_CHARS)
             self.line(f"-> {call.name}({arguments})", "cyan")
+        elif isinstance(event, ToolApprovalRequested):
+            self.line(f"?  {event.tool} waits for approval (call {event.call.id})", "yellow")
         elif isinstance(event, ToolProgress):
             shown = _progress_text(event)
             if shown is not None:
@@ -291,6 +295,8 @@ def _progress_text(event: ToolProgress) -> str | None:
         return None if inner is None else f"{data.tool}: {inner}"
     if isinstance(data, ToolCallRequested):
         return f"-> {data.call.name}({data.call.arguments or '{}'})"
+    if isinstance(data, ToolApprovalRequested):
+        return f"?  {data.tool} waits for approval (call {data.call.id})"
     if isinstance(data, ToolSucceeded):
         return f"<- {data.call.name}: {data.result.output}"
     if isinstance(data, ToolFailed):

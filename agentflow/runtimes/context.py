@@ -29,6 +29,7 @@ from ..model.events import Event
 from ..model.messages import ToolCall
 from ..model.response import TokenUsage
 from ..result import AgentResult, StopReason, ToolResult
+from ..tools.approval import ToolApprovals
 from ..tools.executor import ToolExecutor
 from ..tools.registry import ToolRegistry
 from .calls import answer_unanswered_calls
@@ -197,6 +198,9 @@ class RunContext:
     """Anything else a runtime keeps for this run (CodeAct: its code executor and the code step in flight)."""
     prompts_step: int = attrs.field(default=-1, init=False, repr=False)
     """The step ``prompt_functions`` were last evaluated for (-1: not yet)."""
+    approvals: ToolApprovals | None = attrs.field(default=None, init=False, repr=False)
+    """The run's tool approvals (``agentflow.tools.approval``), built with its executor when a tool of the run
+    ``needs_approval``; ``None`` otherwise. ``AgentRun.approve`` / ``deny`` answer through it."""
     _executor: ToolExecutor | None = attrs.field(default=None, init=False, repr=False)
     _model_name: str | None = attrs.field(default=None, init=False, repr=False)
 
@@ -230,6 +234,13 @@ class RunContext:
     def executor(self) -> ToolExecutor:
         """The run's tool executor (built on first use), publishing its events on the run's bus."""
         if self._executor is None:
+            if self.tools.has_approval:
+                self.approvals = ToolApprovals(
+                    self.options.tool_approval,
+                    functools.partial(self.bus.publish, owned=True),
+                    # Only a run with a handle (``agent.stream()``: it has a cancel scope) can be answered.
+                    waits=self.cancel_scope is not None,
+                )
             self._executor = ToolExecutor(
                 self.tools,
                 max_concurrency=self.options.max_tool_concurrency,
@@ -245,6 +256,7 @@ class RunContext:
                 on_fatal=_RunEnder(self),
                 deps=self.deps,
                 extra_headers=self.run_headers,
+                approvals=self.approvals,
             )
         return self._executor
 

@@ -17,7 +17,10 @@ twice, or let a call outlive its step.
   only when they are missing or repeated: ``complete_tool_calls``), and its arguments pass the tool's
   schema: an invalid call is not started, it fails in the normal path as it always did;
 - its place in the turn (``ToolCallReady.index``) is within what the run's ``max_tool_calls`` has left: the
-  calls that run are the same as without eager start, and never more.
+  calls that run are the same as without eager start, and never more;
+- it needs no approval (``@tool(needs_approval=...)``: ``True``, or a predicate that says so for its
+  arguments, or that fails): a call that needs one is decided with the turn's other calls, once the turn is
+  complete, as in a step without eager start (a turn that fails never asks anyone).
 
 **Ownership.** ``EarlyCalls`` lives for one step. ``run_early_step`` opens its task group around the model
 call and the handling of the turn (acting on it included), so early calls run beside the stream and the act
@@ -63,6 +66,7 @@ from ..events import ToolCallRequested, ToolFailed
 from ..model.events import ToolCallReady
 from ..model.messages import ToolCall
 from ..result import StopReason, ToolResult
+from ..tools.approval import asks_approval
 from ..tools.arguments import ToolArgumentsError
 from ..tools.failures import noting_others
 from ..tools.outcome import cancelled_result
@@ -190,6 +194,8 @@ class EarlyCalls:
             kwargs = found.parse_arguments(raw.arguments)
         except ToolArgumentsError:
             return  # the normal path fails it, with its ToolStarted and TOOL_ERROR, as without eager start
+        if found.needs_approval and _asks_approval(found, kwargs):
+            return  # decided in the normal path, with the turn's other calls
         # As memory will hold it: the id stripped, the name as registered (what ``complete_tool_calls`` does);
         # ``evolve`` keeps the rest of the call (its provider fields): else ``keep`` misses it in the turn.
         same = call_id == raw.id and found.name == raw.name
@@ -378,6 +384,15 @@ async def refuse_with_early(
     for index, started in taken.items():
         results[index] = await started.outcome()
     ctx.record_results(calls, _all(results))
+
+
+def _asks_approval(found: Tool[..., Any], kwargs: dict[str, Any]) -> bool:
+    """Whether an eager call needs approval; a predicate that fails says yes here (the normal path asks it
+    again, and ends the run with its error)."""
+    try:
+        return asks_approval(found.needs_approval, kwargs, found.name)
+    except Exception:
+        return True
 
 
 def _all(results: list[ToolResult | None]) -> list[ToolResult]:

@@ -21,6 +21,13 @@ thread, and a thread cannot be stopped. When such a call times out or is cancell
 waiting at once (the thread is abandoned and its result discarded) but the function runs on until it
 returns. ``inline=True`` sync tools run on the event loop and cannot be interrupted at all.
 
+A call of a tool that ``needs_approval`` is decided once its arguments are valid, before it waits for a
+slot: the run's ``ToolApprovals`` (``approvals``) publishes ``ToolApprovalRequested`` and asks its approval
+function or waits for ``approve`` / ``deny`` (``agentflow.tools.approval``). That wait holds no concurrency
+slot and is no part of the call's time limit (a batch with such a call has no shared deadline); a denied
+call gets ``ToolStarted`` and ``ToolFailed`` (``denied``), and a decision that cannot be made ends the run
+as a call's ``"raise"`` failure does. Other tools pay one attribute check per call.
+
 ``run_validated`` runs one call whose arguments were validated beforehand, with the same slot, time limit and
 events: what a call started early, while the model still streams, goes through
 (``agentflow.runtimes.eager_calls``).
@@ -56,6 +63,13 @@ from ..events import ToolFailed, ToolStarted, ToolSucceeded
 from ..model.events import Event
 from ..model.messages import ToolCall
 from ..result import ToolResult
+from .approval import (
+    ApprovalRequiredError,
+    ToolApprovalRequest,
+    ToolApprovals,
+    asks_approval,
+    denied_result,
+)
 from .arguments import ToolArgumentsError
 from .context import ToolContext, UsageSink
 from .failures import ToolErrorPolicy, check_policy, noting_others, settle_failure
@@ -189,6 +203,8 @@ class ToolExecutor:
     the usage a tool reports with ``ToolContext.add_usage`` (a run wires its own in: ``RunContext.executor``).
     ``deps`` and ``extra_headers`` are what every ``ToolContext`` of this executor carries (the run's
     ``deps``, untouched, and its own model-call headers); only calls of tools that take a context see them.
+    ``approvals`` decides the calls of tools that ``needs_approval`` (``agentflow.tools.approval``; the
+    run's own, ``RunContext.executor``); without it such a call ends the run with ``ApprovalRequiredError``.
 
     Every call gets exactly one ``ToolStarted`` and then exactly one ``ToolSucceeded`` or ``ToolFailed``
     (unknown tools and invalid arguments included), unless the batch is cancelled first (or a call ends the
@@ -197,6 +213,7 @@ class ToolExecutor:
     """
 
     __slots__ = (
+        "_approvals",
         "_default_on_error",
         "_default_timeout",
         "_deps",
@@ -227,6 +244,7 @@ class ToolExecutor:
         progress_listening: Callable[[], bool] | None = None,
         deps: Any = None,
         extra_headers: Mapping[str, str] = _NO_HEADERS,
+        approvals: ToolApprovals | None = None,
     ) -> None:
         if max_concurrency is not None and (
             isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1
@@ -250,6 +268,7 @@ class ToolExecutor:
         """Whether a call ended the run ``on_fatal`` belongs to."""
         self._deps = deps
         self._headers = extra_headers
+        self._approvals = approvals
 
     @property
     def registry(self) -> ToolRegistry:
@@ -337,6 +356,8 @@ class ToolExecutor:
             return None
         if self._limiter.available_tokens < len(found):
             return None  # some calls would wait for a slot: their limit must count from their own start
+        if self._registry.has_approval and any(tool is not None and tool.needs_approval for tool in found):
+            return None  # a call may wait for approval, which is no part of its time limit
         limits = {self._limit(tool) for tool in found if tool is not None}
         if len(limits) != 1:
             return None
@@ -403,20 +424,28 @@ class ToolExecutor:
         is added to it).
         """
         # ``_run``'s path for a valid call, kept apart so that a batch's calls pay nothing for it.
-        borrower = object()
-        try:
-            self._limiter.acquire_on_behalf_of_nowait(borrower)
-        except anyio.WouldBlock:
-            await self._limiter.acquire_on_behalf_of(borrower)
         ending: Exception | None = None
-        try:
+        denied = (
+            await self._approval(found, call, kwargs, run_id, step, None) if found.needs_approval else None
+        )
+        if denied is not None:
+            result, ending = denied
             if self._heard():
                 await self._emit(ToolStarted(call=call, run_id=run_id, step=step))
-            result = await self._execute(found, call, kwargs, run_id, step, None)
-        except _EndsRun as ends:
-            result, ending = ends.result, ends.error
-        finally:
-            self._limiter.release_on_behalf_of(borrower)
+        else:
+            borrower = object()
+            try:
+                self._limiter.acquire_on_behalf_of_nowait(borrower)
+            except anyio.WouldBlock:
+                await self._limiter.acquire_on_behalf_of(borrower)
+            try:
+                if self._heard():
+                    await self._emit(ToolStarted(call=call, run_id=run_id, step=step))
+                result = await self._execute(found, call, kwargs, run_id, step, None)
+            except _EndsRun as ends:
+                result, ending = ends.result, ends.error
+            finally:
+                self._limiter.release_on_behalf_of(borrower)
         if on_result is not None:
             on_result(0, result)
         if self._heard():
@@ -462,25 +491,34 @@ class ToolExecutor:
                 if self._heard():
                     await self._emit(ToolStarted(call=call, run_id=run_id, step=step))
             else:
-                # A fresh borrower per call: the same task may run several calls (CodeAct, nested tools).
-                borrower = object()
-                try:
-                    # No trip through the event loop when a slot is free (the common case).
-                    self._limiter.acquire_on_behalf_of_nowait(borrower)
-                except anyio.WouldBlock:
-                    if batch is not None:
-                        batch.waiting()
-                    await self._limiter.acquire_on_behalf_of(borrower)
-                try:
+                if found.needs_approval and (
+                    denied := await self._approval(found, call, kwargs, run_id, step, batch)
+                ):
+                    result, ending = denied
                     if batch is not None:
                         batch.stages[index] = _STARTED
                     if self._heard():
                         await self._emit(ToolStarted(call=call, run_id=run_id, step=step))
-                    result = await self._execute(found, call, kwargs, run_id, step, batch)
-                except _EndsRun as ends:
-                    result, ending = ends.result, ends.error
-                finally:
-                    self._limiter.release_on_behalf_of(borrower)
+                else:
+                    # A fresh borrower per call: the same task may run several calls (CodeAct, nested tools).
+                    borrower = object()
+                    try:
+                        # No trip through the event loop when a slot is free (the common case).
+                        self._limiter.acquire_on_behalf_of_nowait(borrower)
+                    except anyio.WouldBlock:
+                        if batch is not None:
+                            batch.waiting()
+                        await self._limiter.acquire_on_behalf_of(borrower)
+                    try:
+                        if batch is not None:
+                            batch.stages[index] = _STARTED
+                        if self._heard():
+                            await self._emit(ToolStarted(call=call, run_id=run_id, step=step))
+                        result = await self._execute(found, call, kwargs, run_id, step, batch)
+                    except _EndsRun as ends:
+                        result, ending = ends.result, ends.error
+                    finally:
+                        self._limiter.release_on_behalf_of(borrower)
         if batch is not None:
             batch.results[index] = result
         if on_result is not None:
@@ -495,6 +533,46 @@ class ToolExecutor:
                 batch.ended(ending)
             self._end_run(ending)
         return result
+
+    async def _approval(
+        self,
+        found: Tool[..., Any],
+        call: ToolCall,
+        kwargs: dict[str, Any],
+        run_id: str,
+        step: int,
+        batch: _Batch | None,
+    ) -> tuple[ToolResult, Exception | None] | None:
+        """Decide a valid call of a tool that ``needs_approval``: ``None`` to run it, else its result (a
+        ``denied`` one) and the exception the run ends with, if no decision could be made (see
+        ``agentflow.tools.approval``). Holds no slot: it is asked before the call waits for one."""
+        try:
+            if not asks_approval(found.needs_approval, kwargs, found.name):
+                return None
+            if self._approvals is None:
+                raise ApprovalRequiredError(call, found.name)
+            if batch is not None:
+                batch.waiting()  # the batch's next calls start beside this one, which may wait long
+            request = ToolApprovalRequest(run_id, step, call, found.name, kwargs, self._deps)
+            denial = await self._approvals.decide(request)
+        except Exception as exc:
+            why = (
+                "it needs approval, and the run had no way to ask for it"
+                if isinstance(exc, ApprovalRequiredError)
+                else f"deciding whether it may run failed ({type(exc).__name__})"
+            )
+            _log.info(
+                "tool %r: no decision on call %s (run %s, step %d); the run ends",
+                found.name,
+                call.id,
+                run_id,
+                step,
+                exc_info=exc,
+            )
+            return denied_result(call, found.name, f"not run: {why}"), exc
+        if denial is None:
+            return None
+        return denied_result(call, found.name, denial), None
 
     async def _execute(
         self,

@@ -88,7 +88,15 @@ class ToolRegistry:
     ('ping', ['ping'], (mappingproxy({'type': 'web_search'}),))
     """
 
-    __slots__ = ("_has_eager", "_has_return_direct", "_hosted", "_names", "_specs", "_tools")
+    __slots__ = (
+        "_has_approval",
+        "_has_eager",
+        "_has_return_direct",
+        "_hosted",
+        "_names",
+        "_specs",
+        "_tools",
+    )
 
     def __init__(self, tools: Iterable[ToolLike] = ()) -> None:
         if not isinstance(tools, Iterable) or isinstance(tools, str | bytes | Mapping):
@@ -113,6 +121,7 @@ class ToolRegistry:
         self._hosted = tuple(hosted)
         self._has_eager = any(t.eager for t in self._tools.values())
         self._has_return_direct = any(t.return_direct for t in self._tools.values())
+        self._has_approval = any(t.needs_approval is not False for t in self._tools.values())
 
     @property
     def specs(self) -> tuple[ToolSpec, ...]:
@@ -136,6 +145,12 @@ class ToolRegistry:
         """Whether any tool is ``return_direct`` (its result may be the run's answer): read once per step
         that ran calls, so a run without one never looks at a result for it."""
         return self._has_return_direct
+
+    @property
+    def has_approval(self) -> bool:
+        """Whether any tool ``needs_approval`` (``True`` or a function): a run whose registry has none builds
+        no ``ToolApprovals``, and its tool batches never look for one."""
+        return self._has_approval
 
     @property
     def names(self) -> tuple[str, ...]:

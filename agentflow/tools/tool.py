@@ -19,6 +19,7 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 import attrs
 
 from ..model.tools import ToolSpec
+from .approval import NeedsApproval, check_needs_approval
 from .arguments import ArgumentParser
 from .context import ToolContext
 from .defaults import MISSING
@@ -93,7 +94,9 @@ class Tool(Generic[P, R]):
     ``None``: the executor's default, ``"feed"`` unless set otherwise). A ``return_direct`` tool's
     successful result is the run's final answer: the run ends after the step that called it, without a
     model call to repeat the result (see ``AgentRuntime.read_tool_answer``); it never changes what the model
-    is sent either.
+    is sent either. A tool that ``needs_approval`` (``True``, or a function of a call's validated arguments
+    saying whether that call does) runs a call only once it is approved (see ``agentflow.tools.approval``);
+    that is never sent to the model either.
 
     ``returns`` describes the return value (``None``: nothing is known of it). ``plain_parameters``, for a
     strict tool made by ``@tool``, is its parameters' schema as a plain (non-strict) one: optional parameters
@@ -121,6 +124,9 @@ class Tool(Generic[P, R]):
     on_error: ToolErrorPolicy | None = attrs.field(default=None, converter=_check_on_error, repr=False)
     # Keyword-only: the fields after it keep their places for a caller passing them by position.
     return_direct: bool = attrs.field(default=False, converter=_check_return_direct, kw_only=True, repr=False)
+    needs_approval: NeedsApproval = attrs.field(
+        default=False, converter=check_needs_approval, kw_only=True, repr=False
+    )
     returns: ToolReturns | None = attrs.field(default=None, repr=False, eq=False)
     plain_parameters: dict[str, Any] | None = attrs.field(default=None, repr=False, eq=False)
     _parser: ArgumentParser | None = attrs.field(default=None, alias="parser", eq=False, repr=False)
@@ -171,12 +177,14 @@ class Tool(Generic[P, R]):
         eager: bool = False,
         on_error: ToolErrorPolicy | None = None,
         return_direct: bool = False,
+        needs_approval: NeedsApproval = False,
     ) -> Tool[..., Any]:
         """A tool whose schema is given as is: ``fn`` gets the validated JSON object as keyword arguments.
 
         A parameter of ``fn`` annotated ``ToolContext`` still receives the context. A strict spec
         (``strict=True``) must have a strict-mode schema (every object closed, every property required):
-        ``ValueError`` otherwise. ``eager``, ``on_error`` and ``return_direct`` are ``@tool``'s.
+        ``ValueError`` otherwise. ``eager``, ``on_error``, ``return_direct`` and ``needs_approval`` are
+        ``@tool``'s.
         """
         hints = _hints(fn, strict_resolution=False)
         context = next((n for n, h in hints.items() if n != "return" and _is_context(h)), None)
@@ -190,6 +198,7 @@ class Tool(Generic[P, R]):
             eager=eager,
             on_error=on_error,
             return_direct=return_direct,
+            needs_approval=needs_approval,
             returns=returns,
         )
 
@@ -209,6 +218,7 @@ def tool(
     eager: bool = False,
     on_error: ToolErrorPolicy | None = None,
     return_direct: bool = False,
+    needs_approval: NeedsApproval = False,
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 
 
@@ -224,6 +234,7 @@ def tool(
     eager: bool = False,
     on_error: ToolErrorPolicy | None = None,
     return_direct: bool = False,
+    needs_approval: NeedsApproval = False,
 ) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
     """Turn a sync or async function into a ``Tool``; usable bare (``@tool``) or with options.
 
@@ -259,6 +270,19 @@ def tool(
     ...     return f"{order}: shipped"
     >>> order_status.return_direct
     True
+
+    ``needs_approval=True`` makes every call wait for a decision before it runs; a plain function
+    ``(arguments: dict) -> bool`` of a call's validated arguments decides which calls need one. Who decides
+    is the run's: ``AgentOptions(tool_approval=fn)``, or ``run.approve(call_id)`` / ``run.deny(call_id)`` on a
+    streamed run. A denied call does not run; the model gets a ``TOOL_ERROR`` of type ``denied`` with the
+    reason. See ``agentflow.tools.approval``.
+
+    >>> @tool(needs_approval=lambda arguments: arguments["amount"] > 100)
+    ... def refund(order: str, amount: int) -> str:
+    ...     '''Refund part of an order.'''
+    ...     return f"refunded {amount} on {order}"
+    >>> refund.needs_approval({"order": "A1", "amount": 250})
+    True
     """
 
     def build(func: Callable[P, R]) -> Tool[P, R]:
@@ -272,6 +296,7 @@ def tool(
             eager=eager,
             on_error=on_error,
             return_direct=return_direct,
+            needs_approval=needs_approval,
         )
 
     if fn is None:
@@ -286,6 +311,7 @@ def tool(
     _check_timeout(timeout)
     _check_on_error(on_error)
     _check_return_direct(return_direct)
+    check_needs_approval(needs_approval)
     return build
 
 
@@ -300,6 +326,7 @@ def _build(
     eager: bool,
     on_error: ToolErrorPolicy | None,
     return_direct: bool,
+    needs_approval: NeedsApproval,
 ) -> Tool[P, R]:
     if isinstance(fn, Tool):
         raise TypeError("this function is already a Tool")
@@ -370,6 +397,7 @@ def _build(
         eager=eager,
         on_error=on_error,
         return_direct=return_direct,
+        needs_approval=needs_approval,
         returns=_returns(hints, doc.returns),
         plain_parameters=_plain_parameters(props, prop_hints) if strict else None,
         parser=ArgumentParser(tool_name, shape.schema, shape.convert),

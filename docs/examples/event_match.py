@@ -27,6 +27,7 @@ from agentflow.events import (
     StepFinished,
     StepStarted,
     TextDelta,
+    ToolApprovalRequested,
     ToolCallArgumentsDelta,
     ToolCallReady,
     ToolCallRequested,
@@ -76,6 +77,7 @@ def describe(event: AgentEvent) -> str:
             | UsageReported()
             | ModelRetry()
             | ModelCompleted()
+            | ToolApprovalRequested()
             | ToolStarted()
             | ToolProgress()
             | CodeStarted()

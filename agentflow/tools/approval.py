@@ -1,0 +1,326 @@
+"""Human approval of tool calls: which calls need it (``@tool(needs_approval=...)``) and who decides.
+
+A tool marked ``needs_approval=True`` (or ``needs_approval=fn``, ``fn(arguments) -> bool`` deciding per call
+from its validated arguments) does not run until its call is approved. The run's ``ToolApprovals`` (one per
+run that has such a tool) decides each such call, after its arguments are valid and before it takes a
+concurrency slot or starts its time limit:
+
+- with a ``tool_approval`` function (``AgentOptions(tool_approval=fn)``), that function decides:
+  ``fn(request) -> bool | str`` or an awaitable of it, ``request`` a ``ToolApprovalRequest``. ``True``
+  approves; ``False`` denies with ``DEFAULT_DENIAL``; a ``str`` denies with that text, which is what the
+  model is told. ``ToolApprovalRequested`` is published first, so a UI can show the call either way;
+- without one, in a run that has a handle (``async with agent.stream(...) as run``), the call waits for
+  ``run.approve(call_id)`` or ``run.deny(call_id, reason)``, after ``ToolApprovalRequested`` announced it;
+- without either (``agent.run()``, where nobody could answer), the run fails with
+  ``ApprovalRequiredError``, which says what to configure: never a silent denial, never a hang.
+
+A denied call does not run: it gets ``ToolStarted`` and ``ToolFailed`` like any failed call, its result a
+``TOOL_ERROR`` of type ``denied`` carrying the reason, fed back to the model. A decision that cannot be made
+(the approval function or the ``needs_approval`` predicate raises, or returns something else than it must)
+ends the run with that error: a call is never run, nor denied, on a decision nobody made. The call still
+gets its result in memory (``denied``, saying why), as a call that ends the run does
+(``agentflow.tools.failures``).
+
+Waiting holds nothing: no concurrency slot, no time limit of the tool's; the run's own ``timeout`` and its
+cancellation bound it, and a cancelled wait leaves nothing behind. Calls of one step are decided
+independently: each waits on its own, beside the others, and runs as soon as it is approved.
+
+This module decides; the ``ToolExecutor`` asks it, and runs or refuses the call. Pure bookkeeping and one
+awaited decision, no tool execution here.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from types import MappingProxyType
+from typing import Any, Final, TypeAlias
+
+import anyio
+import attrs
+
+from ..events import ToolApprovalRequested
+from ..model.events import Event
+from ..model.messages import ToolCall
+from ..result import ToolResult
+from .outcome import tool_error_text
+
+__all__ = [
+    "DEFAULT_DENIAL",
+    "ApprovalNotPendingError",
+    "ApprovalRequiredError",
+    "NeedsApproval",
+    "ToolApprovalRequest",
+    "ToolApprovals",
+    "ToolApprover",
+    "asks_approval",
+    "check_needs_approval",
+    "denied_result",
+]
+
+DEFAULT_DENIAL: Final = "the call was not approved, so it did not run"
+"""What the model is told of a call denied without a reason (an approval function's ``False``,
+``run.deny(call_id)``)."""
+
+NeedsApproval: TypeAlias = bool | Callable[[dict[str, Any]], bool]
+"""Whether a tool's calls need approval: ``True`` / ``False``, or a plain function of a call's validated
+arguments (as the tool function would get them, context left out) that says so for each call."""
+
+
+def _read_only(arguments: Mapping[str, Any]) -> Mapping[str, Any]:
+    # A copy: the executor adds the context argument to the call's own dict afterwards.
+    return MappingProxyType(dict(arguments))
+
+
+@attrs.frozen
+class ToolApprovalRequest:
+    """One tool call waiting for a decision: what an approval function (``AgentOptions.tool_approval``) is
+    given, and what ``AgentRun.pending_approvals`` lists.
+
+    ``call`` is the call as the model made it (its ``arguments`` the JSON text); ``tool`` the registered name
+    of the tool it calls; ``arguments`` its validated arguments, read-only, as the tool function would get
+    them (context left out); ``deps`` the run's dependencies (``agent.run(x, deps=...)``: the user a request
+    is for, to decide by), never published.
+
+    >>> request = ToolApprovalRequest("run_1", 0, ToolCall("c1", "refund", '{"amount":250}'), "refund",
+    ...                               {"amount": 250})
+    >>> request.call_id, request.arguments["amount"]
+    ('c1', 250)
+    """
+
+    run_id: str
+    step: int
+    call: ToolCall
+    tool: str
+    arguments: Mapping[str, Any] = attrs.field(factory=dict, converter=_read_only)
+    deps: Any = attrs.field(default=None, repr=False)
+
+    @property
+    def call_id(self) -> str:
+        """The call's id: what ``run.approve`` and ``run.deny`` take."""
+        return self.call.id
+
+
+ToolApprover: TypeAlias = Callable[[ToolApprovalRequest], "bool | str | Awaitable[bool | str]"]
+"""``AgentOptions.tool_approval``: decides a call, ``True`` (approve), ``False`` (deny) or the text the model
+is told of the denial; sync or async."""
+
+
+class ApprovalRequiredError(Exception):
+    """A call needs approval and the run has no way to ask for it: no ``tool_approval`` function, and no
+    handle anyone could approve through (``agent.run()``, a sub-agent's run). The run fails with it.
+
+    ``call`` is the call, ``tool`` its tool's name.
+    """
+
+    def __init__(self, call: ToolCall, tool: str) -> None:
+        super().__init__(
+            f"tool {tool!r} needs approval for call {call.id!r}, and this run has no way to ask for it: pass "
+            "AgentOptions(tool_approval=fn) (a function that decides, per agent or per run: "
+            "agent.run(x, options=...)), or start the run with 'async with agent.stream(...) as run' and "
+            "answer with run.approve(call_id) / run.deny(call_id, reason)"
+        )
+        self.call = call
+        self.tool = tool
+
+
+class ApprovalNotPendingError(KeyError):
+    """``run.approve`` / ``run.deny`` for a call id that waits for no decision: unknown to the run, already
+    decided, or its wait is over (the run was cancelled or ended). ``call_id`` is the id given."""
+
+    def __init__(self, call_id: str, message: str) -> None:
+        super().__init__(message)
+        self.call_id = call_id
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message  # not KeyError's repr of its argument
+
+
+def check_needs_approval(value: object) -> NeedsApproval:
+    """``value`` if it can be a tool's ``needs_approval``, else a ``TypeError`` saying what can.
+
+    >>> check_needs_approval(lambda arguments: arguments["amount"] > 100)  # doctest: +ELLIPSIS
+    <function <lambda> at ...>
+    >>> check_needs_approval("yes")
+    Traceback (most recent call last):
+    ...
+    TypeError: needs_approval must be True, False or a function (arguments: dict) -> bool, got 'yes'
+    """
+    if isinstance(value, bool):
+        return value
+    if not callable(value) or isinstance(value, type):
+        raise TypeError(
+            f"needs_approval must be True, False or a function (arguments: dict) -> bool, got {value!r}"
+        )
+    if inspect.iscoroutinefunction(value) or inspect.iscoroutinefunction(type(value).__call__):
+        raise TypeError(
+            "needs_approval must be a plain function (arguments: dict) -> bool, not an async one: it decides "
+            "from the call's arguments alone, at once; decide asynchronously (ask a service, a person) in "
+            "AgentOptions(tool_approval=...)"
+        )
+    return value
+
+
+def denied_result(call: ToolCall, tool: str, reason: str) -> ToolResult:
+    """The result of a call that was not run for want of approval: a ``TOOL_ERROR`` of type ``denied``.
+
+    >>> denied_result(ToolCall("c1", "refund"), "refund", "over the limit").output
+    'TOOL_ERROR: {"errorType":"denied","error":"over the limit","tool":"refund","callId":"c1"}'
+    """
+    return ToolResult(
+        call_id=call.id,
+        name=tool,
+        output=tool_error_text("denied", reason, tool, call.id),
+        ok=False,
+        error_type="denied",
+        error=reason,
+    )
+
+
+def _verdict(verdict: object, call: ToolCall) -> str | None:
+    """What an approval function's answer means: ``None`` (approved) or the denial text."""
+    if verdict is True:
+        return None
+    if verdict is False:
+        return DEFAULT_DENIAL
+    if isinstance(verdict, str):
+        return verdict if verdict.strip() else DEFAULT_DENIAL
+    raise TypeError(
+        f"the tool_approval function returned {type(verdict).__name__} for call {call.id!r}; it must return "
+        "True (approve), False (deny) or a str (deny, telling the model why)"
+    )
+
+
+class _Waiting:
+    """One call waiting for ``approve`` / ``deny``."""
+
+    __slots__ = ("denial", "done", "request")
+
+    def __init__(self, request: ToolApprovalRequest) -> None:
+        self.request = request
+        self.done = anyio.Event()
+        self.denial: str | None = None
+
+
+class ToolApprovals:
+    """A run's approvals: decides each call that needs one (see the module doc), and holds the calls that wait
+    for ``approve`` / ``deny``.
+
+    ``approver`` is the ``tool_approval`` function, if any; ``emit`` publishes ``ToolApprovalRequested`` (the
+    run's bus); ``waits`` says whether a call may wait for a decision from outside (the run has a handle
+    someone can approve through). A run builds its own (``RunContext``) when its tools need one; a
+    ``ToolExecutor`` used alone takes one as ``approvals=``.
+
+    ``approve`` and ``deny`` are plain methods for the event loop the run runs in (another request of the
+    same web app, say); from another thread, go through ``anyio.from_thread.run_sync``.
+    """
+
+    __slots__ = ("_approver", "_decided", "_emit", "_pending", "_waits")
+
+    def __init__(
+        self,
+        approver: ToolApprover | None,
+        emit: Callable[[Event], Awaitable[Any]],
+        *,
+        waits: bool,
+    ) -> None:
+        self._approver = approver
+        self._emit = emit
+        self._waits = waits
+        self._pending: dict[str, _Waiting] = {}
+        self._decided: dict[str, bool] = {}
+        """Call ids decided from outside (approved: ``True``), for what a second decision is told."""
+
+    @property
+    def pending(self) -> tuple[ToolApprovalRequest, ...]:
+        """The calls waiting for ``approve`` / ``deny`` right now, in the order they asked."""
+        return tuple(waiting.request for waiting in self._pending.values())
+
+    async def decide(self, request: ToolApprovalRequest) -> str | None:
+        """Decide ``request``'s call: ``None`` to run it, else the denial text the model is told.
+
+        Raises ``ApprovalRequiredError`` when nobody can decide, and whatever the approval function raises
+        (or the ``TypeError`` for an answer it may not give): the run must end with it. Cancelled while it
+        waits, it leaves nothing waiting.
+        """
+        approver = self._approver
+        if approver is None:
+            if not self._waits:
+                raise ApprovalRequiredError(request.call, request.tool)
+            return await self._wait(request)
+        await self._emit(ToolApprovalRequested(call=request.call, tool=request.tool))
+        verdict = approver(request)
+        if inspect.isawaitable(verdict):
+            verdict = await verdict
+        return _verdict(verdict, request.call)
+
+    async def _wait(self, request: ToolApprovalRequest) -> str | None:
+        call_id = request.call.id
+        waiting = _Waiting(request)
+        # Listed before the event is out: a consumer may answer while the publish is still delivering it.
+        self._pending[call_id] = waiting
+        self._decided.pop(call_id, None)  # an id a model reuses in a later step is a new call
+        try:
+            await self._emit(ToolApprovalRequested(call=request.call, tool=request.tool))
+            await waiting.done.wait()
+        finally:
+            if self._pending.get(call_id) is waiting:
+                del self._pending[call_id]
+        return waiting.denial
+
+    def approve(self, call_id: str) -> None:
+        """Approve the waiting call ``call_id``: it runs (once it gets a concurrency slot).
+
+        ``ApprovalNotPendingError`` if no call with that id waits for a decision.
+        """
+        self._settle(call_id, None)
+
+    def deny(self, call_id: str, reason: str | None = None) -> None:
+        """Deny the waiting call ``call_id``: it does not run, and the model is told ``reason``
+        (``DEFAULT_DENIAL`` when ``None``).
+
+        ``ApprovalNotPendingError`` if no call with that id waits for a decision.
+        """
+        if reason is not None and not isinstance(reason, str):
+            raise TypeError(
+                f"deny(reason=...) takes the text the model is told (a str) or None, got {reason!r}"
+            )
+        self._settle(call_id, reason if reason and reason.strip() else DEFAULT_DENIAL)
+
+    def _settle(self, call_id: str, denial: str | None) -> None:
+        waiting = self._pending.pop(call_id, None)
+        if waiting is None:
+            raise ApprovalNotPendingError(call_id, self._not_pending(call_id))
+        self._decided[call_id] = denial is None
+        waiting.denial = denial
+        waiting.done.set()
+
+    def _not_pending(self, call_id: str) -> str:
+        decided = self._decided.get(call_id)
+        if decided is not None:
+            return f"tool call {call_id!r} was already {'approved' if decided else 'denied'}"
+        waiting = ", ".join(repr(key) for key in self._pending) or "none"
+        return (
+            f"no tool call {call_id!r} waits for approval in this run (waiting: {waiting}); a call waits "
+            "from its ToolApprovalRequested event until it is decided or the run ends"
+        )
+
+
+def asks_approval(needs: NeedsApproval, kwargs: Mapping[str, Any], tool: str) -> bool:
+    """Whether a valid call of a tool whose ``needs_approval`` is set (``True`` or a predicate) needs
+    approval; a predicate gets a copy of the call's validated arguments. Raises what the predicate raises,
+    and a ``TypeError`` for an answer that is not a bool: the run must end with it.
+
+    >>> asks_approval(lambda arguments: arguments["amount"] > 100, {"amount": 20}, "refund")
+    False
+    """
+    if needs is True:
+        return True
+    asked = needs(dict(kwargs))  # type: ignore[operator]  # a predicate: ``False`` never gets here
+    if asked is True or asked is False:
+        return asked
+    raise TypeError(
+        f"the needs_approval function of tool {tool!r} returned {type(asked).__name__}; it must return True "
+        "or False"
+    )
