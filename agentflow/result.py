@@ -75,17 +75,19 @@ class ToolResult:
 class AgentResult(Generic[OutputT]):
     """The result of one agent run.
 
-    ``new_items`` are the memory items the run appended (its part of the conversation), ``usage`` the sum
-    over every model call of the run. ``refusal`` is the model's refusal message when its last answer was
-    one (``StopReason.REFUSAL``). ``output`` is the final answer: read into the run's ``output_type`` (and
-    passed through its validators), or its text (``output_text``) for a run without one; ``None`` when the
-    run ended without a final answer (a refusal, a limit, a cancel: see ``stop_reason``).
+    ``new_items`` are the memory items the run appended (its part of the conversation), ``history`` the
+    conversation it continued, and ``all_items`` both: the whole conversation, to continue or store (see
+    there). ``usage`` is the sum over every model call of the run. ``refusal`` is the model's refusal message
+    when its last answer was one (``StopReason.REFUSAL``). ``output`` is the final answer: read into the
+    run's ``output_type`` (and passed through its validators), or its text (``output_text``) for a run
+    without one; ``None`` when the run ended without a final answer (a refusal, a limit, a cancel: see
+    ``stop_reason``).
 
     Type checkers see the output's type: ``await Agent(model, output_type=City).run(x)`` is an
     ``AgentResult[City]``, a plain agent's run an ``AgentResult[str]``.
 
     Its JSON form (``to_dict()``, what the terminal run events carry to a browser) leaves out ``new_items``
-    and an ``output`` that is just ``output_text`` again.
+    and ``history`` (hence ``all_items``), and an ``output`` that is just ``output_text`` again.
     """
 
     run_id: str
@@ -102,15 +104,58 @@ class AgentResult(Generic[OutputT]):
     reasoning_text: str | None = None
     refusal: str | None = None
     output: OutputT | None = None
+    history: tuple[Any, ...] = attrs.field(default=(), kw_only=True, repr=False, metadata=NOT_IN_JSON)
+    """The conversation the run continued: its memory's items before it wrote its input — ``history=`` (as
+    checked and converted), a session's memory (after its store's load), ``()`` for a run from empty
+    memory. The snapshot the run took anyway, shared, never copied. Left out of ``to_dict()``, as
+    ``new_items``.
+
+    When the run answered a tool call its memory held without output before the last turn (the synthetic
+    ``cancelled`` result goes right after the call's turn, so memory was rewritten), it is the rewritten
+    memory, which holds that result and the run's input already: ``all_items`` allows for that."""
+
+    @property
+    def all_items(self) -> tuple[Any, ...]:
+        """The whole conversation after the run: ``history``, then ``new_items`` — what a next run continues
+        (``agent.run(x, history=result.all_items)``), or what to store in place of the old conversation
+        (``dump_items(result.all_items)``). pydantic-ai's ``all_messages()``, as ``new_items`` is its
+        ``new_messages()``.
+
+        A new tuple at each read: the run keeps the two parts, not their sum, so a long conversation is not
+        copied for runs that never ask. It holds no system prompt (the agent's, not an item). For a
+        session's run it is the conversation the run saw and wrote, which is its memory after the run unless
+        the memory trims (a ``WindowedMemory`` may have dropped old items since: ``session.items`` is what it
+        keeps) or the run failed and was rolled back (``rollback_on_failure``: memory is as before the run).
+
+        >>> from agentflow.agent.items import user_item, assistant_item
+        >>> result = AgentResult("run_1", "Ada.", StopReason.FINAL_ANSWER,
+        ...                      history=(user_item("I am Ada."), assistant_item("Hi Ada.")),
+        ...                      new_items=(user_item("Who am I?"), assistant_item("Ada.")))
+        >>> [item["role"] for item in result.all_items]
+        ['user', 'assistant', 'user', 'assistant']
+        >>> result.all_items[0] is result.history[0]  # the items themselves, not copies
+        True
+        """
+        history, new = self.history, self.new_items
+        if not history or not new:
+            return history or new
+        kept = {id(item) for item in history}
+        if any(id(item) in kept for item in new):
+            # A run that rewrote its memory to answer a call left without output: ``history`` is that memory,
+            # and holds the new items the run wrote before (the synthetic results, its input), in place.
+            new = tuple(item for item in new if id(item) not in kept)
+        return history + new
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready mapping of the result: every field but ``new_items`` (see there), and ``output`` only
-        when it is not the answer's text itself (a plain agent's output is ``output_text``: read that).
+        """A JSON-ready mapping of the result: every field but ``new_items`` and ``history`` (see there), and
+        ``output`` only when it is not the answer's text itself (a plain agent's output is ``output_text``:
+        read that).
 
-        >>> plain = AgentResult("run_1", "Hi.", StopReason.FINAL_ANSWER, output="Hi.", new_items=({},))
+        >>> plain = AgentResult("run_1", "Hi.", StopReason.FINAL_ANSWER, output="Hi.", new_items=({},),
+        ...                     history=({},))
         >>> data = plain.to_dict()
-        >>> data["output_text"], "output" in data, "new_items" in data
-        ('Hi.', False, False)
+        >>> data["output_text"], "output" in data, "new_items" in data, "history" in data
+        ('Hi.', False, False, False)
         >>> AgentResult("run_1", '{"n": 1}', StopReason.FINAL_ANSWER, output={"n": 1}).to_dict()["output"]
         {'n': 1}
         """

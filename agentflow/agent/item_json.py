@@ -8,6 +8,10 @@ results and ``TOOL_ERROR`` texts, system items) is already a JSON-ready dict, ke
 conversation makes are the ones it made before. Integers beyond 64 bits keep every digit
 (``agentflow.exact_json``).
 
+``load_items`` checks the conversation it reads (``check_items``: an orphan tool output, an unknown item type
+or role… is a ``HistoryError`` naming the item, not a provider's 400 at the next run's first model call); a
+tool call left without its output is let through, since the next run answers it.
+
 Pure functions only: no I/O (reading and writing the bytes, to a file or a database, is the caller's part).
 """
 
@@ -17,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .. import exact_json
+from .item_checks import check_items
 from .item_shapes import _MESSAGE_TYPES, Item, message_to_item
 
 __all__ = ["dump_items", "load_items"]
@@ -60,13 +65,24 @@ def _mapping(value: Any) -> Any:
     raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
 
 
-def load_items(data: bytes | str) -> list[dict[str, Any]]:
-    """The items ``dump_items`` wrote (any JSON array of item objects), ready for ``InMemoryMemory(items)``.
+def load_items(data: bytes | str, *, check: bool = True) -> list[dict[str, Any]]:
+    """The items ``dump_items`` wrote (a JSON array of item objects), ready for ``history=`` or
+    ``InMemoryMemory(items)``.
 
-    Raises ``ValueError`` when ``data`` is not JSON (``orjson.JSONDecodeError``) or not an array of objects.
+    Raises ``ValueError`` when ``data`` is not JSON (``orjson.JSONDecodeError``) or not an array of objects,
+    and ``HistoryError`` (a ``ValueError``) for a conversation no provider would take (``check_items``: an
+    orphan tool output, one before its call, an unknown item type or message role…), naming the item. A tool
+    call without its output passes: the next run answers it with a synthetic ``cancelled`` result.
+    ``check=False`` reads any array of objects (a piece of a conversation, to be joined to the rest and
+    checked whole with ``check_items``).
 
+    >>> load_items(b'[{"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},'
+    ...            b' {"type": "function_call_output", "call_id": "c1", "output": "42"}]')[1]
+    {'type': 'function_call_output', 'call_id': 'c1', 'output': '42'}
     >>> load_items(b'[{"type": "function_call_output", "call_id": "c1", "output": "42"}]')
-    [{'type': 'function_call_output', 'call_id': 'c1', 'output': '42'}]
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    agentflow.agent.item_checks.HistoryError: load_items item 0: a function_call_output answers call 'c1', ...
     """
     if not isinstance(data, bytes | bytearray | memoryview | str):
         raise TypeError(f"load_items takes JSON bytes or text, got {type(data).__name__}")
@@ -76,4 +92,6 @@ def load_items(data: bytes | str) -> list[dict[str, Any]]:
     for index, item in enumerate(value):
         if not isinstance(item, dict):
             raise ValueError(f"load_items: item {index} is not a JSON object: {item!r:.80}")
+    if check:
+        check_items(value, source="load_items")
     return value

@@ -2,11 +2,16 @@
 
 A conversation is a sequence of items. An item is either a dict in the Responses item shape (what the
 constructors below build, and what the Responses API returns as output items) or an agentflow ``Message``.
-This module is where the item API is imported from; it holds no code of its own, and re-exports four
+This module is where the item API is imported from; it holds no code of its own, and re-exports five
 modules, one job each: ``item_shapes`` builds items (``Message`` values too: ``message_to_item``) and
 classifies them (for pair-aware memory trimming), ``chat_items`` converts a conversation for Chat Completions
-(``to_chat_messages``), ``responses_items`` for Responses (``to_responses_input``), and ``item_json`` stores
-one as JSON (``dump_items`` / ``load_items``).
+(``to_chat_messages``), ``responses_items`` for Responses (``to_responses_input``), ``item_json`` stores
+one as JSON (``dump_items`` / ``load_items``), and ``item_checks`` checks one where it enters a run
+(``check_items``, ``HistoryError``: ``load_items``, ``history=`` and a session store's load call it).
+
+``to_chat_messages`` is also the typed, read-only view of a conversation, whichever protocol wrote it:
+``UserMessage``, ``AiMessage`` (its text, ``tool_calls`` and Chat reasoning), ``ToolResultMessage``…
+(Responses ``reasoning`` items are skipped; hosted tool calls, which have no such form, raise).
 
 Pure functions only: no I/O, no awaits. Nothing is silently dropped: an item that has no form on the target
 protocol raises ``TypeError`` (not an item at all) or ``ValueError`` (an item this protocol cannot carry),
@@ -35,6 +40,7 @@ here is also valid Responses input: assistant text is an ``output_text`` part (t
 from __future__ import annotations
 
 from .chat_items import ChatMessageCache, to_chat_messages
+from .item_checks import HistoryError, check_items
 from .item_json import dump_items, load_items
 from .item_shapes import MAPPINGS as MAPPINGS  # imported from here too, though not in ``__all__``
 from .item_shapes import (
@@ -67,9 +73,11 @@ __all__ = [
     "NOTE_ROLES",
     "RUNTIME_NOTE_PREFIXES",
     "ChatMessageCache",
+    "HistoryError",
     "Item",
     "NoteRole",
     "assistant_item",
+    "check_items",
     "check_note_role",
     "developer_item",
     "dump_items",

@@ -21,9 +21,9 @@ from ..bus import (
     check_subscription_options,
     normalise_event_types,
 )
-from ..model.messages import Message
 from ..result import AgentResult, OutputT
 from ..runtimes.output import AGENT_DEFAULT, AgentDefault, OutputType, TypeForm
+from .item_checks import check_items
 from .item_shapes import to_items
 from .options import explain_keywords
 from .overrides import active_override
@@ -260,10 +260,14 @@ class RunStarter(Generic[OutputT]):
         ``output_type`` replaces the agent's for this run (``None``: the answer's text; see ``OutputType``),
         e.g. one typed turn in a free-text session: ``await chat.run("Sum it up.", output_type=Summary)``.
 
-        ``history``: the conversation so far (items, e.g. the ``new_items`` of earlier runs you stored), which
-        this run continues in a fresh memory: the model sees it before ``input``, and ``result.new_items``
-        lists only this run's items (its input and what followed), ready to append to your store. Not for a
-        session's runs, which continue the session's memory (``TypeError``).
+        ``history``: the conversation so far (items, e.g. the ``new_items`` of earlier runs you stored, or an
+        earlier result's ``all_items``), which this run continues in a fresh memory: the model sees it
+        before ``input``, ``result.new_items`` lists only this run's items (its input and what followed),
+        ready to append to your store, and ``result.all_items`` the whole conversation after the run. Checked
+        here, once (``check_items``): an item no provider would take (an orphan tool output, an unknown item
+        type or role…) raises ``HistoryError`` naming it before anything runs; a tool call left without its
+        output is answered by the run instead. Not for a session's runs, which continue the session's memory
+        (``TypeError``).
 
         ``on``: callbacks for this run alone, ``[(TextDelta, send), (ToolSucceeded, log)]``, as
         ``agent.on`` registers for every run (a web handler's callbacks on a shared agent go here).
@@ -388,7 +392,10 @@ class RunStarter(Generic[OutputT]):
 
 
 def _history(history: Iterable[Any] | None, memory: Memory | None) -> tuple[Any, ...] | None:
-    """``history=`` checked: ``None``, or the items (``Message`` values as items, as a run stores them)."""
+    """``history=`` checked: ``None``, or the items (``Message`` values as items, as a run stores them).
+
+    Checked once, here (``check_items``: ``HistoryError`` naming the item, before anything runs), never in
+    the run's loop."""
     if history is None:
         return None
     if memory is not None:
@@ -403,11 +410,7 @@ def _history(history: Iterable[Any] | None, memory: Memory | None) -> tuple[Any,
             f"got {type(history).__name__}"
         )
     items = tuple(history)
-    for index, item in enumerate(items):
-        if not isinstance(item, Mapping | Message):
-            raise TypeError(
-                f"history item {index} is a {type(item).__name__}; items are dicts or Message values"
-            )
+    check_items(items)  # TypeError for what is not an item, HistoryError for what no provider takes
     return tuple(to_items(items))
 
 

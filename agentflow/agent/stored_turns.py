@@ -7,7 +7,9 @@ the boundaries of the run's turn, while it holds the memory's lock, and never in
   stored items into memory. A stored conversation replaces what memory held; for a session the store does not
   know, what memory holds (a seeded system message, say) is the start of the conversation and is saved with
   the first run. A load that fails fails the run before its model is called (``SessionStoreError``);
-  memory is untouched and the next turn loads again.
+  memory is untouched and the next turn loads again. What a store loads is checked once, here
+  (``check_items``): a stored conversation no provider would take (an orphan tool output, an unknown item
+  type…) fails the load, the ``HistoryError`` naming the item as its cause, instead of the model call.
 - **after**: the items the run wrote (its ``new_items``) are appended as the run ends, right before its
   terminal event (``RunContext.before_terminal``), so a save that fails is the run's failure for every
   consumer: ``RunFailed(SessionStoreError)`` in its events, a failed span, ``run()`` raising. By outcome:
@@ -65,6 +67,7 @@ from typing import Any, Self
 import anyio
 from anyio import LockStatistics
 
+from .item_checks import HistoryError, check_items
 from .item_shapes import to_items
 from .memory import Memory
 from .stores import (
@@ -247,7 +250,7 @@ class StoredTurns(Turns):
             raise self._error("load", exc) from exc
         try:
             items = _checked_items(stored)
-        except TypeError as exc:
+        except (TypeError, ValueError) as exc:  # not items at all, or a conversation no provider takes
             raise self._error("load", exc) from exc
         generation = stored.generation if isinstance(stored, StoredItems) else None
         if items or self._stale:
@@ -344,7 +347,13 @@ class StoredTurns(Turns):
         message = (
             f"{what} session {self.session_id!r} {where} its {store} failed: {type(cause).__name__}: {cause}"
         )
-        if operation == "load":
+        if isinstance(cause, HistoryError):
+            # Loading again gives the same conversation: say what to do about it.
+            message += (
+                " (memory is unchanged; the stored conversation itself is invalid: fix that item in the "
+                "store, or clear the session)"
+            )
+        elif operation == "load":
             message += " (memory is unchanged; the next turn loads again)"
         elif operation == "append":
             message += (
@@ -382,13 +391,16 @@ def stored_turns_of(shared: Turns, store: SessionStore, session_id: str) -> Stor
 
 
 def _checked_items(stored: object) -> tuple[Any, ...]:
-    """What ``SessionStore.load`` gave back, as items (``TypeError`` if it is not a list of items)."""
+    """What ``SessionStore.load`` gave back, as items: ``TypeError`` if it is not a list of items,
+    ``HistoryError`` for a conversation no provider would take (``check_items``; the one check a loaded
+    conversation gets: ``decode_items`` leaves it to this)."""
     if isinstance(stored, str | bytes | Mapping) or not isinstance(stored, Iterable):
         raise TypeError(f"load() must return a list of items, got {type(stored).__name__}")
     items = tuple(stored)
     for index, item in enumerate(items):
         if not isinstance(item, Mapping):
             raise TypeError(f"load() gave a {type(item).__name__} as item {index}; items are JSON objects")
+    check_items(items, source="stored")
     return items
 
 

@@ -47,7 +47,9 @@ writers.
 Items are the memory's JSON-ready dicts. A store keeps each one in the form ``dump_items`` writes
 (``encode_item``) and reads them back as ``load_items`` does (``decode_items``), so a conversation comes back
 exactly: call ids, raw argument strings, reasoning fields, integers of any size. A store raises whatever its
-driver raises; the session wraps it in ``SessionStoreError``.
+driver raises; the session wraps it in ``SessionStoreError``. The session checks what a store loads
+(``agentflow.agent.item_checks.check_items``: a stored conversation no provider would take fails the load,
+naming the item), so a store need not.
 
 This module does no I/O of its own and imports no database driver.
 """
@@ -299,10 +301,13 @@ def encode_item(item: Any) -> bytes:
 def decode_items(rows: Iterable[bytes]) -> list[dict[str, Any]]:
     """The items of ``encode_item`` rows, in order (one parse for all of them; ``ValueError`` for a bad row).
 
+    The conversation is not checked here: the session checks what any store's ``load`` gives back
+    (``check_items``), once.
+
     >>> decode_items([b'{"type":"function_call_output","call_id":"c1","output":"42"}'])
     [{'type': 'function_call_output', 'call_id': 'c1', 'output': '42'}]
     """
-    return load_items(b"[" + b",".join(rows) + b"]")
+    return load_items(b"[" + b",".join(rows) + b"]", check=False)
 
 
 class InMemoryStore:

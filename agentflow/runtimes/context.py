@@ -159,6 +159,9 @@ class RunContext:
     step_usage: TokenUsage = NO_USAGE
     model_calls: int = 0
     new_items: list[Any] = attrs.field(factory=list)
+    history_items: tuple[Any, ...] = attrs.field(default=(), repr=False)
+    """The conversation the run continued (``AgentResult.history``): memory's items as ``remember_input``
+    found them, or, when it rewrote memory to answer a call left without output, the rewritten memory."""
     output_text: str = ""
     reasoning_text: str | None = None
     refusal: str | None = None
@@ -284,7 +287,7 @@ class RunContext:
         (``message_to_item``: the same requests, on either protocol), so memory holds JSON-ready items only;
         ``input_items`` is updated to match.
         """
-        existing = self.memory.items
+        existing = self.history_items = self.memory.items
         inputs = self.input_items
         for item in inputs:
             if type(item) is not dict:  # a Message value (rare): the usual input costs a type check per item
@@ -299,6 +302,7 @@ class RunContext:
             self.remember(fixed[kept:])
             return
         self.memory.restore(fixed)
+        self.history_items = fixed
         old = {id(item) for item in existing}
         self.new_items.extend(item for item in fixed if id(item) not in old)
 
@@ -364,6 +368,7 @@ class RunContext:
             tool_results=tuple(self.tool_results),
             usage=self.usage,
             new_items=tuple(self.new_items),
+            history=self.history_items,
             error=error,
             reasoning_text=self.reasoning_text,
             refusal=self.refusal,

@@ -1,5 +1,6 @@
-"""Keeping a conversation: stored as JSON between processes, passed back as ``history=``, and a session that
-rolls a failed run back."""
+"""Keeping a conversation: stored as JSON between processes (and checked when loaded), passed back as
+``history=`` (``all_items``: the whole conversation after a run), and a session that rolls a failed run
+back."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import anyio
 
 from agentflow import dump_items, load_items
 from agentflow.agent.agent import Agent
+from agentflow.agent.items import HistoryError
 from agentflow.agent.memory import InMemoryMemory
 from agentflow.http.retry import RetryPolicy
 from agentflow.model.errors import ServerError
@@ -47,9 +49,21 @@ async def main() -> None:
             items = load_items(DB["c1"])
             result = await agent.run("And my name again?", history=items)
             items.extend(result.new_items)  # only this run's: the question and the answer
+            assert list(result.all_items) == items  # or the whole conversation at once
             # --8<-- [end:history]
             assert len(result.new_items) == 2
             assert len(items) == 6
+
+            # --8<-- [start:checked]
+            # A tool result whose call is not in the conversation: refused where it is loaded, not by the
+            # provider's 400 at the next run's first model call.
+            try:
+                load_items(b'[{"type": "function_call_output", "call_id": "c9", "output": "42"}]')
+            except HistoryError as error:
+                print(error)  # load_items item 0: a function_call_output answers call 'c9', which no item…
+                refused = error.index  # 0: the item at fault
+            # --8<-- [end:checked]
+            assert refused == 0
 
             # --8<-- [start:rollback]
             chat = agent.session(InMemoryMemory(items), rollback_on_failure=True)

@@ -104,23 +104,29 @@ def test_every_item_kind_round_trips() -> None:
         {"type": "function_call_output", "call_id": "c1", "output": 'TOOL_ERROR: {"errorType":"timeout"}'},
         {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"query": "q"}},
         {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "é ✓"}]},
+        {"type": "custom_tool_call", "call_id": "c2", "name": "sql", "input": "SELECT 1"},
         {"type": "function_call_output", "call_id": "c2", "output": [{"type": "input_text", "text": "x"}]},
     ]
     assert load_items(dump_items(items)) == items
 
 
+# The JSON form alone: ``check=False`` reads any array of objects, conversation or not.
+
+
 def test_integers_beyond_64_bits_keep_every_digit() -> None:
     items = [{"type": "custom", "account": 10**30 + 1, "nested": [{"n": -(2**70)}]}]
-    assert load_items(dump_items(items)) == items
+    assert load_items(dump_items(items), check=False) == items
 
 
 def test_mappings_that_are_not_dicts_are_written_as_objects() -> None:
     item = MappingProxyType({"type": "message", "role": "user", "content": MappingProxyType({"a": 1})})
-    assert load_items(dump_items([item])) == [{"type": "message", "role": "user", "content": {"a": 1}}]
+    assert load_items(dump_items([item]), check=False) == [
+        {"type": "message", "role": "user", "content": {"a": 1}}
+    ]
 
 
 def test_tuples_in_items_come_back_as_lists() -> None:
-    assert load_items(dump_items([{"type": "x", "parts": ("a", "b")}])) == [
+    assert load_items(dump_items([{"type": "x", "parts": ("a", "b")}]), check=False) == [
         {"type": "x", "parts": ["a", "b"]}
     ]
 
@@ -144,7 +150,7 @@ def test_load_refuses_what_is_not_a_list_of_objects() -> None:
 
 
 def test_load_takes_text_too() -> None:
-    assert load_items('[{"type": "x"}]') == [{"type": "x"}]
+    assert load_items('[{"type": "x"}]', check=False) == [{"type": "x"}]
 
 
 def test_the_helpers_are_public() -> None:
