@@ -15,12 +15,13 @@ from typing import Any
 
 import attrs
 
-from ..model.errors import ModelError, ModelTimeoutError, header
+from ..model.errors import ModelConnectionError, ModelError, ModelTimeoutError, header
 
 __all__ = ["NEVER_RETRIED_STATUSES", "RetryPolicy", "retry_after_seconds"]
 
 NEVER_RETRIED_STATUSES = frozenset({400, 401, 403, 404})
-"""Statuses that no policy retries: the same request would fail the same way."""
+"""Statuses that no policy retries (unless the server says ``x-should-retry: true``): the same request would
+fail the same way."""
 
 
 def _seconds(value: str, scale: float = 1.0) -> float | None:
@@ -75,10 +76,13 @@ class RetryPolicy:
 
     Retried: connection failures and timeouts, HTTP 408, 409, 429 and 5xx, and any other ``ModelError``
     marked ``retryable`` — except 400, 401, 403 and 404, which are never retried, and errors the server
-    marked final (``insufficient_quota``; an ``x-should-retry: false`` header). The delay before retry
+    marked final (``insufficient_quota``). An ``x-should-retry`` header (OpenAI's) decides first, as in the
+    openai SDK: ``true`` retries whatever the status, ``false`` never. The delay before retry
     *n* (1-based) is ``min(max_delay, initial_delay * multiplier ** (n - 1))`` reduced by up to ``jitter``
     (a fraction; ``rng`` draws it), unless the server sent ``retry-after-ms`` / ``Retry-After`` of at
-    most ``max_retry_after`` seconds, which is then used as is. A longer wait asked for is not honoured:
+    most ``max_retry_after`` seconds, which is then used as is; a keep-alive race
+    (``ModelConnectionError.keepalive_race``: the server closed an idle pooled connection as the request
+    went out, before reading it) is retried at once. A longer wait asked for is not honoured:
     the back-off applies instead (as in the openai SDK), so a server asking for minutes gets an early
     retry, and once the retries are spent the error; use ``RetryPolicy.none()`` or a larger
     ``max_retry_after`` to act otherwise. Negative and non-finite values (``nan``, ``inf``) count as absent.
@@ -121,16 +125,17 @@ class RetryPolicy:
             return False
         if isinstance(error, ModelTimeoutError) and error.limit == "read":
             return self.retry_read_timeouts
-        if error.status in NEVER_RETRIED_STATUSES:
-            return False
         should = header(error.headers, "x-should-retry") if error.headers else None
         if should is not None:
-            # Compared as the openai SDK reads it, but whatever the case: some gateways send "False".
+            # The server's word first, as the openai SDK takes it (before any status), but whatever the
+            # case: some gateways send "False".
             should = should.strip().lower()
             if should == "false":
                 return False
             if should == "true":
                 return True
+        if error.status in NEVER_RETRIED_STATUSES:
+            return False
         return error.retryable
 
     def should_retry(self, error: BaseException, attempt: int) -> bool:
@@ -139,6 +144,8 @@ class RetryPolicy:
 
     def delay(self, retry: int, error: BaseException | None = None, *, now: float | None = None) -> float:
         """Seconds to wait before retry number ``retry`` (1 = the first retry)."""
+        if isinstance(error, ModelConnectionError) and error.keepalive_race:
+            return 0.0  # the server did not fail: it closed an idle connection, most likely unread
         if isinstance(error, ModelError) and error.headers:
             asked = retry_after_seconds(error.headers, now=now)
             if asked is not None and asked <= self.max_retry_after:

@@ -46,11 +46,13 @@ class Timeout:
 
     - ``connect``: establishing the TCP/TLS connection (default 10 s); waiting for a free pooled
       connection is not part of it (only ``total`` bounds that);
-    - ``read``: the longest wait for data, and so the time the model may take before its answer begins:
-      for a call that is not streamed, the whole answer (a server sends it only once all of it is
-      generated); for a stream, its response headers and then everything until its first event (text,
-      reasoning, a tool call). Default 600 s, as in the openai SDK: a reasoning model may think for
-      minutes before it writes anything;
+    - ``read``: the time the model may take before its answer begins. For a call that is not streamed, the
+      wait for its response headers (a server sends them only once all of the answer is generated), and
+      for its whole body from then on (keep-alive bytes a gateway sends meanwhile do not extend it); for a
+      stream, the wait for its response headers, and then for its first event (text, reasoning, a tool
+      call; not a usage report) from the headers on, whatever arrives meanwhile (keep-alive comments do not
+      extend it). Default 600 s, as in the openai SDK: a reasoning model may think for minutes before it
+      writes anything;
     - ``idle``: once a stream's answer has begun, the longest gap between two chunks (default 60 s), so a
       stalled stream fails in a minute instead of ten. ``read`` bounds these gaps too: the shorter wins;
     - ``total``: the whole call, retries and back-off included (default none).

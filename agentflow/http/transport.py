@@ -3,10 +3,12 @@
 A transport sends one request. With ``stream=False`` it returns once the whole body is in (``read``
 hands it back); with ``stream=True`` once the headers are in, and the body is then read chunk by chunk
 (``next_chunk``). A transport enforces two of the ``Timeout`` limits itself: ``connect`` (opening a
-connection) and ``read`` / ``idle`` (the longest wait for data: ``read`` for the response once the request
-is sent, and for each next body chunk until the caller says the answer began; ``idle`` after that).
-Failures come out typed: ``ModelConnectionError`` (with the network error as ``__cause__``) and
-``ModelTimeoutError`` (whose ``limit`` names the limit), so the client above never sees aiohttp.
+connection) and ``read`` / ``idle`` (``read`` for the response once the request is sent, and for a stream's
+answer to begin once its headers are in; ``idle``, the longest wait for a chunk once the answer began).
+Failures come out typed: ``ModelConnectionError`` (with the network error as ``__cause__``, scrubbed of the
+request's headers and URL query), ``ModelTimeoutError`` (whose ``limit`` names the limit) and, for a body
+that cannot be read (too large, compressed in a way that cannot be decoded), ``ProtocolError``; the client
+above never sees aiohttp. Their wording lives in ``failures``.
 Transports know nothing about JSON, SSE, retries or the total timeout (the client's anyio cancel scope).
 Request headers (which carry the API key) never appear in a repr or an error message.
 
@@ -16,19 +18,34 @@ How ``AiohttpTransport`` enforces the limits — chosen for the per-chunk cost, 
   concurrent calls than ``limit``) counts against no limit but the client's total: the server has not seen
   the request yet, so it is not slow. A call that starts with the pool full therefore gets no ``connect``
   bound at all (aiohttp's ``connect`` would include its wait);
-- ``read``, not streaming: aiohttp's ``sock_read`` (no data for ``read`` seconds, headers or body);
+- ``read``, not streaming: aiohttp's ``sock_read`` (no data for ``read`` seconds, headers or body), and a
+  body that must be complete within ``read`` of its headers (checked as each piece arrives: a gateway that
+  sends keep-alive bytes while the model works, as OpenRouter does, cannot hold the call open for good);
 - ``read``, streaming, until the headers: one anyio deadline of ``connect + read`` over the whole request
   (resolving, connecting, sending the body, the first answer), unless the pool is full when the call
   starts — then the call queues for a connection, which is no timeout — plus aiohttp's ``sock_read``
   (its timer starts once the request is written), switched off once the headers are in: aiohttp would
   re-arm it on every chunk;
-- ``read``, streaming, between chunks: a watchdog timer armed once per ``read`` period, which counts only
-  the time spent *waiting* in ``next_chunk`` (a slow consumer is not a slow server). Re-arming a timer or
-  entering a cancel scope per chunk would cost as much as a raw aiohttp loop spends per delta;
-- ``idle``: once the client calls the response's ``answer_began`` (the stream's first model event), the
-  watchdog's period becomes ``Timeout.stream_gap``. Until then the wait is ``read``'s: a reasoning model may
-  think for minutes after the headers (and after the Responses API's ``response.created``) before its first
-  token, and a short idle limit there would cut it off, or worse, have it sent again.
+- ``read``, streaming, from the headers until the answer begins: one deadline, ``read`` after the headers
+  arrived, armed then and disarmed by the response's ``answer_began`` (the client calls it at the stream's
+  first model event). What arrives meanwhile does not move it: keep-alive comments (``: ping``,
+  OpenRouter's ``: OPENROUTER PROCESSING``) from a gateway whose upstream is stuck would otherwise hold the
+  call open for good. A reasoning model may think for minutes after the headers (and after the Responses
+  API's ``response.created``) before its first token, and a short idle limit there would cut it off, or
+  worse, have it sent again. A caller that never calls ``answer_began`` gets the whole body under it;
+- ``idle``, once the answer began: a watchdog timer armed once per ``Timeout.stream_gap`` period, which
+  counts only the time spent *waiting* in ``next_chunk`` (a slow consumer is not a slow server).
+  Re-arming a timer or entering a cancel scope per chunk would cost as much as a raw aiohttp loop spends
+  per delta.
+
+Bodies are bounded in size. A call that is not streamed accepts a 2xx body of up to ``max_body_bytes``
+(128 MiB by default, far above any answer; a larger one is a ``ProtocolError``). An error body (non-2xx) is
+kept up to ``MAX_ERROR_BODY_BYTES`` (64 KiB), enough for any error report and the start of any page: what
+follows is not read (the connection is closed, not pooled). A stream's events are bounded by the client.
+
+When a stream's caller has all it wants before the body ended (the protocol's end marker came, the rest is
+the end of the body), ``release_at_end`` lets it go at once: the connection goes back to the pool when the
+body's end arrives (aiohttp does that by itself), or is closed if it has not come within half a second.
 
 Closing the transport (``aclose``, which a model's ``aclose`` calls) while another task still waits on one of
 its calls fails that call with ``ModelConnectionError`` saying the session was closed: aiohttp itself would
@@ -41,15 +58,18 @@ several threads that each run their own loop (``run_sync`` in a threaded web app
 another loop's pool, and ``aclose`` closes the calling loop's pool only. A pool also closes itself when its
 loop shuts down (``asyncio.run``, ``asyncio.Runner``, ``anyio.run``: their ``shutdown_asyncgens`` step), so a
 loop that ends without ``aclose`` leaves no sockets open. The only other pools a call deals with are those
-of loops already closed: it forgets them.
+of loops already closed: it forgets them. A session passed in (``session=``) belongs to the loop it was made
+in: a call from any other loop fails at once with a ``ModelConnectionError`` saying so.
 
-Retries are the client's business (its ``RetryPolicy``): failures go up typed. The one exception is a
-keep-alive race: a pooled connection that the server closed just as the request went out on it (the request
-fails before any byte of an answer, within ``_RACE_SECONDS`` of getting the connection). That request is
-sent once more at once, on another connection, as browsers do: a server closing an idle connection has not
-read what arrives on it. (aiohttp itself does this for idempotent methods only; a POST that failed later may
-have been worked on, and goes to the retry policy.) Only once, only on a reused connection, and nothing is
-published about it.
+Retries are the client's business (its ``RetryPolicy``): failures go up typed, and nothing is ever sent
+twice here. A keep-alive race is only told apart (``pools``): a pooled connection that had sat idle for at
+least ``IDLE_SECONDS`` (long enough for the server to close it for idling) and that fails at once
+(``RACE_SECONDS``) as the request goes out on it, before any byte of an answer. Its
+``ModelConnectionError`` says ``keepalive_race``: the server most likely never read that request, and the
+policy retries it without a back-off (announced and counted as any retry; never under
+``RetryPolicy.none()``). A connection reused sooner, or that fails later, may have carried a request the
+server worked on (a worker killed mid-request, a proxy restarting): that failure is an ordinary one. (aiohttp
+itself resends on a closed pooled connection for idempotent methods only, never a POST.)
 
 Redirects are not followed: a 3xx comes back as the response (the client makes it a ``RedirectError``).
 Following one would turn a POST into a GET (301, 302, 303) or carry it to another host without its
@@ -60,49 +80,43 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
-import logging
 import math
 import threading
-import weakref
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import Mapping
 from ssl import SSLCertVerificationError, SSLContext
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
-from urllib.parse import urlsplit
+from typing import Protocol, runtime_checkable
 
 import aiohttp
 import anyio
 
 from ..model.errors import ModelConnectionError, ModelTimeoutError, TimeoutLimit, redact_url
+from .failures import (
+    body_too_large,
+    certificate_failure,
+    closed,
+    foreign_session,
+    keepalive_race,
+    lost,
+    no_answer,
+    not_sent,
+    scrubbed,
+    slow_body,
+    stalled,
+    where,
+)
+from .pools import STALE_CONNECTION_ERRORS, Pool, PoolConnector, in_keepalive_race, pool_is_full
 from .timeouts import Timeout
-
-if TYPE_CHECKING:
-    from aiohttp.connector import Connection
-    from aiohttp.tracing import Trace
 
 _NO_SCOPE = contextlib.nullcontext()  # reusable: entering it does nothing
 
-log = logging.getLogger("agentflow.http")
-
-# When the latest request of this context (task) got a pooled connection (loop time), or -1.0 for a new one:
-# set by ``_PoolConnector.connect``, read by ``send`` only when the request failed. A context variable because
-# aiohttp gives ``send`` no handle on the request's connection, and concurrent requests run in tasks of
-# their own (each with its own context).
-_REUSED: contextvars.ContextVar[float] = contextvars.ContextVar("agentflow_http_reused", default=-1.0)
-_RACE_SECONDS = 1.0
-"""How soon after a pooled connection was handed out its failure still counts as a keep-alive race. A server
-that closed an idle connection answers the request's first bytes with its FIN or RST within a round trip;
-a connection dropped later (a proxy's idle timeout during a long generation) may have carried a request the
-model worked on, and sending that again would be billed twice, so it goes to the retry policy."""
-
-# What a pooled connection that the server closed while it sat idle fails with, when a request is sent on
-# it: the server's FIN (no byte of an answer), its RST, or a write on the closing socket. A failure to
-# connect (``ClientConnectorError``, a ``ClientOSError`` too) is not one: it never happens on a pooled one.
-_STALE_CONNECTION_ERRORS = (
-    aiohttp.ServerDisconnectedError,
-    aiohttp.ClientOSError,
-    aiohttp.ClientConnectionResetError,
-)
+DEFAULT_MAX_BODY_BYTES = 128 * 1024 * 1024
+"""The largest 2xx body a call that is not streamed accepts: far above any answer (a long output with
+``logprobs`` runs to tens of MiB), low enough that a runaway server cannot exhaust memory."""
+MAX_ERROR_BODY_BYTES = 64 * 1024
+"""How much of an error body (non-2xx) is read: any error report, and the start of any page."""
+_END_SECONDS = 0.5
+"""How long a stream's connection waits for the end of a body whose caller is done (``release_at_end``)
+before it is closed instead of going back to the pool."""
 
 # aiohttp raises a bare RuntimeError, not a ClientError, for a read on a connection its session closed
 # ("Connection closed.") and for a request on a closed session ("Session is closed"). Only these exact
@@ -114,7 +128,14 @@ _AIOHTTP_TWO_AUTHORIZATIONS = (
     "Cannot combine AUTHORIZATION header with AUTH argument or credentials encoded in URL"
 )
 
-__all__ = ["AiohttpResponse", "AiohttpTransport", "HttpResponse", "HttpTransport"]
+__all__ = [
+    "DEFAULT_MAX_BODY_BYTES",
+    "MAX_ERROR_BODY_BYTES",
+    "AiohttpResponse",
+    "AiohttpTransport",
+    "HttpResponse",
+    "HttpTransport",
+]
 
 
 @runtime_checkable
@@ -162,8 +183,9 @@ class HttpTransport(Protocol):
 
         ``timeout.connect`` bounds establishing the connection, ``timeout.read`` the wait for the
         response once the request is sent. Raises ``ModelConnectionError`` when the server cannot be
-        reached or the connection drops, ``ModelTimeoutError`` when either limit is exceeded. A redirect
-        is returned as it is, not followed (the client makes it a ``RedirectError``).
+        reached or the connection drops, ``ModelTimeoutError`` when either limit is exceeded,
+        ``ProtocolError`` for a body that cannot be read. A redirect is returned as it is, not followed
+        (the client makes it a ``RedirectError``). Nothing is sent twice: retrying is the caller's choice.
         """
         ...
 
@@ -177,17 +199,12 @@ class HttpTransport(Protocol):
         ...
 
 
-def _where(url: str) -> str:
-    """``scheme://host:port`` of a URL: enough to say where a failure happened, nothing more."""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
-
-
 class AiohttpResponse:
     """``HttpResponse`` over an ``aiohttp.ClientResponse`` (see the module notes on the read timeout).
 
-    A wait for the next chunk is bounded by ``read_timeout`` until the caller says the answer began
-    (``answer_began``), then by ``stream_gap`` (``Timeout.stream_gap``: the idle limit).
+    A body not read yet (a stream's) must begin its answer within ``read_timeout`` of the headers: the caller
+    says when it did (``answer_began``); from then on each wait for the next chunk is bounded by
+    ``stream_gap`` (``Timeout.stream_gap``: the idle limit).
     """
 
     __slots__ = (
@@ -225,6 +242,9 @@ class AiohttpResponse:
         self._loop = asyncio.get_running_loop() if loop is None else loop
         self._waiting_since = -1.0  # loop time when the pending next_chunk began waiting; -1: none
         self._watchdog: asyncio.TimerHandle | None = None
+        if body is None and read_timeout is not None:
+            # Until the answer begins: one deadline from the headers, whatever arrives meanwhile.
+            self._watchdog = self._loop.call_at(self._loop.time() + read_timeout, self._check_stall)
         # The transport's bodies being read, which its ``aclose`` fails; this one leaves it in ``aclose``.
         self._reading = reading
 
@@ -257,39 +277,63 @@ class AiohttpResponse:
         try:
             return await self._content.readany()
         except aiohttp.ClientError as exc:
-            raise _failure(self._url, exc, read) from exc
+            raise lost(self._url, exc, read) from scrubbed(exc)
         except RuntimeError as exc:
             if not _closed_by_aiohttp(exc):
                 raise
-            raise _closed(self._url, "reading the response from") from exc
+            raise closed(self._url, "reading the response from") from exc
         finally:
             self._waiting_since = -1.0
 
     def answer_began(self) -> None:
-        """The caller's answer has begun (a stream's first event): from now on a wait for the next chunk is
-        bounded by the idle limit (``Timeout.stream_gap``) instead of ``Timeout.read``.
+        """The caller's answer has begun (a stream's first event): the read deadline is off, and from now on
+        each wait for the next chunk is bounded by the idle limit (``Timeout.stream_gap``).
 
-        Not part of ``HttpResponse``: the client calls it when a response has it. Without it every wait is
-        bounded by ``read``.
+        Not part of ``HttpResponse``: the client calls it when a response has it. Without it the whole body
+        must arrive within ``read`` of the headers.
         """
         if self._limit == "idle":
             return
         self._limit = "idle"
-        if self._gap != self._read_timeout:
-            self._read_timeout = self._gap
-            if self._watchdog is not None:
-                # Armed for the longer limit: the next wait arms one for the new limit.
-                self._watchdog.cancel()
-                self._watchdog = None
+        self._read_timeout = self._gap
+        if self._watchdog is not None:
+            # The read deadline: the next wait arms the idle watchdog.
+            self._watchdog.cancel()
+            self._watchdog = None
+
+    def release_at_end(self) -> None:
+        """The caller is done with the body before its end arrived (a stream's end marker came): let the
+        connection go back to the pool when the end arrives, or close it if that takes longer than half a
+        second. Returns at once; the response must not be read or closed afterwards.
+
+        Not part of ``HttpResponse``: the client calls it when a response has it.
+        """
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
+        if self._reading is not None:
+            self._reading.pop(self._content, None)
+        response = self._response
+        if self._content.is_eof():
+            response.release()
+        else:
+            # aiohttp pools the connection by itself once the body's end arrives (unread or not); closing
+            # it after that changes nothing.
+            self._loop.call_later(_END_SECONDS, response.close)
 
     def _check_stall(self) -> None:
         read = self._read_timeout
         assert read is not None
+        if self._limit == "read":
+            # The read deadline passed before the answer began, whatever arrived meanwhile.
+            self._watchdog = None
+            self._content.set_exception(stalled(self._url, read, "read"))
+            return
         since = self._waiting_since
         if since >= 0 and self._loop.time() - since >= read:
             self._watchdog = None
             # Wakes the pending readany() with this error; the response is unusable afterwards.
-            self._content.set_exception(_stalled(self._url, read, self._limit))
+            self._content.set_exception(stalled(self._url, read, "idle"))
             return
         base = since if since >= 0 else self._loop.time()
         self._watchdog = self._loop.call_at(base + read, self._check_stall)
@@ -307,84 +351,36 @@ class AiohttpResponse:
             self._response.close()
 
 
-def _stalled(url: str, seconds: float, limit: TimeoutLimit) -> ModelTimeoutError:
-    """The error of a stream that sent nothing for ``seconds``: before its answer began (``read``), or
-    during it (``idle``)."""
-    where = redact_url(url)
-    if limit == "idle":
-        return ModelTimeoutError(
-            f"the stream from {where} stalled: no data for {seconds:g} s once the answer had begun (the "
-            "idle timeout; Timeout(idle=...) sets it)",
-            limit="idle",
-        )
-    return ModelTimeoutError(
-        f"no answer from {where} within the read timeout of {seconds:g} s: the stream began but its answer "
-        "did not (a reasoning model may think for minutes first); raise read_timeout= (or Timeout(read=...))",
-        limit="read",
-    )
-
-
-def _failure(
-    url: str, exc: BaseException, read_timeout: float | None
-) -> ModelConnectionError | ModelTimeoutError:
-    if isinstance(exc, aiohttp.ServerTimeoutError):
-        return ModelTimeoutError(
-            f"no data from {redact_url(url)} within the read timeout of {read_timeout} s", limit="read"
-        )
-    return ModelConnectionError(
-        f"connection to {_where(url)} lost while reading the response: {_describe(exc)}"
-    )
-
-
-def _not_sent(url: str, exc: BaseException) -> ModelConnectionError:
-    """The error of a request that failed on the network: it names the URL and says what to check."""
-    target = redact_url(url)
-    if isinstance(exc, aiohttp.ClientConnectorDNSError):
-        host = urlsplit(url).hostname
-        return ModelConnectionError(
-            f"could not reach {target}: the host name {host!r} does not resolve ({_describe(exc)}); check "
-            "base_url's host, or your network (or proxy: AiohttpTransport(trust_env=True) uses HTTPS_PROXY)"
-        )
-    if isinstance(exc, aiohttp.ClientConnectorError):
-        return ModelConnectionError(
-            f"could not connect to {target} ({_describe(exc)}): is the server running, and is base_url's "
-            "host and port right?"
-        )
-    return ModelConnectionError(f"request to {target} failed: {_describe(exc)}")
-
-
-def _no_answer(url: str, read: float, stream: bool) -> ModelTimeoutError:
-    """The error of a request that got no answer within the read timeout (aiohttp's ``sock_read``)."""
-    where = redact_url(url)
-    if stream:
-        return ModelTimeoutError(
-            f"no response headers from {where} within the read timeout of {read:g} s; raise read_timeout= "
-            "(or Timeout(read=...)) if the server answers that slowly",
-            limit="read",
-        )
-    return ModelTimeoutError(
-        f"no answer from {where} within the read timeout of {read:g} s: a call that is not streamed gets its "
-        "answer only once all of it is generated, which can take minutes (a reasoning model, a long output); "
-        "raise read_timeout= (or Timeout(read=...)), or stream the call (model.stream(), agent.stream()): "
-        "once a stream's answer begins only the gaps between its chunks are limited (Timeout.idle)",
-        limit="read",
-    )
-
-
 def _closed_by_aiohttp(exc: RuntimeError) -> bool:
     """Whether aiohttp raised ``exc`` because the session or connection was closed (``_AIOHTTP_CLOSED``)."""
     return type(exc) is RuntimeError and str(exc) in _AIOHTTP_CLOSED
 
 
-def _closed(url: str, doing: str) -> ModelConnectionError:
-    """The error of a call whose HTTP session was closed under it (by ``aclose``, from another task)."""
-    # Not retryable: the close was deliberate, and retrying would open a new session nobody closes (and
-    # send again a request the server may already be working on).
-    return ModelConnectionError(
-        f"the HTTP session was closed while {doing} {_where(url)} (another task called aclose() on the "
-        "model or its transport, or closed the session it was given)",
-        retryable=False,
-    )
+async def _read_whole(
+    content: aiohttp.StreamReader,
+    url: str,
+    limit: int,
+    truncate: bool,
+    read: float | None,
+    loop: asyncio.AbstractEventLoop,
+) -> bytes:
+    """A body that is not streamed, whole. One larger than ``limit`` is cut to it when ``truncate`` (an error
+    body: its start is what matters) or is a ``ProtocolError``; one still coming ``read`` seconds after its
+    headers is a read timeout (data that trickles in, such as a gateway's keep-alive bytes, never fires
+    aiohttp's ``sock_read``)."""
+    ends = math.inf if read is None else loop.time() + read
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := await content.readany():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            if truncate:
+                return b"".join(chunks)[:limit]
+            raise body_too_large(url, limit)
+        if loop.time() > ends:
+            raise slow_body(url, read or 0.0)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _client_timeout(timeout: Timeout) -> tuple[Timeout, aiohttp.ClientTimeout, aiohttp.ClientTimeout]:
@@ -402,17 +398,6 @@ def _client_timeout(timeout: Timeout) -> tuple[Timeout, aiohttp.ClientTimeout, a
     )
 
 
-def _pool_is_full(session: aiohttp.ClientSession) -> bool:
-    """Whether a new request would queue for a pooled connection (every one of ``limit`` is in use).
-
-    Best effort, from the connector's own count (aiohttp has no public one); unknown means not full.
-    """
-    connector = session.connector
-    limit = getattr(connector, "limit", 0)
-    acquired = getattr(connector, "_acquired", None)
-    return bool(limit) and acquired is not None and len(acquired) >= limit
-
-
 def _stop_socket_timer(response: aiohttp.ClientResponse) -> None:
     """Switch aiohttp's ``sock_read`` off for the rest of a stream (the watchdog takes over), as aiohttp
     itself does for a websocket. Pooled connections get it back: aiohttp sets it anew for every request.
@@ -422,132 +407,6 @@ def _stop_socket_timer(response: aiohttp.ClientResponse) -> None:
     if protocol is not None:  # None: the body is in already and its connection released
         protocol.read_timeout = None
         protocol.start_timeout()  # with no timeout: cancels the timer pending since the last bytes
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def _stale_connection(exc: BaseException) -> bool:
-    """Whether a request failed because its pooled connection had been closed by the server.
-
-    Only before any byte of an answer: a ``ServerDisconnectedError`` that carries a partial status line or
-    headers (its ``message``) is a server that began to answer.
-    """
-    handed_out = _REUSED.get()
-    if isinstance(exc, aiohttp.ClientConnectorError) or handed_out < 0:
-        return False
-    if asyncio.get_running_loop().time() - handed_out > _RACE_SECONDS:
-        return False
-    return not isinstance(exc, aiohttp.ServerDisconnectedError) or isinstance(exc.message, str)
-
-
-def _certificate_failure(url: str, exc: BaseException) -> ModelConnectionError:
-    """The error of a server whose TLS certificate failed verification: not retried, it will fail again."""
-    cause = exc.certificate_error if isinstance(exc, aiohttp.ClientConnectorCertificateError) else exc
-    reason = getattr(cause, "verify_message", None) or str(cause)
-    return ModelConnectionError(
-        f"the TLS certificate of {_where(url)} could not be verified ({reason}). If the server uses a "
-        "private or corporate CA, give its certificate: AiohttpTransport(ssl=ssl.create_default_context("
-        "cafile=...)) or the SSL_CERT_FILE environment variable",
-        retryable=False,
-    )
-
-
-class _PoolConnector(aiohttp.TCPConnector):
-    """aiohttp's connector, noting for each request whether its connection came from the pool (``_REUSED``).
-
-    Knowing it lets ``send`` tell a keep-alive race (a pooled connection the server had just closed) from
-    a server that accepts connections and drops them.
-    """
-
-    def __init__(self, *, limit: int, ssl: SSLContext | bool) -> None:
-        super().__init__(limit=limit, ssl=ssl)
-        self._served: weakref.WeakSet[object] = weakref.WeakSet()  # protocols that carried a request
-
-    async def connect(
-        self,
-        req: aiohttp.ClientRequest,
-        traces: list[Trace],
-        timeout: aiohttp.ClientTimeout,  # noqa: ASYNC109 (aiohttp's signature)
-    ) -> Connection:
-        """aiohttp's ``connect``, noting whether (and when) the connection was used before."""
-        _REUSED.set(-1.0)  # not the previous request's: this connect may fail before it is known
-        connection = await super().connect(req, traces, timeout)
-        protocol = connection.protocol
-        served = self._served
-        if protocol in served:
-            _REUSED.set(asyncio.get_running_loop().time())
-        else:
-            served.add(protocol)
-        return connection
-
-
-async def _close_with_its_loop(session: aiohttp.ClientSession) -> AsyncGenerator[None, None]:
-    """Parked (started, never resumed) in the loop that opened ``session``, to close it when the loop ends.
-
-    asyncio closes the async generators still open when a loop shuts down (``shutdown_asyncgens``, which
-    ``asyncio.run``, ``asyncio.Runner`` and ``anyio.run`` call while the loop still runs): that runs this
-    ``finally`` in the right loop and thread, where closing the session closes its sockets. A loop closed
-    without that step is only noticed once closed, when nothing can close its sockets any more (see
-    ``_Pool.forget``).
-    """
-    try:
-        yield
-    finally:
-        await session.close()
-
-
-class _Pool:
-    """The connections of one event loop: its aiohttp session, and the bodies being read from it.
-
-    Used and closed only in its loop; ``forget`` is for a pool whose loop is closed.
-    """
-
-    __slots__ = ("closed", "loop", "reading", "session", "watch")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop | None, session: aiohttp.ClientSession) -> None:
-        self.loop = loop  # None: a session passed in, not yet used
-        self.session = session
-        # Bodies being read (with their URL): ``close`` fails them, since closing a connection leaves
-        # aiohttp's pending read waiting forever.
-        self.reading: dict[aiohttp.StreamReader, str] = {}
-        # Set by ``close``: a request that fails once it is set failed because of it, not of the server.
-        self.closed = False
-        self.watch: AsyncGenerator[None, None] | None = None  # ``_close_with_its_loop``
-
-    async def start_watch(self) -> None:
-        """Close the session when its loop shuts down (must run in that loop)."""
-        self.watch = watch = _close_with_its_loop(self.session)
-        await watch.asend(None)  # runs to its ``yield`` at once: asyncio registers it with the loop
-
-    async def close(self) -> None:
-        """Close the session, failing the reads still waiting on it (in its own loop)."""
-        self.closed = True
-        reading, self.reading = self.reading, {}
-        for content, url in reading.items():
-            if not content.at_eof():
-                # Wakes a pending read now (and fails the next): after ``close`` nothing else would.
-                content.set_exception(_closed(url, "reading the response from"))
-        watch = self.watch
-        if watch is not None:
-            await watch.aclose()  # its ``finally`` closes the session (and the loop forgets the generator)
-        await self.session.close()
-
-    async def forget(self) -> None:
-        """Let go of a pool whose loop is closed.
-
-        Its session was closed when the loop shut down, unless the loop was closed without
-        ``shutdown_asyncgens``: then its sockets, which only that loop could close, stay open until the
-        garbage collector takes them. Closing such a session only marks it closed (aiohttp skips a closed
-        loop's transports), which keeps aiohttp's "Unclosed client session" warning quiet.
-        """
-        self.closed = True
-        self.reading = {}
-        self.watch = None  # a generator of a closed loop: asyncio drops it without running it
-        with contextlib.suppress(Exception):
-            await self.session.close()
 
 
 class AiohttpTransport:
@@ -561,15 +420,27 @@ class AiohttpTransport:
     honours ``HTTP_PROXY``/``HTTPS_PROXY``/``NO_PROXY`` and ``~/.netrc`` as aiohttp does (off by default, as
     in aiohttp, which then reads ``~/.netrc`` in a worker thread on every request); ``ssl`` is an
     ``ssl.SSLContext`` for a custom CA or client certificate, ``True`` (the default) to verify with the
-    system's CAs, ``False`` to skip verification. Pass ``session=`` to share a session you own instead: it
-    is then used from every loop as it is (it belongs to the loop it was made in) and never closed here,
-    and ``trust_env``/``ssl`` are set on it, not here.
+    system's CAs, ``False`` to skip verification. ``max_body_bytes`` caps the body of a call that is not
+    streamed (``DEFAULT_MAX_BODY_BYTES``, 128 MiB; a larger one raises ``ProtocolError``). Pass ``session=``
+    to share a session you own instead: it is then used as it is, in the loop it was made in only (a call
+    from another loop fails with ``ModelConnectionError`` saying so), and never closed here; ``trust_env``
+    and ``ssl`` are set on it, not here.
 
     >>> AiohttpTransport()
     AiohttpTransport(limit=100)
     """
 
-    __slots__ = ("_given", "_last", "_limit", "_lock", "_pools", "_ssl", "_timeouts", "_trust_env")
+    __slots__ = (
+        "_given",
+        "_last",
+        "_limit",
+        "_lock",
+        "_max_body",
+        "_pools",
+        "_ssl",
+        "_timeouts",
+        "_trust_env",
+    )
 
     def __init__(
         self,
@@ -578,7 +449,12 @@ class AiohttpTransport:
         limit: int = 100,
         trust_env: bool = False,
         ssl: SSLContext | bool = True,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     ) -> None:
+        if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int):
+            raise TypeError(f"max_body_bytes must be an int (bytes), got {type(max_body_bytes).__name__}")
+        if max_body_bytes <= 0:
+            raise ValueError(f"max_body_bytes must be > 0, not {max_body_bytes}")
         if not isinstance(trust_env, bool):
             raise TypeError(f"trust_env must be True or False, got {type(trust_env).__name__}")
         if not isinstance(ssl, SSLContext | bool):
@@ -595,40 +471,46 @@ class AiohttpTransport:
         self._limit = limit
         self._trust_env = trust_env
         self._ssl = ssl
-        # A session passed in: one pool for every loop. Otherwise one pool per running loop, in ``_pools``
-        # (touched from any thread that runs a loop, hence ``_lock``), and ``_last`` the pool of the last
-        # call: the one to use when the next call comes from the same loop, with no lookup and no lock.
-        self._given = None if session is None else _Pool(None, session)
-        self._pools: dict[asyncio.AbstractEventLoop, _Pool] = {}
+        self._max_body = max_body_bytes
+        # A session passed in: the one pool, of the loop the session was made in (aiohttp's ``_loop``; None:
+        # known at its first use). Otherwise one pool per running loop, in ``_pools`` (touched from any
+        # thread that runs a loop, hence ``_lock``), and ``_last`` the pool of the last call: the one to use
+        # when the next call comes from the same loop, with no lookup and no lock.
+        self._given = None if session is None else Pool(getattr(session, "_loop", None), session)
+        self._pools: dict[asyncio.AbstractEventLoop, Pool] = {}
         self._lock = threading.Lock()
-        self._last: _Pool | None = self._given
+        self._last: Pool | None = self._given
         self._timeouts: tuple[Timeout, aiohttp.ClientTimeout, aiohttp.ClientTimeout] | None = None
 
     def __repr__(self) -> str:
         options = "" if not self._trust_env else ", trust_env=True"
         if self._ssl is not True:
             options += ", ssl=False" if self._ssl is False else ", ssl=<SSLContext>"
+        if self._max_body != DEFAULT_MAX_BODY_BYTES:
+            options += f", max_body_bytes={self._max_body}"
         return f"AiohttpTransport(limit={self._limit}{options})"
 
-    async def _pool(self, loop: asyncio.AbstractEventLoop) -> _Pool:
+    async def _pool(self, loop: asyncio.AbstractEventLoop) -> Pool:
         """The pool of ``loop``, opened if it has none (its first call, or the first after ``aclose``)."""
         given = self._given
         if given is not None:
             if given.loop is None:
                 given.loop = loop
+            elif given.loop is not loop:
+                raise foreign_session()
             return given
         opened = False
         with self._lock:
             pool = self._pools.get(loop)
             if pool is None or pool.session.closed:
-                connector = _PoolConnector(limit=self._limit, ssl=self._ssl)
+                connector = PoolConnector(limit=self._limit, ssl=self._ssl)
                 session = aiohttp.ClientSession(
                     connector=connector,
                     trust_env=self._trust_env,
                     auto_decompress=True,
                     raise_for_status=False,
                 )
-                pool = self._pools[loop] = _Pool(loop, session)
+                pool = self._pools[loop] = Pool(loop, session)
                 opened = True
             gone = self._forget_closed_loops()
         self._last = pool
@@ -638,12 +520,12 @@ class AiohttpTransport:
             await old.forget()
         return pool
 
-    def _forget_closed_loops(self) -> list[_Pool]:
+    def _forget_closed_loops(self) -> list[Pool]:
         """Take the pools of closed loops out of ``_pools`` (under ``_lock``). A loop's ``is_closed`` is
         all this reads of another thread's loop: once closed, nothing in that thread uses its pool."""
         pools = self._pools
-        closed = [loop for loop in pools if loop.is_closed()]
-        return [pools.pop(loop) for loop in closed]
+        ended = [loop for loop in pools if loop.is_closed()]
+        return [pools.pop(loop) for loop in ended]
 
     async def send(
         self,
@@ -669,7 +551,7 @@ class AiohttpTransport:
         limits = self._timeouts
         if limits is None or limits[0] is not timeout:
             limits = self._timeouts = _client_timeout(timeout)
-        full = _pool_is_full(session)
+        full = pool_is_full(session)
         scope: anyio.CancelScope | None = None
         wait = math.inf
         if stream and timeout.read is not None and not full:
@@ -686,16 +568,11 @@ class AiohttpTransport:
                     response = await session.request(
                         method, url, data=body, headers=headers, timeout=client_timeout, allow_redirects=False
                     )
-                except _STALE_CONNECTION_ERRORS as exc:
-                    if pool.closed or not _stale_connection(exc):
+                except STALE_CONNECTION_ERRORS as exc:
+                    if pool.closed or not in_keepalive_race(exc):
                         raise
-                    # A keep-alive race: the server closed this pooled connection as the request went out,
-                    # so its application never saw it. Sent again at once on another connection, as no
-                    # retry (no back-off, no ModelRetry, not counted); a second failure is the server's.
-                    log.debug("resending %s to %s: %s", method, _where(url), _describe(exc))
-                    response = await session.request(
-                        method, url, data=body, headers=headers, timeout=client_timeout, allow_redirects=False
-                    )
+                    # Told apart, not sent again: whether to retry is the retry policy's call.
+                    raise keepalive_race(url, exc) from scrubbed(exc)
             if stream:
                 if scope is not None and scope.cancelled_caught:
                     raise ModelTimeoutError(
@@ -708,35 +585,47 @@ class AiohttpTransport:
                 data = None
                 pool.reading[response.content] = url  # until the response's aclose
             else:
+                content = response.content
                 reading = pool.reading
-                reading[response.content] = url
+                reading[content] = url
+                ok = 200 <= response.status < 300
                 try:
-                    data = await response.read()
+                    data = await _read_whole(
+                        content,
+                        url,
+                        self._max_body if ok else MAX_ERROR_BODY_BYTES,
+                        not ok,
+                        timeout.read,
+                        loop,
+                    )
+                except BaseException:
+                    response.close()  # as aiohttp's own read() does: the connection cannot be pooled
+                    raise
                 finally:
-                    reading.pop(response.content, None)
+                    reading.pop(content, None)
         except aiohttp.ConnectionTimeoutError as exc:
             raise ModelTimeoutError(
-                f"connecting to {_where(url)} timed out after {timeout.connect or 0.0:g} s: is the host "
+                f"connecting to {where(url)} timed out after {timeout.connect or 0.0:g} s: is the host "
                 "reachable (base_url, a firewall, a proxy)? Timeout(connect=...) sets the limit",
                 limit="connect",
-            ) from exc
+            ) from scrubbed(exc)
         except aiohttp.ServerTimeoutError as exc:
-            raise _no_answer(url, timeout.read or 0.0, stream) from exc
+            raise no_answer(url, timeout.read or 0.0, stream) from scrubbed(exc)
         except (aiohttp.ClientError, OSError) as exc:
             if pool.closed:  # the server did not drop it: we did
-                raise _closed(url, "waiting for the response from") from exc
+                raise closed(url, "waiting for the response from") from scrubbed(exc)
             if isinstance(exc, SSLCertVerificationError):  # aiohttp's certificate error is one too
-                raise _certificate_failure(url, exc) from exc
-            raise _not_sent(url, exc) from exc
+                raise certificate_failure(url, exc) from scrubbed(exc)
+            raise not_sent(url, exc) from scrubbed(exc)
         except RuntimeError as exc:
             if not _closed_by_aiohttp(exc):
                 raise
-            raise _closed(url, "sending the request to") from exc
+            raise closed(url, "sending the request to") from exc
         except ValueError as exc:
             if str(exc) != _AIOHTTP_TWO_AUTHORIZATIONS:
                 raise
             raise ModelConnectionError(
-                f"the request to {_where(url)} was not sent: it carries its own Authorization header (the "
+                f"the request to {where(url)} was not sent: it carries its own Authorization header (the "
                 "API key, or custom_headers), and aiohttp found credentials for the host too, in the "
                 "base URL (user:password@) or, with trust_env=True, in ~/.netrc (a 'default' entry matches "
                 "every host): keep one of them",

@@ -1,7 +1,8 @@
 """Typed model errors: every failure of a model call is a ``ModelError`` carrying what is known.
 
 Messages never include credentials: they are built from the status, the server's error message and
-the request URL, never from request headers.
+the request URL (without query or user info), never from request headers; the HTTP client masks in them any
+credential of its own that a server echoes.
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ class ModelError(Exception):
     """A model call failed.
 
     ``status`` is the HTTP status (``None`` for network failures and in-band stream errors without one),
-    ``body`` the raw response body text, ``error_type`` / ``code`` / ``param`` come from the server's
-    error object when it sent one, and ``retryable`` says whether a retry could succeed.
+    ``body`` the raw response body text (an error body: its first 64 KiB), ``error_type`` / ``code`` /
+    ``param`` come from the server's error object when it sent one, and ``retryable`` says whether a retry
+    could succeed.
 
     ``partial`` is what the call had produced when it failed, or ``None``: the response aggregated so far
     of a stream whose body failed once it had begun (cut off, connection lost, read or total timeout, or an
@@ -164,12 +166,22 @@ class ModelTimeoutError(ModelError):
 
 
 class ModelConnectionError(ModelError):
-    """The connection could not be made or was lost; ``__cause__`` holds the network error.
+    """The connection could not be made or was lost; ``__cause__`` holds the network error (without the
+    request's headers, and its URL without query or user info).
 
     Retryable, except for a server whose TLS certificate failed verification (it would fail again).
+
+    ``keepalive_race`` is true for a keep-alive race: a pooled connection, idle long enough for the server to
+    close it (its keep-alive timeout), that failed at once as the request went out on it, before any byte of
+    an answer. The server most likely never read that request, so ``RetryPolicy`` retries it without waiting
+    (when it retries at all: it is a retry like any other, announced and counted).
     """
 
     retryable_by_default = True
+
+    def __init__(self, message: str, *, keepalive_race: bool = False, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.keepalive_race = keepalive_race
 
 
 class ProtocolError(ModelError):
@@ -515,7 +527,9 @@ def error_from_status(
     the start of the body (plain text; an HTML error page by its title: ``page_summary``), and names ``url``
     (the request's, redacted), so a wrong ``base_url`` shows in it. A 404 that names no model (a bare
     "Not Found", a page) means the path is unknown: the message then says how to fix ``base_url``. A
-    redirect (3xx) is a ``RedirectError`` naming its ``Location``, resolved against ``url``.
+    redirect (3xx) is a ``RedirectError`` naming its ``Location``, resolved against ``url``. A 407 (a
+    proxy's) says how to give the proxy credentials. An ``x-should-retry: true`` or ``false`` header sets
+    ``retryable``, whatever the status.
 
     >>> error_from_status(404, b"404 page not found", url="http://localhost:11434/v1/v1/chat/completions")
     ... # doctest: +NORMALIZE_WHITESPACE
@@ -536,6 +550,20 @@ def error_from_status(
     )
     if status == 404 and url is not None and _no_such_route(payload):
         extend_message(error, _endpoint_hint(url))
+    elif status == 407:
+        extend_message(
+            error,
+            "HTTP 407 is a proxy's answer: the proxy between this client and the server wants credentials; "
+            "give them in its URL (HTTP_PROXY=http://user:password@proxy:port)",
+        )
+    if headers:
+        should_retry = header(headers, "x-should-retry")
+        if should_retry is not None:
+            # The server's word on retrying (OpenAI's header) wins over the status, as in the openai SDK;
+            # read whatever its case, as some gateways send "False".
+            should_retry = should_retry.strip().lower()
+            if should_retry in ("true", "false"):
+                error.retryable = should_retry == "true"
     return error
 
 

@@ -1,8 +1,13 @@
-"""A pooled keep-alive connection that the server closes just as a request goes out on it (its idle timeout
-fired while the request was on the way) fails before any byte of an answer. The transport sends that request
-again at once on another connection: no back-off, no ``ModelRetry``, not counted against ``max_retries``.
-Nothing else is resent that way: a new connection closed unanswered, an answer cut off once begun, a
-second failure."""
+"""Nothing is ever sent twice behind the retry policy's back.
+
+A pooled connection that fails as a request goes out on it, before any byte of an answer, is one of two
+things: a keep-alive race (the server closed the connection for idling just as the request went out: it
+never read it), or a server that read the request and died (a worker killed mid-request, a proxy
+restarting): sending it again would have it worked on, and billed, twice. Only a connection that sat idle
+long enough for the server to close it, failing at once, counts as the race: its ``ModelConnectionError``
+says ``keepalive_race``, and the policy retries it without waiting. Either way a retry is the policy's — an
+announced ``ModelRetry``, counted — and ``RetryPolicy.none()`` sends nothing again.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ import pytest
 from raw_http_server import RawHttpServer, RawReply, RawRequest, answer_ok
 
 from agentflow import ModelConnectionError, ModelRetry, UserMessage
+from agentflow.http import pools
 from agentflow.http.retry import RetryPolicy
 from agentflow.model.events import ModelEvent
 from agentflow.providers.openai.chat_model import OpenAIChatModel
@@ -20,7 +26,7 @@ UNANSWERED = RawReply(b"", close=True)
 
 
 class Recorder:
-    """The client's ``sleep`` and ``on_retry``: what a counted retry would go through."""
+    """The client's ``sleep`` and ``on_retry``: what a counted retry goes through."""
 
     def __init__(self) -> None:
         self.sleeps: list[float] = []
@@ -30,13 +36,9 @@ class Recorder:
         self.sleeps.append(seconds)
 
 
-def model_for(server: RawHttpServer, recorder: Recorder) -> OpenAIChatModel:
+def model_for(server: RawHttpServer, recorder: Recorder, retry: RetryPolicy) -> OpenAIChatModel:
     return OpenAIChatModel(
-        base_url=server.url,
-        model="m",
-        retry=RetryPolicy.none(),
-        sleep=recorder.sleep,
-        on_retry=recorder.retries.append,
+        base_url=server.url, model="m", retry=retry, sleep=recorder.sleep, on_retry=recorder.retries.append
     )
 
 
@@ -51,87 +53,150 @@ async def call(model: OpenAIChatModel, stream: bool) -> tuple[str | None, list[M
     return answer.response.message.text, events
 
 
-async def close_reused_connections(request: RawRequest) -> RawReply:
-    # The server's keep-alive timeout fires as the next request arrives: closed, never answered.
+async def read_then_close_reused_connections(request: RawRequest) -> RawReply:
+    # The second request on a connection is read whole, then the connection is closed unanswered: a server
+    # that died on it, or one that closed it for idling as it arrived (the client cannot tell them apart).
     return UNANSWERED if request.index > 1 else await answer_ok(request)
 
 
+@pytest.fixture
+def idle_connections_count_as_stale(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pooled connection idle for 50 ms is taken as one the server may have closed for idling (it takes
+    seconds for a real server), and a failure within 30 s of getting it as immediate: the test then needs
+    no long waits, and a slow machine does not change what it sees."""
+    monkeypatch.setattr(pools, "IDLE_SECONDS", 0.05)
+    monkeypatch.setattr(pools, "RACE_SECONDS", 30.0)
+
+
 @pytest.mark.parametrize("stream", [False, True], ids=["blocking", "stream"])
-async def test_a_pooled_connection_closed_as_the_request_goes_out_is_resent_at_once(stream: bool) -> None:
+async def test_a_request_a_reused_connection_dropped_is_not_sent_again_without_retries(stream: bool) -> None:
     recorder = Recorder()
-    async with RawHttpServer(close_reused_connections) as server, model_for(server, recorder) as model:
+    async with (
+        RawHttpServer(read_then_close_reused_connections) as server,
+        model_for(server, recorder, RetryPolicy.none()) as model,
+    ):
         assert (await call(model, stream))[0] == "ok"
+        with pytest.raises(ModelConnectionError) as caught:
+            await call(model, stream)
+    # Reused at once (the next step of an agent): the server cannot have closed it for idling.
+    assert not caught.value.keepalive_race
+    assert [(r.connection, r.index) for r in server.requests] == [(1, 1), (1, 2)]
+    assert recorder.retries == []
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["blocking", "stream"])
+async def test_with_retries_it_is_an_announced_retry_after_the_back_off(stream: bool) -> None:
+    recorder = Recorder()
+    policy = RetryPolicy(max_retries=1, jitter=0)
+    async with (
+        RawHttpServer(read_then_close_reused_connections) as server,
+        model_for(server, recorder, policy) as model,
+    ):
+        await call(model, stream)
         text, events = await call(model, stream)
     assert text == "ok"
-    assert not any(isinstance(event, ModelRetry) for event in events)
-    assert recorder.retries == []
-    assert recorder.sleeps == []
-    # The second call went out on the first call's connection, then once more on a new one.
+    assert [(r.attempt, r.delay) for r in recorder.retries] == [(2, 0.5)]
+    assert recorder.sleeps == [0.5]
+    if stream:
+        assert [type(event) for event in events[:1]] == [ModelRetry]
     assert [(r.connection, r.index) for r in server.requests] == [(1, 1), (1, 2), (2, 1)]
 
 
-async def test_a_new_connection_closed_unanswered_is_not_resent() -> None:
+@pytest.mark.usefixtures("idle_connections_count_as_stale")
+@pytest.mark.parametrize("stream", [False, True], ids=["blocking", "stream"])
+async def test_a_keepalive_race_is_retried_at_once_and_announced(stream: bool) -> None:
+    recorder = Recorder()
+    policy = RetryPolicy(max_retries=1, jitter=0)
+    async with (
+        RawHttpServer(read_then_close_reused_connections) as server,
+        model_for(server, recorder, policy) as model,
+    ):
+        await call(model, stream)
+        await anyio.sleep(0.1)  # the connection idles in the pool
+        text, events = await call(model, stream)
+    assert text == "ok"
+    [retry] = recorder.retries
+    assert (retry.attempt, retry.delay) == (2, 0.0)
+    assert "keep-alive" in retry.reason
+    assert recorder.sleeps == [0.0]  # no back-off
+    if stream:
+        assert events[0] == retry
+    assert [(r.connection, r.index) for r in server.requests] == [(1, 1), (1, 2), (2, 1)]
+
+
+@pytest.mark.usefixtures("idle_connections_count_as_stale")
+async def test_a_keepalive_race_is_not_sent_again_under_retry_policy_none() -> None:
+    recorder = Recorder()
+    async with (
+        RawHttpServer(read_then_close_reused_connections) as server,
+        model_for(server, recorder, RetryPolicy.none()) as model,
+    ):
+        await model.chat(HI)
+        await anyio.sleep(0.1)
+        with pytest.raises(ModelConnectionError, match="keep-alive") as caught:
+            await model.chat(HI)
+    assert caught.value.keepalive_race
+    assert "ServerDisconnectedError" in caught.value.message
+    assert len(server.requests) == 2
+
+
+@pytest.mark.usefixtures("idle_connections_count_as_stale")
+async def test_a_failure_long_after_the_request_went_out_is_no_keepalive_race(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The server worked on the request before dropping the connection: the request was read.
+    monkeypatch.setattr(pools, "RACE_SECONDS", 0.05)
+
+    async def work_then_drop(request: RawRequest) -> RawReply:
+        if request.index > 1:
+            await anyio.sleep(0.3)
+            return UNANSWERED
+        return await answer_ok(request)
+
+    recorder = Recorder()
+    async with (
+        RawHttpServer(work_then_drop) as server,
+        model_for(server, recorder, RetryPolicy.none()) as model,
+    ):
+        await model.chat(HI)
+        await anyio.sleep(0.1)
+        with pytest.raises(ModelConnectionError) as caught:
+            await model.chat(HI)
+    assert not caught.value.keepalive_race
+    assert len(server.requests) == 2
+
+
+@pytest.mark.usefixtures("idle_connections_count_as_stale")
+async def test_a_new_connection_closed_unanswered_is_no_keepalive_race() -> None:
     async def close_everything(_request: RawRequest) -> RawReply:
         return UNANSWERED
 
     recorder = Recorder()
-    async with RawHttpServer(close_everything) as server, model_for(server, recorder) as model:
-        with pytest.raises(ModelConnectionError, match="ServerDisconnectedError"):
+    async with (
+        RawHttpServer(close_everything) as server,
+        model_for(server, recorder, RetryPolicy.none()) as model,
+    ):
+        with pytest.raises(ModelConnectionError, match="ServerDisconnectedError") as caught:
             await model.chat(HI)
+    assert not caught.value.keepalive_race
     assert len(server.requests) == 1
 
 
-async def test_a_pooled_connection_closed_once_the_answer_began_is_not_resent() -> None:
+@pytest.mark.usefixtures("idle_connections_count_as_stale")
+async def test_a_pooled_connection_closed_once_the_answer_began_is_no_keepalive_race() -> None:
     async def start_answering_then_close(request: RawRequest) -> RawReply:
         if request.index > 1:
             return RawReply(b"HTTP/1.1 200 OK\r\nContent-Ty", close=True)
         return await answer_ok(request)
 
     recorder = Recorder()
-    async with RawHttpServer(start_answering_then_close) as server, model_for(server, recorder) as model:
+    async with (
+        RawHttpServer(start_answering_then_close) as server,
+        model_for(server, recorder, RetryPolicy.none()) as model,
+    ):
         await model.chat(HI)
-        with pytest.raises(ModelConnectionError):
+        await anyio.sleep(0.1)
+        with pytest.raises(ModelConnectionError) as caught:
             await model.chat(HI)
-    assert len(server.requests) == 2
-
-
-async def test_the_request_is_resent_once_then_the_retry_policy_decides() -> None:
-    async def close_all_but_the_first_answer(request: RawRequest) -> RawReply:
-        return await answer_ok(request) if (request.connection, request.index) == (1, 1) else UNANSWERED
-
-    recorder = Recorder()
-    async with RawHttpServer(close_all_but_the_first_answer) as server:
-        model = OpenAIChatModel(
-            base_url=server.url,
-            model="m",
-            retry=RetryPolicy(max_retries=1, jitter=0),
-            sleep=recorder.sleep,
-            on_retry=recorder.retries.append,
-        )
-        async with model:
-            await model.chat(HI)
-            with pytest.raises(ModelConnectionError):
-                await model.chat(HI)
-    # The stale connection, its resend on a new one, then the policy's one retry (which went out on a new
-    # connection too: a failed connection is never pooled, so nothing was stale any more).
-    assert [(r.connection, r.index) for r in server.requests] == [(1, 1), (1, 2), (2, 1), (3, 1)]
-    assert [r.attempt for r in recorder.retries] == [2]
-    assert recorder.sleeps == [0.5]
-
-
-async def test_a_pooled_connection_dropped_after_the_server_worked_on_the_request_is_not_resent() -> None:
-    # A proxy's idle timeout during a long generation looks like a keep-alive race (nothing was answered)
-    # but comes long after the request went out: the server may have worked on it, and sending it again
-    # silently would be billed twice. It goes to the retry policy (here: none).
-    async def work_then_drop(request: RawRequest) -> RawReply:
-        if request.index > 1:
-            await anyio.sleep(1.3)
-            return UNANSWERED
-        return await answer_ok(request)
-
-    recorder = Recorder()
-    async with RawHttpServer(work_then_drop) as server, model_for(server, recorder) as model:
-        await model.chat(HI)
-        with pytest.raises(ModelConnectionError):
-            await model.chat(HI)
+    assert not caught.value.keepalive_race
     assert len(server.requests) == 2

@@ -28,9 +28,11 @@ def test_client_errors_are_never_retried(status: int) -> None:
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404])
-def test_x_should_retry_cannot_force_the_never_retried_statuses(status: int) -> None:
+def test_x_should_retry_true_retries_even_the_never_retried_statuses(status: int) -> None:
+    # The server's word first, as in the openai SDK (its ``_should_retry`` reads the header first).
     error = error_from_status(status, "", {"x-should-retry": "true"})
-    assert not POLICY.should_retry(error, attempt=1)
+    assert error.retryable
+    assert POLICY.should_retry(error, attempt=1)
 
 
 def test_x_should_retry_header_is_honoured() -> None:

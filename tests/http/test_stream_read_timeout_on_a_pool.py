@@ -1,6 +1,6 @@
 """``AiohttpTransport`` stream timeouts against a real local server: the wait for response headers is bounded
 by ``read`` from the moment the request is sent — not while the call waits for a free pooled connection —
-and after the headers only the time spent waiting in ``next_chunk`` counts.
+and once the answer began only the time spent waiting in ``next_chunk`` counts.
 
 These tests are about elapsed time, so they let short real intervals pass (a few tenths of a second); the
 order of events is driven by ``anyio.Event``\\ s, never by sleeping.
@@ -137,9 +137,11 @@ async def test_a_stalled_server_still_times_out_before_the_headers(server: Serve
         await transport.aclose()
 
 
-async def test_after_the_headers_only_waiting_in_next_chunk_counts(server: Server) -> None:
-    # The consumer leaves a silent stream alone for longer than the read timeout: a slow consumer, not a
-    # slow server. aiohttp's socket timer, had it stayed on, would have failed the next read.
+async def test_once_the_answer_began_only_waiting_in_next_chunk_counts(server: Server) -> None:
+    # The consumer leaves a silent stream alone for longer than the gap limit: a slow consumer, not a
+    # slow server. aiohttp's socket timer, had it stayed on, would have failed the next read. (Until the
+    # answer begins the read deadline runs from the headers whatever the consumer does: see
+    # test_stream_read_deadline.py.)
     send = anyio.Event()
     server.handlers.append(stream_reply(delta("late"), before=send))
     transport = AiohttpTransport()
@@ -152,6 +154,7 @@ async def test_after_the_headers_only_waiting_in_next_chunk_counts(server: Serve
             timeout=LIMITS,
             stream=True,
         )
+        response.answer_began()  # type: ignore[attr-defined]
         await anyio.sleep(QUEUED)
         send.set()
         assert (await response.next_chunk()).startswith(delta("late"))

@@ -10,7 +10,11 @@ other modules import from here (``DEFAULT_BASE_URL``, ``StreamDecoder``, ``check
 ``normalize_base_url``, ``redact_url``) are re-exported.
 
 The API key lives only in the ``Authorization`` header sent on the wire: never in a repr, a log line, an
-exception message or an event. Where it comes from when none is given is ``environment``'s rule.
+exception message or an event. A server that echoes it (or another credential the client sends) in an error
+has it masked there (``secret_masking``). Where it comes from when none is given is ``environment``'s rule.
+
+Bodies are bounded: an error body is read up to 64 KiB (the transport's ``MAX_ERROR_BODY_BYTES``), one
+server-sent event up to ``max_event_bytes``, a blocking answer up to the transport's own limit.
 
 Callbacks: ``on_retry`` may be a plain or an async function (its awaitable is awaited); one that raises is
 logged (``ERROR`` on ``agentflow.http``) and the call goes on, as an event callback's failure leaves a run
@@ -34,7 +38,7 @@ from ...http.request_guard import guard
 from ...http.retry import RetryPolicy
 from ...http.sse import DEFAULT_MAX_EVENT_BYTES, SseDecoder
 from ...http.timeouts import Timeout
-from ...http.transport import AiohttpTransport, HttpResponse, HttpTransport
+from ...http.transport import MAX_ERROR_BODY_BYTES, AiohttpTransport, HttpResponse, HttpTransport
 from ...model.errors import (
     AuthenticationError,
     ModelConnectionError,
@@ -46,11 +50,12 @@ from ...model.errors import (
     extend_message,
     redact_url,
 )
-from ...model.events import ModelEvent, ModelRetry
+from ...model.events import ModelEvent, ModelRetry, UsageReported
 from ...model.retries import retry_listener
 from .base_url import DEFAULT_BASE_URL, join_url, normalize_base_url
 from .environment import ENV_API_KEY, ENV_BASE_URL, resolve_endpoint
 from .http_options import check_http_options, check_sdk_keywords
+from .secret_masking import CREDENTIAL_WORDS, known_secrets, mask_secrets
 from .stream_decoding import StreamDecoder, not_a_stream, partial_of
 
 __all__ = [
@@ -63,21 +68,17 @@ __all__ = [
 ]
 
 _USER_AGENT = "agentflow/0.1"
-_DRAIN_BYTES = 64 * 1024
-_DRAIN_SECONDS = 0.5
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 # Media types that are never an event stream: an HTML or XML page answered with 200 (a captive portal, a
 # proxy's login or error page). Parsed as SSE it would look like a cut-off stream and be retried. Every
-# other type — text/event-stream, text/plain, none at all — is read as SSE: some servers and proxies
-# mislabel real streams, and a wrong refusal would break them.
+# other type — text/event-stream, text/plain, none at all — is read as SSE (some servers and proxies
+# mislabel real streams, and a wrong refusal would break them) unless it starts like a page or a JSON
+# object: no line of an event stream starts with ``<`` or ``{``.
 _NOT_A_STREAM = frozenset({"text/html", "application/xhtml+xml", "text/xml", "application/xml"})
 _EXCERPT_BYTES = 4096  # read of such a page, kept as the error's body
-_JSON_BODY_BYTES = 64 * 1024  # read of a JSON body answered in place of an event stream
+_SNIFFED = 64  # first bytes of a stream looked at for how it starts (past leading whitespace)
 # Failures of a stream's body, not of what it said: the decoder still holds what arrived before them.
 _BODY_FAILURES = (ModelConnectionError, ModelTimeoutError)
-# Custom headers that carry a credential of their own (Azure's api-key, gateways' keys and tokens): with one,
-# a request without Authorization is not a request without a key.
-_CREDENTIAL_WORDS = ("auth", "key", "token", "secret")
 
 OnRetry = Callable[[ModelRetry], object]
 """An ``on_retry`` callback: a plain function, or an async one (whatever awaitable it returns is awaited)."""
@@ -118,6 +119,7 @@ class OpenAIHttpClient:
         "_owns_transport",
         "_query",
         "_retry",
+        "_secrets",
         "_sleep",
         "_stream_headers",
         "_timeout",
@@ -176,6 +178,7 @@ class OpenAIHttpClient:
         self._json_headers = {**common, "Accept": "application/json", **extra}
         self._stream_headers = {**common, "Accept": "text/event-stream", **extra}
         self._auth_note = _auth_note(api_key, endpoint.key_from_env, extra)
+        self._secrets = known_secrets(api_key, extra, endpoint.base_url)
         self._owns_transport = transport is None
         self._transport: HttpTransport = AiohttpTransport() if transport is None else transport
         self._timeout = limits
@@ -301,6 +304,8 @@ class OpenAIHttpClient:
             except ModelError as error:
                 if response is not None and not error.headers:
                     error.headers = response.headers  # an error the 200 body reported: its request id
+                if self._secrets:
+                    mask_secrets(error, self._secrets)
                 retry = self._plan_retry(error, attempt, deadline, url)
                 if retry is None:
                     raise
@@ -329,13 +334,18 @@ class OpenAIHttpClient:
         only while no event has been yielded yet; afterwards the error propagates. A body that fails once
         the stream began (connection lost, read or total timeout) carries what had arrived as its
         ``partial``, as a cut-off stream does (the decoder's); so does an error the server reports in the
-        stream after part of the answer. Closing the generator closes the
-        connection, except after the completion event: then what is left of the body is drained first
-        (bounded, as after the end marker), so the connection goes back to the pool.
+        stream after part of the answer. Closing the generator closes the connection, except after the
+        completion event: the end marker came, and the connection goes back to the pool once the body's end
+        arrives (closed if it does not come within half a second), without keeping the caller waiting.
+
+        The transport's read limit runs until the answer begins: the first event that is part of it (a
+        usage report, which vLLM sends with every chunk when asked, is not).
 
         A body that is one JSON object instead of events (labelled JSON, or opening with ``{`` under any
-        label) is the server's typed error when it reports one, else a ``ProtocolError`` showing it: never
-        a cut-off stream, which would be retried. Events larger than ``max_event_bytes`` fail likewise.
+        label) is the server's typed error when it reports one, else a ``ProtocolError`` showing it; a page
+        (labelled HTML or XML, or opening with ``<`` under any label) is a ``ProtocolError`` showing its
+        start: never a cut-off stream, which would be retried. Events larger than ``max_event_bytes`` fail
+        likewise.
         """
         url = self.url(path)
         data = _encode(body)
@@ -343,7 +353,8 @@ class OpenAIHttpClient:
         deadline = self._deadline()
         attempt = 1
         while True:
-            emitted = False
+            emitted = False  # an event was yielded: no retry any more
+            answering = False  # an event of the answer was: the transport's idle limit applies
             response: HttpResponse | None = None
             decode: StreamDecoder | None = None
             try:
@@ -354,23 +365,24 @@ class OpenAIHttpClient:
                 sse = SseDecoder(self._max_event_bytes)
                 next_chunk = response.next_chunk
                 chunk = await self._read_chunk(response, deadline, url)
-                if chunk.lstrip()[:1] == b"{":
-                    # One JSON object, not events (no line of an event stream starts so): a server's error
-                    # without SSE framing. Read as SSE it would look like a cut-off stream, and be retried.
-                    raw = chunk + await self._read_start(
-                        response, deadline, url, _JSON_BODY_BYTES - len(chunk)
-                    )
-                    raise not_a_stream(raw, response, url, "a JSON body")
+                start = chunk[:_SNIFFED].lstrip()[:1]
+                if start == b"{" or start == b"<":
+                    # One JSON object or a page, not events (no line of an event stream starts so): a
+                    # server's error without SSE framing, a proxy's page. Read as SSE it would look like a
+                    # cut-off stream, and be retried.
+                    raise await self._not_events(chunk, response, deadline, url)
                 while True:
                     for sse_event in sse.feed(chunk) if chunk else sse.close():
                         events = feed(sse_event)
                         if events:
-                            if not emitted:
+                            if not answering:
                                 emitted = True
-                                # The answer began: the idle limit takes over from the read limit.
-                                began = getattr(response, "answer_began", None)
-                                if began is not None:
-                                    began()
+                                if _answer_in(events):
+                                    # The answer began: the idle limit takes over from the read limit.
+                                    answering = True
+                                    began = getattr(response, "answer_began", None)
+                                    if began is not None:
+                                        began()
                             for event in events:
                                 yield event
                         if decode.done:
@@ -383,21 +395,27 @@ class OpenAIHttpClient:
                         chunk = await self._read_chunk(response, deadline, url)
                 last = decode.finish()
                 emitted = True
-                # The answer first; then what follows the end marker is drained (``chunk``: the body has
-                # not ended yet), so the connection can be pooled — also when the consumer closes the
-                # stream during these last events (the agents stop at the completion): closing drains.
+                # The answer first. The body has not ended yet when the end marker came in ``chunk``: the
+                # transport pools the connection once its end arrives, without the caller waiting for it
+                # — also when the consumer closes the stream during these last events (the agents stop at
+                # the completion). A transport that cannot closes it (below).
                 try:
                     for event in last:
                         yield event
                 finally:
                     if chunk:
-                        await self._drain(response, deadline, url)
+                        release_at_end = getattr(response, "release_at_end", None)
+                        if release_at_end is not None:
+                            release_at_end()
+                            response = None  # released: not to be closed below
                 return
             except ModelError as error:
                 if response is not None and not error.headers:
                     # A failure after the headers (a cut body, an in-band error): the response's headers
                     # go with it, for its ``request_id`` (what a provider's support asks for).
                     error.headers = response.headers
+                if self._secrets:
+                    mask_secrets(error, self._secrets)
                 retry = None if emitted else self._plan_retry(error, attempt, deadline, url)
                 if retry is None:
                     # What had arrived goes with the error: a dropped body's, or an in-band error's that
@@ -421,21 +439,25 @@ class OpenAIHttpClient:
     async def _check_stream_response(self, response: HttpResponse, deadline: float | None, url: str) -> None:
         status = response.status
         if not 200 <= status < 300:
-            raw = await self._read_body(response, deadline, url)
+            raw = await self._read_start(response, deadline, url, MAX_ERROR_BODY_BYTES)
             raise self._status_error(status, raw, response, url)
         content_type = response.headers.get("Content-Type", "")
         if "json" in content_type:
             # Some servers answer a stream request with one JSON object: an error, or no stream at all.
-            raw = await self._read_body(response, deadline, url)
+            raw = await self._read_start(response, deadline, url, MAX_ERROR_BODY_BYTES)
             raise not_a_stream(raw, response, url, repr(content_type))
         if content_type.partition(";")[0].strip().lower() in _NOT_A_STREAM:
-            text = (await self._read_start(response, deadline, url)).decode("utf-8", "replace")
-            raise ProtocolError(
-                f"expected an event stream from {redact_url(url)} but got a {content_type!r} page (a proxy, "
-                f"gateway or login page answering in the server's place?): {body_excerpt(text)!r}",
-                status=status,
-                body=text,
-            )
+            raise _a_page(await self._read_start(response, deadline, url), response, url)
+
+    async def _not_events(
+        self, chunk: bytes, response: HttpResponse, deadline: float | None, url: str
+    ) -> ModelError:
+        """The error of a stream whose first ``chunk`` starts like a JSON object or a page, not events."""
+        if chunk.lstrip()[:1] == b"{":
+            rest = await self._read_start(response, deadline, url, MAX_ERROR_BODY_BYTES - len(chunk))
+            return not_a_stream(chunk + rest, response, url, "a JSON body")
+        rest = await self._read_start(response, deadline, url, _EXCERPT_BYTES - len(chunk))
+        return _a_page((chunk + rest)[:_EXCERPT_BYTES], response, url)
 
     async def _read_start(
         self, response: HttpResponse, deadline: float | None, url: str, limit: int = _EXCERPT_BYTES
@@ -451,23 +473,6 @@ class OpenAIHttpClient:
             chunks.append(chunk)
             size += len(chunk)
         return b"".join(chunks)[: max(0, limit)]
-
-    async def _drain(self, response: HttpResponse, deadline: float | None, url: str) -> None:
-        """Read what follows the terminal marker, so the connection can go back to the pool.
-
-        Bounded in bytes and time: a server that keeps the body open after its end marker only costs
-        its connection, and a failure here changes nothing (the answer is already complete).
-        """
-        budget = _DRAIN_BYTES
-        try:
-            with anyio.move_on_after(_DRAIN_SECONDS):
-                while budget > 0:
-                    chunk = await self._read_chunk(response, deadline, url)
-                    if not chunk:
-                        return
-                    budget -= len(chunk)
-        except ModelError:
-            return
 
     # --- shared mechanics --------------------------------------------------------------------
 
@@ -507,9 +512,6 @@ class OpenAIHttpClient:
 
         # Without a total deadline the transport's own awaitable, with no coroutine in between.
         return send() if deadline is None else self._within(send, deadline, url)
-
-    async def _read_body(self, response: HttpResponse, deadline: float | None, url: str) -> bytes:
-        return await self._within(response.read, deadline, url)
 
     async def _read_chunk(self, response: HttpResponse, deadline: float | None, url: str) -> bytes:
         return await self._within(response.next_chunk, deadline, url)
@@ -581,6 +583,25 @@ class OpenAIHttpClient:
         )
 
 
+def _answer_in(events: list[ModelEvent]) -> bool:
+    """Whether ``events`` carry part of the answer: anything but a usage report (vLLM's continuous usage
+    stats report it with every chunk, the first ones included, while the model still thinks)."""
+    return any(type(event) is not UsageReported for event in events)
+
+
+def _a_page(start: bytes, response: HttpResponse, url: str) -> ProtocolError:
+    """The error of a stream answered with a page (a proxy's, a gateway's, a login page): its start shown."""
+    text = start.decode("utf-8", "replace")
+    content_type = response.headers.get("Content-Type")
+    page = f"a {content_type!r} page" if content_type else "a page with no Content-Type"
+    return ProtocolError(
+        f"expected an event stream from {redact_url(url)} but got {page} (a proxy, gateway or login page "
+        f"answering in the server's place?): {body_excerpt(text)!r}",
+        status=response.status,
+        body=text,
+    )
+
+
 def _encode(body: Mapping[str, Any]) -> bytes:
     """``body`` as JSON. Integer keys (``logit_bias`` token ids, as the openai SDK takes them) become strings;
     orjson needs an option for that which slows every body down, so only a body that has some pays for it.
@@ -604,7 +625,7 @@ def _auth_note(api_key: str | None, key_from_env: bool, headers: Mapping[str, st
     if api_key:
         return f"the API key sent came from the {ENV_API_KEY} environment variable" if key_from_env else None
     sent = {name.lower() for name in headers}
-    if "authorization" in sent or any(word in name for name in sent for word in _CREDENTIAL_WORDS):
+    if "authorization" in sent or any(word in name for name in sent for word in CREDENTIAL_WORDS):
         return None  # a credential of the gateway's own kind went (Azure's api-key…)
     return (
         "no API key was sent: pass api_key=... (or custom_headers= for a gateway's own header, such as "
