@@ -14,6 +14,10 @@ that answers from a script of ``Reply`` and ``Fault`` turns, or from a callable:
         ...  # point a client at server.base_url; inspect server.requests afterwards
 
 ``python -m agentflow.testing.server`` runs one standalone (see ``agentflow.testing.server``).
+
+In-process fakes: ``FakeModelClient`` / ``FakeChatModel`` answer from a script (``agentflow.testing.fake``);
+``AutoModelClient`` needs none: it calls every tool with arguments made up from its schema, then answers
+(``agentflow.testing.auto``).
 """
 
 from __future__ import annotations
@@ -48,6 +52,8 @@ _LAZY = {
         "ScriptExhaustedError",
     )
 }
+_LAZY["AutoModelClient"] = "agentflow.testing.auto"
+_LAZY["schema_value"] = _LAZY["SchemaValueError"] = "agentflow.testing.schema_values"
 
 
 def __getattr__(name: str) -> Any:
@@ -60,9 +66,12 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:
+    from .auto import AutoModelClient
     from .fake import FakeChatModel, FakeModelClient, ScriptExhaustedError, chat_reply, reply, stream_events
+    from .schema_values import SchemaValueError, schema_value
 
 __all__ = [
+    "AutoModelClient",
     "FakeChatModel",
     "FakeModelClient",
     "Fault",
@@ -72,6 +81,7 @@ __all__ = [
     "RecordedRequest",
     "Reply",
     "Responder",
+    "SchemaValueError",
     "ScriptError",
     "ScriptExhaustedError",
     "ScriptedServer",
@@ -83,5 +93,6 @@ __all__ = [
     "chat_reply",
     "load_script",
     "reply",
+    "schema_value",
     "stream_events",
 ]

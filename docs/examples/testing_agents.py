@@ -1,4 +1,5 @@
-"""Testing your agents: the real HTTP path against ScriptedServer, faults, and in-process fakes.
+"""Testing your agents: the real HTTP path against ScriptedServer, faults, in-process fakes, and a fake model
+that needs no script.
 
 The ``test_*`` functions below are what you would put in your own test suite (pytest with
 ``asyncio_mode = "auto"`` runs them as they are); ``main`` runs them here.
@@ -9,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import anyio
+import attrs
 import pytest
 
 from agentflow import RateLimitError, UserMessage
@@ -16,7 +18,14 @@ from agentflow.agent.agent import Agent
 from agentflow.http.retry import RetryPolicy
 from agentflow.model.events import ModelRetry
 from agentflow.providers.openai.chat_model import OpenAIChatModel
-from agentflow.testing import Fault, ModelRequestBlocked, Reply, ScriptedServer, block_model_requests
+from agentflow.testing import (
+    AutoModelClient,
+    Fault,
+    ModelRequestBlocked,
+    Reply,
+    ScriptedServer,
+    block_model_requests,
+)
 from agentflow.testing.fake import FakeModelClient, reply
 from agentflow.tools import tool
 
@@ -101,6 +110,31 @@ async def test_agent_logic_without_http() -> None:
 # --8<-- [end:fake]
 
 
+# --8<-- [start:auto]
+@attrs.frozen
+class PriceCheck:
+    sku: str
+    price: float
+
+
+async def test_the_agent_s_wiring_without_a_script() -> None:
+    model = AutoModelClient()  # calls every tool once, with arguments made up from its schema, then answers
+    result = await Agent(model, tools=[get_price]).run("How much is A-1?")
+
+    assert model.last_tool_calls[0].arguments == '{"sku":"a"}'
+    assert result.tool_results[0].ok  # the made-up arguments passed the tool's own validation
+    assert result.output_text == '{"get_price":"0.0"}'  # the tool results, as JSON
+
+    # Arguments of your own where a made-up value will not do; a structured answer made up from its type.
+    model = AutoModelClient(arguments={"get_price": {"sku": "A-1"}})
+    typed = await Agent(model, tools=[get_price], output_type=PriceCheck).run("How much is A-1?")
+    assert typed.tool_results[0].output == "9.5"
+    assert typed.output == PriceCheck(sku="a", price=1.5)
+
+
+# --8<-- [end:auto]
+
+
 # --8<-- [start:override]
 support_agent = Agent(FakeModelClient([]), tools=[get_price])  # built once by the application
 
@@ -137,6 +171,7 @@ async def main() -> None:
     await test_agent_answers_with_the_tool_result()
     await test_rate_limit_is_retried_then_reported()
     await test_agent_logic_without_http()
+    await test_the_agent_s_wiring_without_a_script()
     await test_the_application_s_agent_over_a_fake_model()
     await test_a_real_provider_is_out_of_reach()
     print("all passed")
