@@ -38,6 +38,7 @@ from ..runtimes import AgentRuntime, resolve_runtime
 from ..runtimes.context import RunContext
 from ..runtimes.output import AGENT_DEFAULT, OutputType, TypeForm, output_type_of
 from ..runtimes.prompt_functions import PromptFunction, PromptFunctions, check_prompt
+from ..tools.approval import NeedsApproval
 from ..tools.registry import ToolLike, ToolRegistry
 from .chat_client import ChatModelClient
 from .client_base import ProtocolClient
@@ -449,6 +450,7 @@ class Agent(RunStarter[OutputT]):
         session: Session[OutputT] | None = None,
         return_direct: bool = False,
         deps: Callable[[Any], Any] | None = None,
+        needs_approval: NeedsApproval = False,
     ) -> Tool[..., Any]:
         """This agent as a tool of another agent: the other agent's model delegates a task to it.
 
@@ -474,6 +476,10 @@ class Agent(RunStarter[OutputT]):
         - ``deps``: a function of the calling run's ``deps`` that gives the nested run's (``lambda deps:
           deps.search``; ``lambda _: obj`` for an object of its own); default: the caller's, as they are
           (the Agents SDK shares its context with an agent used as a tool the same way).
+        - ``needs_approval``: as ``tool(needs_approval=...)``: each call (each nested run) waits for the
+          calling run's decision (``AgentOptions.tool_approval``, or ``run.approve`` on a streamed run) before
+          it starts. A tool of the nested run that needs approval is decided by this agent's own
+          ``tool_approval``: the nested run has no handle to approve through.
 
         The nested run's usage counts toward the caller's (``result.usage``, ``StepFinished.usage``, its
         ``max_tokens``), and what the caller's budget has left caps the nested run's. It sends the calling
@@ -498,6 +504,7 @@ class Agent(RunStarter[OutputT]):
             session=session,
             return_direct=return_direct,
             deps=deps,
+            needs_approval=needs_approval,
         )
 
     def override(

@@ -23,7 +23,8 @@ __all__ = ["OpenRuns"]
 class OpenRuns:
     """The runs a service is streaming: ``async with runs.track(run):`` around each stream, and
     ``await runs.cancel_all()`` when shutdown begins (aiohttp's ``on_shutdown``, uvicorn's
-    ``Server.shutdown``). A run opened once shutdown has begun is cancelled at once.
+    ``Server.shutdown``). A run opened once shutdown has begun is cancelled at once. ``runs.get(run_id)``
+    finds a run another request is streaming (to approve a tool call, or to cancel it: a "stop" button).
 
     >>> import anyio
     >>> from agentflow import Agent
@@ -41,12 +42,16 @@ class OpenRuns:
     __slots__ = ("_closing", "_runs")
 
     def __init__(self) -> None:
-        self._runs: set[AgentRun[Any]] = set()
+        self._runs: dict[str, AgentRun[Any]] = {}
         self._closing = False
 
     def __len__(self) -> int:
         """How many runs are held now."""
         return len(self._runs)
+
+    def get(self, run_id: str) -> AgentRun[Any] | None:
+        """The run with that id while it is held (its ``track`` block is open), else ``None``."""
+        return self._runs.get(run_id)
 
     @property
     def closing(self) -> bool:
@@ -56,17 +61,18 @@ class OpenRuns:
     @contextlib.asynccontextmanager
     async def track(self, run: AgentRun[Any]) -> AsyncIterator[AgentRun[Any]]:
         """Hold ``run`` for the block (cancelled at once if shutdown has begun); yields it."""
-        self._runs.add(run)
+        self._runs[run.run_id] = run
         try:
             if self._closing:
                 await run.cancel()
             yield run
         finally:
-            self._runs.discard(run)
+            if self._runs.get(run.run_id) is run:
+                del self._runs[run.run_id]
 
     async def cancel_all(self) -> None:
         """Cancel every run held, and every one tracked from now on. Asks, does not wait: each stream ends on
         its own (with ``RunCancelled``), concurrently."""
         self._closing = True
-        for run in list(self._runs):
+        for run in list(self._runs.values()):
             await run.cancel()

@@ -14,7 +14,7 @@ and ``socket_released`` (aiohttp holds no connection for it any more: closed, or
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from ..http.timeouts import Timeout
 from ..http.transport import AiohttpResponse, AiohttpTransport, HttpResponse
@@ -57,6 +57,26 @@ class TrackedResponse:
         """Close the response (and ``closed`` is set)."""
         self.closed = True
         await self.inner.aclose()
+
+    @property
+    def answer_began(self) -> Callable[[], None]:
+        """The tracked response's own (``AiohttpResponse.answer_began``: the wait for the answer's start is
+        bounded apart): tracking changes no timeout. An ``AttributeError`` when it has none, as for it."""
+        began: Callable[[], None] = self.inner.answer_began  # type: ignore[attr-defined]
+        return began
+
+    @property
+    def release_at_end(self) -> Callable[[], None]:
+        """The tracked response's own (``AiohttpResponse.release_at_end``), which also sets ``closed``: the
+        response is done with then. An ``AttributeError`` when it has none, as for it (the client then closes
+        it)."""
+        release: Callable[[], None] = self.inner.release_at_end  # type: ignore[attr-defined]
+
+        def released() -> None:
+            self.closed = True
+            release()
+
+        return released
 
     @property
     def socket_released(self) -> bool:

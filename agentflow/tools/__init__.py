@@ -3,12 +3,20 @@
 ``@tool`` turns a function into a ``Tool`` (JSON schema from type hints and docstring);
 ``ToolRegistry`` holds an agent's tools; ``ToolExecutor`` runs a step's calls with a concurrency limit,
 timeouts and events; ``ToolContext`` lets a tool report progress; ``on_error`` (``failures``) says whether a
-tool's failure goes to the model or ends the run. ``fastjsonschema`` and
+tool's failure goes to the model or ends the run; ``needs_approval`` (``approval``) holds a call until it is
+approved. ``fastjsonschema`` and
 ``docstring-parser`` are imported only when the first tool is built.
 """
 
 from __future__ import annotations
 
+from .approval import (
+    ApprovalNotPendingError,
+    ApprovalRequiredError,
+    NeedsApproval,
+    ToolApprovalRequest,
+    ToolApprover,
+)
 from .arguments import ToolArgumentsError
 from .context import ToolContext
 from .executor import ToolExecutor, sync_tool_limiter
@@ -27,9 +35,14 @@ from .tool import Tool, ToolReturns, tool
 
 __all__ = [
     "TOOL_ERROR_PREFIX",
+    "ApprovalNotPendingError",
+    "ApprovalRequiredError",
+    "NeedsApproval",
     "Param",
     "RejectCall",
     "Tool",
+    "ToolApprovalRequest",
+    "ToolApprover",
     "ToolArgumentsError",
     "ToolContext",
     "ToolErrorFormatter",

@@ -4,20 +4,13 @@ web service does on a second request)."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import anyio
 import attrs
 import orjson
 
-from agentflow.agent.agent import Agent
-from agentflow.agent.options import AgentOptions
-from agentflow.agent.run import AgentRun
-from agentflow.providers.openai.chat_model import OpenAIChatModel
-from agentflow.sse import sse_stream
+from agentflow import Agent, AgentOptions, OpenAIChatModel, OpenRuns, ToolApprovalRequest, sse_stream, tool
 from agentflow.testing import Reply, ScriptedServer
-from agentflow.tools import tool
-from agentflow.tools.approval import ToolApprovalRequest
 
 
 # --8<-- [start:tool]
@@ -49,24 +42,22 @@ def within_limit(request: ToolApprovalRequest) -> bool | str:
 
 
 # --8<-- [start:service]
-WAITING: dict[str, AgentRun[Any]] = {}  # streamed runs, by run id: where a decision finds its run
+RUNS = OpenRuns()  # the streamed runs: where a decision finds its run (and shutdown cancels them)
 
 
 async def stream_run(agent: Agent, question: str, send: Callable[[bytes], Awaitable[None]]) -> None:
     """Request 1 (``GET /runs?q=…``): the run's events as SSE; it waits there while a call is undecided."""
-    async with agent.stream(question) as run:
-        WAITING[run.run_id] = run
-        try:
-            async for frame in sse_stream(run):
-                await send(frame)
-        finally:
-            del WAITING[run.run_id]
+    async with agent.stream(question) as run, RUNS.track(run):
+        async for frame in sse_stream(run):
+            await send(frame)
 
 
 def decide(run_id: str, call_id: str, approved: bool) -> None:
-    """Request 2 (``POST /runs/{run_id}/calls/{call_id}``): the person's decision. A ``KeyError`` (an unknown
-    run, or ``ApprovalNotPendingError``: a call already decided) is the service's 404 or 409."""
-    run = WAITING[run_id]
+    """Request 2 (``POST /runs/{run_id}/calls/{call_id}``): the person's decision. An unknown run is the
+    service's 404, and ``ApprovalNotPendingError`` (a ``KeyError``: a call already decided) its 409."""
+    run = RUNS.get(run_id)
+    if run is None:
+        raise KeyError(f"no run {run_id!r} is streaming")
     if approved:
         run.approve(call_id)
     else:
@@ -120,4 +111,4 @@ async def main() -> None:
                     await stream_run(agent, "Refund 400 EUR on B-42.", frames.send)
     print(shown)
     assert shown == ['refund {"order":"B-42","amount":400}']
-    assert WAITING == {}
+    assert len(RUNS) == 0
