@@ -147,6 +147,7 @@ _LAZY: dict[str, str] = {
     "MaxStepsExceeded": "agentflow.runtimes",
     "AgentRunError": "agentflow.runtimes",
     "run_result": "agentflow.runtimes.errors",
+    "ToolRetriesExceeded": "agentflow.runtimes.errors",
     "register_runtime": "agentflow.runtimes",
     "OutputType": "agentflow.runtimes.output",
     "OutputValidationError": "agentflow.runtimes.output",
@@ -300,7 +301,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
     )
     from .runtimes.codeact import CodeActOptions, CodeActProtocolError, CodeActRuntime
     from .runtimes.deep_research import DeepResearchRuntime
-    from .runtimes.errors import run_result
+    from .runtimes.errors import ToolRetriesExceeded, run_result
     from .runtimes.output import OutputType, OutputValidationError
     from .runtimes.output_validators import OutputContext, RejectOutput, ValidatorError
     from .runtimes.planner import (
@@ -491,6 +492,7 @@ __all__ = [
     "ToolRegistry",
     "ToolResult",
     "ToolResultMessage",
+    "ToolRetriesExceeded",
     "ToolSpec",
     "ToolStarted",
     "ToolSucceeded",

@@ -58,6 +58,14 @@ def _positive_int(name: str) -> Any:
     return check
 
 
+def _retry_limit(_inst: object, _attr: object, value: int | None) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise ValueError(
+            "AgentOptions.max_tool_retries must be an int >= 0 (retries after a tool call failed) or None "
+            f"(no limit), got {value!r}"
+        )
+
+
 def _positive_float(name: str) -> Any:
     def check(_inst: object, _attr: object, value: float | None) -> None:
         # ``not value > 0`` also refuses NaN, which no comparison lets through.
@@ -111,6 +119,7 @@ _OPTION_ALIASES = {
     "max_iter": "max_steps",
     "request_limit": "max_steps",
     "tool_calls_limit": "max_tool_calls",
+    "tool_retries": "max_tool_retries",
     "total_tokens_limit": "max_tokens",
 }
 # Model parameters ModelSettings has no field for: they travel in ``extra_body``.
@@ -142,9 +151,17 @@ _WHOLE = {
 # Keywords of peers' agents whose spelling difflib would send elsewhere (``output_retries`` to
 # ``output_type``): where each one's job is done here.
 _RETRIES_OF_OUTPUT = "a final answer's retries are part of its type: output_type=OutputType(T, retries=...)"
+_RETRIES = (
+    "how many times in a row the model may get a tool wrong is options=AgentOptions(max_tool_retries=...) "
+    "(one tool's: @tool(max_retries=...)); a final answer's retries are "
+    "output_type=OutputType(T, retries=...)"
+)
 _PEER_KEYWORDS = {
     "output_retries": _RETRIES_OF_OUTPUT,
     "result_retries": _RETRIES_OF_OUTPUT,
+    "retries": _RETRIES,
+    "max_retries": _RETRIES + "; retries of failed HTTP requests are the model's: "
+    "OpenAIChatModel(..., retry=RetryPolicy(max_retries=...))",
     "result_type": "it is output_type= here",
     "instrument": "tracing is switched on from outside: agentflow.tracing.instrument(agent)",
 }
@@ -345,6 +362,15 @@ class AgentOptions:
       become: ``"feed"``, the ``TOOL_ERROR`` text to the model; ``"raise"``, the end of the run, which fails
       with the tool's exception; or a function ``(exc, call) -> str | None``, the text the model gets
       instead (see ``agentflow.tools.failures``).
+    - ``max_tool_retries`` (default 3): how many times in a row the model may get a tool wrong after a first
+      failed call, for tools that set no ``@tool(max_retries=...)`` of their own. A call whose failure goes
+      back to the model (invalid arguments, ``RejectCall``, an exception fed back, a timeout, a tool that
+      does not exist) is a failed attempt; steps are counted, per tool (several failing calls of a step count
+      once; a step in which a call of it succeeded starts the count again). Calls of the tool failing in
+      ``max_tool_retries + 1`` steps in a row end the run with ``ToolRetriesExceeded`` (``RunFailed``) rather
+      than leaving it to loop until ``max_steps``; ``None``: no limit (the count never ends a run). A limit
+      of ``max_steps`` or more never trips: the run runs out of steps first. Tool calls from CodeAct's
+      code are not counted (their errors go to the code). See ``agentflow.tools.retries``.
     - ``tool_approval``: who decides the calls of tools that need approval (``@tool(needs_approval=...)``):
       a function ``(request: ToolApprovalRequest) -> bool | str``, sync or async: ``True`` approves, ``False``
       denies, a ``str`` denies and is what the model is told. ``None`` (default): a streamed run waits for
@@ -383,6 +409,7 @@ class AgentOptions:
     tool_timeout: float | None = attrs.field(default=60.0, validator=_positive_float("tool_timeout"))
     max_tool_concurrency: int | None = attrs.field(default=8, validator=_positive_int("max_tool_concurrency"))
     on_tool_error: ToolErrorPolicy = attrs.field(default="feed", validator=_tool_error_policy)
+    max_tool_retries: int | None = attrs.field(default=3, validator=_retry_limit, kw_only=True)
     tool_approval: ToolApprover | None = attrs.field(default=None, validator=_approver, kw_only=True)
     reset_tool_choice: bool = attrs.field(default=True, validator=_is(bool, "reset_tool_choice"))
     stream: bool | None = attrs.field(default=None, validator=attrs.validators.optional(_is(bool, "stream")))

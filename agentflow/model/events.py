@@ -205,7 +205,11 @@ class UsageReported(ModelEvent):
 
 @attrs.frozen
 class ModelRetry(ModelEvent):
-    """A failed attempt will be retried after ``delay`` seconds."""
+    """A failed attempt will be retried after ``delay`` seconds.
+
+    An event, not pydantic-ai's ``ModelRetry`` exception: to have the model try again, a tool raises
+    ``agentflow.RejectCall`` and an output validator ``agentflow.RejectOutput``.
+    """
 
     attempt: int
     max_attempts: int

@@ -33,6 +33,7 @@ from ..tools.approval import ToolApprovals
 from ..tools.executor import ToolExecutor
 from ..tools.registry import ToolRegistry
 from .calls import answer_unanswered_calls
+from .errors import ToolRetriesExceeded
 from .output import OutputType
 
 if TYPE_CHECKING:
@@ -94,6 +95,11 @@ class _RunEnder:
         run.tool_failure = error
         if run.abort_scope is not None:
             run.abort_scope.cancel()
+
+
+def _retries_exceeded(name: str, limit: int, result: ToolResult, unknown: bool) -> Exception:
+    """The run's ``ToolExecutor.retries_exceeded``: what a call failing once too often ends the run with."""
+    return ToolRetriesExceeded(name, limit, result.error or "", result.error_type or "", unknown=unknown)
 
 
 @attrs.define(eq=False)
@@ -260,6 +266,10 @@ class RunContext:
                 deps=self.deps,
                 extra_headers=self.run_headers,
                 approvals=self.approvals,
+                max_retries=self.options.max_tool_retries,
+                # A runtime that hands tool errors to code (CodeAct: ``abort_scope`` is set) counts none: the
+                # code, not the model, gets them, and may well catch them and go on.
+                retries_exceeded=_retries_exceeded if self.abort_scope is None else None,
             )
         return self._executor
 

@@ -4,11 +4,19 @@ exception a failed run raises carries the run's partial result (``run_result``).
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from typing import Any, ClassVar
 
-from ..result import AgentResult
+from ..result import AgentResult, StopReason
 
-__all__ = ["RUN_RESULT_NOTE", "AgentRunError", "MaxStepsExceeded", "attach_run_result", "run_result"]
+__all__ = [
+    "RUN_RESULT_NOTE",
+    "AgentRunError",
+    "MaxStepsExceeded",
+    "ToolRetriesExceeded",
+    "attach_run_result",
+    "own_result",
+    "run_result",
+]
 
 RUN_RESULT_NOTE = (
     "agentflow: run {run_id} failed after {steps} finished step(s); its partial result (usage, tool results, "
@@ -21,6 +29,11 @@ _NOTE_START = RUN_RESULT_NOTE.partition("{")[0]
 
 class AgentRunError(Exception):
     """Base of the errors a runtime raises itself; ``partial`` keeps the run's finished work and usage."""
+
+    partial_at_end: ClassVar[bool] = False
+    """Whether the error is raised before its run has a result to give it (mid-step, by a tool call): the
+    run's ending then gives it the run's partial result (``attach_run_result``), in place of the one it
+    was made with."""
 
     def __init__(self, message: str, partial: AgentResult) -> None:
         super().__init__(message)
@@ -53,14 +66,80 @@ class MaxStepsExceeded(AgentRunError):
         return (type(self), (self.max_steps, self.partial))
 
 
+class ToolRetriesExceeded(AgentRunError):
+    """The model's calls of one tool failed in more steps in a row than the tool's retry limit allows
+    (``@tool(max_retries=...)``, else ``AgentOptions.max_tool_retries``; see ``agentflow.tools.retries``).
+
+    ``tool`` is the tool's name (for calls of tools that do not exist, ``unknown`` is true and ``tool`` the
+    last name the model made up), ``max_retries`` the limit, ``error`` the last failure's message and
+    ``error_type`` its kind (``invalid_arguments``, ``exception``, ``timeout``, ``unknown_tool``). Raised by
+    the tool call that failed once too often, after its result and ``ToolFailed``; the run fails with it as
+    with any error (``RunFailed``), and ``partial`` is the run's result as it ended (every call answered).
+
+    >>> err = ToolRetriesExceeded("find_city", 1, "no city is named 'Pariss'", "exception")
+    >>> print(err)  # doctest: +NORMALIZE_WHITESPACE
+    the model's calls of tool 'find_city' failed in 2 steps in a row, more than its max_retries=1 allows;
+    the last error: no city is named 'Pariss'
+    """
+
+    partial_at_end: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        tool: str,
+        max_retries: int,
+        error: str,
+        error_type: str,
+        partial: AgentResult | None = None,
+        unknown: bool = False,
+    ) -> None:
+        steps = max_retries + 1
+        if unknown:
+            message = (
+                f"the model called tools that do not exist in {steps} steps in a row, more than "
+                f"max_tool_retries={max_retries} allows; the last one: {error}"
+            )
+        else:
+            message = (
+                f"the model's calls of tool {tool!r} failed in {steps} steps in a row, more than its "
+                f"max_retries={max_retries} allows; the last error: {error}"
+            )
+        if partial is None:
+            partial = AgentResult("", "", StopReason.ERROR, error=message)  # replaced as the run ends
+        super().__init__(message, partial)
+        self.tool = tool
+        self.max_retries = max_retries
+        self.error = error
+        self.error_type = error_type
+        self.unknown = unknown
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            type(self),
+            (self.tool, self.max_retries, self.error, self.error_type, self.partial, self.unknown),
+        )
+
+
+def own_result(exc: BaseException) -> AgentResult | None:
+    """The partial result ``exc`` brought with it: an ``AgentRunError``'s own, unless it was raised before
+    its run had one (``partial_at_end``); ``None`` for those and any other exception (the run's ending makes
+    it)."""
+    if isinstance(exc, AgentRunError) and not exc.partial_at_end:
+        return exc.partial
+    return None
+
+
 def attach_run_result(exc: BaseException, result: AgentResult) -> None:
     """Make a failed run's partial result reachable from the exception it raises: ``exc.run_result``.
 
     The exception keeps its type (``except BadRequestError`` still catches a model's 400), and gets a note
-    saying where the result is. An ``AgentRunError`` has it already (``partial``). An exception that refuses
+    saying where the result is. An ``AgentRunError`` has it already (``partial``), unless it was raised
+    before its run had one (``partial_at_end``): ``result`` becomes its ``partial``. An exception that refuses
     new attributes is raised as it is. The same exception object failing a later run points at that run.
     """
     if isinstance(exc, AgentRunError):
+        if exc.partial_at_end:
+            exc.partial = result
         return
     with contextlib.suppress(AttributeError, TypeError):
         exc.run_result = result  # type: ignore[attr-defined]

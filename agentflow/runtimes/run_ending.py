@@ -21,7 +21,7 @@ from ..model.errors import ModelError
 from ..result import AgentResult, StopReason
 from ..tools.outcome import exception_message
 from .context import RunContext
-from .errors import AgentRunError, attach_run_result
+from .errors import attach_run_result, own_result
 from .model_calls import CutAnswer
 
 if TYPE_CHECKING:
@@ -63,8 +63,8 @@ async def end_failed(ctx: RunContext, exc: BaseException, *, partial: AgentResul
     """Publish ``RunFailed`` for ``exc``; ``partial``: the result of a run that ended otherwise and fails
     for what came after (its ``before_terminal``)."""
     ctx.error = exc
-    if partial is None and isinstance(exc, AgentRunError):
-        partial = exc.partial
+    if partial is None:
+        partial = own_result(exc)  # an AgentRunError's own (not one raised mid-step by a tool call)
     if partial is None:
         partial = ctx.result_for(StopReason.ERROR, error=exception_message(exc))
     ctx.result = partial

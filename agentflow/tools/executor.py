@@ -28,6 +28,11 @@ slot and is no part of the call's time limit (a batch with such a call has no sh
 call gets ``ToolStarted`` and ``ToolFailed`` (``denied``), and a decision that cannot be made ends the run
 as a call's ``"raise"`` failure does. Other tools pay one attribute check per call.
 
+A run's executor also counts the model's failed attempts per tool (``max_retries``, ``retries_exceeded``;
+``agentflow.tools.retries``): a call that fails once too often ends the run as a ``"raise"`` failure does,
+after its result and ``ToolFailed``. The count is made on the failure path: a successful call pays two
+attribute reads, and a run none of whose calls failed has no counts at all.
+
 ``run_validated`` runs one call whose arguments were validated beforehand, with the same slot, time limit and
 events: what a call started early, while the model still streams, goes through
 (``agentflow.runtimes.eager_calls``).
@@ -75,6 +80,7 @@ from .context import ToolContext, UsageSink
 from .failures import ToolErrorPolicy, check_policy, noting_others, settle_failure
 from .outcome import MAX_ERROR_CHARS, exception_message, failed_result, output_text
 from .registry import ToolRegistry
+from .retries import COUNTED_FAILURES, RetriesExceeded, ToolRetries, check_max_retries
 from .suspension import noting_waits
 from .tool import Tool
 
@@ -205,6 +211,10 @@ class ToolExecutor:
     ``deps``, untouched, and its own model-call headers); only calls of tools that take a context see them.
     ``approvals`` decides the calls of tools that ``needs_approval`` (``agentflow.tools.approval``; the
     run's own, ``RunContext.executor``); without it such a call ends the run with ``ApprovalRequiredError``.
+    ``retries_exceeded``, if given, makes this executor count the model's failed attempts per tool
+    (``agentflow.tools.retries``) against each tool's ``max_retries``, else ``max_retries`` (``None``: no
+    limit), and builds the exception a call that fails once too often ends the run with (the run's own,
+    ``ToolRetriesExceeded``: ``RunContext.executor``); without it nothing is counted.
 
     Every call gets exactly one ``ToolStarted`` and then exactly one ``ToolSucceeded`` or ``ToolFailed``
     (unknown tools and invalid arguments included), unless the batch is cancelled first (or a call ends the
@@ -223,9 +233,12 @@ class ToolExecutor:
         "_headers",
         "_limiter",
         "_listening",
+        "_max_retries",
         "_on_fatal",
         "_progress_listening",
         "_registry",
+        "_retries",
+        "_retries_exceeded",
         "_usage",
     )
 
@@ -245,6 +258,8 @@ class ToolExecutor:
         deps: Any = None,
         extra_headers: Mapping[str, str] = _NO_HEADERS,
         approvals: ToolApprovals | None = None,
+        max_retries: float | None = None,
+        retries_exceeded: RetriesExceeded | None = None,
     ) -> None:
         if max_concurrency is not None and (
             isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1
@@ -269,6 +284,10 @@ class ToolExecutor:
         self._deps = deps
         self._headers = extra_headers
         self._approvals = approvals
+        self._max_retries = check_max_retries(max_retries, "max_retries")
+        self._retries_exceeded = retries_exceeded
+        self._retries: ToolRetries | None = None
+        """The run's counts of failed attempts: made when a call first fails (``_failed``)."""
 
     @property
     def registry(self) -> ToolRegistry:
@@ -383,6 +402,8 @@ class ToolExecutor:
                 name = tool.name if tool is not None else call.name
                 policy = self._policy(tool) if tool is not None else "feed"
                 result, error = self._timed_out(policy, name, call, limit, duration)
+                if error is None and self._retries_exceeded is not None:
+                    error = self._failed(tool, result, step)
                 if ending is None:
                     ending = error
                 batch.results[index] = result
@@ -446,6 +467,11 @@ class ToolExecutor:
                 result, ending = ends.result, ends.error
             finally:
                 self._limiter.release_on_behalf_of(borrower)
+        if not result.ok:
+            if ending is None and self._retries_exceeded is not None:
+                ending = self._failed(found, result, step)
+        elif self._retries is not None:
+            self._retries.succeeded(result.name, step)
         if on_result is not None:
             on_result(0, result)
         if self._heard():
@@ -519,6 +545,11 @@ class ToolExecutor:
                         result, ending = ends.result, ends.error
                     finally:
                         self._limiter.release_on_behalf_of(borrower)
+        if not result.ok:
+            if ending is None and self._retries_exceeded is not None:
+                ending = self._failed(found, result, step)
+        elif self._retries is not None:
+            self._retries.succeeded(result.name, step)
         if batch is not None:
             batch.results[index] = result
         if on_result is not None:
@@ -656,6 +687,19 @@ class ToolExecutor:
                 raise _EndsRun(result, ending)
             return result
         return ToolResult(call_id=call.id, name=found.name, output=output, duration=duration, value=value)
+
+    def _failed(self, found: Tool[..., Any] | None, result: ToolResult, step: int) -> Exception | None:
+        """A call failed (``result``) and its failure goes to the model: count it against its tool's retry
+        limit (``found``: ``None`` for a tool that does not exist); the exception the run ends with if the
+        model has had all its retries (``agentflow.tools.retries``)."""
+        limit = self._max_retries if found is None or found.max_retries is None else found.max_retries
+        if limit is None or limit == math.inf or result.error_type not in COUNTED_FAILURES:
+            return None  # no limit, or no failed attempt (a denied call, a refused one)
+        retries = self._retries
+        if retries is None:
+            assert self._retries_exceeded is not None
+            retries = self._retries = ToolRetries(self._retries_exceeded)
+        return retries.failed(result, limit, step, unknown=found is None)
 
     def _policy(self, found: Tool[..., Any]) -> ToolErrorPolicy:
         return found.on_error if found.on_error is not None else self._default_on_error

@@ -16,7 +16,9 @@ way). A tool's ``on_error`` changes that for the exceptions it raises and its ti
 Whatever the policy, two exceptions a tool may raise say what they mean: ``ToolFatalError`` always ends the
 run, ``RejectCall`` always sends its message to the model. Invalid arguments and unknown tools are always
 fed back (the model can fix them), and so is a ``CancelledError`` that was no cancel of the run: raised
-again, it would pass for one. Pure decisions, no I/O: ``ToolExecutor`` applies them.
+again, it would pass for one. How many failures fed back in a row the model is allowed before the run ends
+is the tool's retry limit (``@tool(max_retries=...)``: ``agentflow.tools.retries``). Pure decisions, no I/O:
+``ToolExecutor`` applies them.
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ class RejectCall(Exception):
     call's ``TOOL_ERROR`` (``"error"`` is the message alone) whatever the tool's ``on_error``: a
     ``"raise"`` tool still tells the model what it can fix, and a formatter is not asked (the message is
     written for the model already). Like pydantic-ai's ``ModelRetry``, or ``RejectOutput`` for final
-    answers.
+    answers; and like them it counts against a retry limit: the tool's ``max_retries``.
 
     >>> from agentflow.tools import tool
     >>> @tool(on_error="raise")  # an unexpected failure ends the run...

@@ -25,6 +25,7 @@ from .context import ToolContext
 from .defaults import MISSING
 from .docstrings import DocInfo, parse_docstring
 from .failures import ToolErrorPolicy, check_policy
+from .retries import check_max_retries
 from .schema import Prop, object_shape, shape_of, unresolved_note
 from .strict import strict_schema_problems
 
@@ -62,6 +63,10 @@ def _check_return_direct(return_direct: object) -> bool:
     return return_direct
 
 
+def _check_max_retries(max_retries: object) -> float | None:
+    return check_max_retries(max_retries, "max_retries")
+
+
 def _check_timeout(timeout: float | None) -> float | None:
     if timeout is not None and (isinstance(timeout, bool) or not timeout > 0):
         raise ValueError(f"timeout must be a positive number of seconds (or math.inf), got {timeout!r}")
@@ -96,7 +101,9 @@ class Tool(Generic[P, R]):
     model call to repeat the result (see ``AgentRuntime.read_tool_answer``); it never changes what the model
     is sent either. A tool that ``needs_approval`` (``True``, or a function of a call's validated arguments
     saying whether that call does) runs a call only once it is approved (see ``agentflow.tools.approval``);
-    that is never sent to the model either.
+    that is never sent to the model either. ``max_retries`` is how many steps in a row the model may get this
+    tool wrong after a first failed call before the run fails (``ToolRetriesExceeded``); ``None``: the run's
+    ``AgentOptions.max_tool_retries``; ``math.inf``: no limit (see ``agentflow.tools.retries``).
 
     ``returns`` describes the return value (``None``: nothing is known of it). ``plain_parameters``, for a
     strict tool made by ``@tool``, is its parameters' schema as a plain (non-strict) one: optional parameters
@@ -126,6 +133,9 @@ class Tool(Generic[P, R]):
     return_direct: bool = attrs.field(default=False, converter=_check_return_direct, kw_only=True, repr=False)
     needs_approval: NeedsApproval = attrs.field(
         default=False, converter=check_needs_approval, kw_only=True, repr=False
+    )
+    max_retries: float | None = attrs.field(
+        default=None, converter=_check_max_retries, kw_only=True, repr=False
     )
     returns: ToolReturns | None = attrs.field(default=None, repr=False, eq=False)
     plain_parameters: dict[str, Any] | None = attrs.field(default=None, repr=False, eq=False)
@@ -178,13 +188,14 @@ class Tool(Generic[P, R]):
         on_error: ToolErrorPolicy | None = None,
         return_direct: bool = False,
         needs_approval: NeedsApproval = False,
+        max_retries: float | None = None,
     ) -> Tool[..., Any]:
         """A tool whose schema is given as is: ``fn`` gets the validated JSON object as keyword arguments.
 
         A parameter of ``fn`` annotated ``ToolContext`` still receives the context. A strict spec
         (``strict=True``) must have a strict-mode schema (every object closed, every property required):
-        ``ValueError`` otherwise. ``eager``, ``on_error``, ``return_direct`` and ``needs_approval`` are
-        ``@tool``'s.
+        ``ValueError`` otherwise. ``eager``, ``on_error``, ``return_direct``, ``needs_approval`` and
+        ``max_retries`` are ``@tool``'s.
         """
         hints = _hints(fn, strict_resolution=False)
         context = next((n for n, h in hints.items() if n != "return" and _is_context(h)), None)
@@ -199,6 +210,7 @@ class Tool(Generic[P, R]):
             on_error=on_error,
             return_direct=return_direct,
             needs_approval=needs_approval,
+            max_retries=max_retries,
             returns=returns,
         )
 
@@ -219,6 +231,7 @@ def tool(
     on_error: ToolErrorPolicy | None = None,
     return_direct: bool = False,
     needs_approval: NeedsApproval = False,
+    max_retries: float | None = None,
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 
 
@@ -235,6 +248,7 @@ def tool(
     on_error: ToolErrorPolicy | None = None,
     return_direct: bool = False,
     needs_approval: NeedsApproval = False,
+    max_retries: float | None = None,
 ) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
     """Turn a sync or async function into a ``Tool``; usable bare (``@tool``) or with options.
 
@@ -283,6 +297,21 @@ def tool(
     ...     return f"refunded {amount} on {order}"
     >>> refund.needs_approval({"order": "A1", "amount": 250})
     True
+
+    ``max_retries`` bounds the model's failed attempts at this tool. A call whose failure goes back to the
+    model (invalid arguments, ``RejectCall``, any other exception it gets as a ``TOOL_ERROR``, a timeout) is
+    one; once calls of the tool have failed in ``max_retries + 1`` steps in a row (a step in which one
+    succeeded starts the count again), the run fails with ``ToolRetriesExceeded`` instead of asking the model
+    once more. Unset (``None``), the agent's ``AgentOptions.max_tool_retries`` applies (default 3); ``0``
+    ends the run at the first failure; ``math.inf`` never does. See ``agentflow.tools.retries``.
+
+    >>> from agentflow.tools import RejectCall
+    >>> @tool(max_retries=1)
+    ... def find_city(name: str) -> str:
+    ...     '''Find a city by name.'''
+    ...     raise RejectCall(f"no city is named {name!r}; check the spelling")
+    >>> find_city.max_retries
+    1
     """
 
     def build(func: Callable[P, R]) -> Tool[P, R]:
@@ -297,6 +326,7 @@ def tool(
             on_error=on_error,
             return_direct=return_direct,
             needs_approval=needs_approval,
+            max_retries=max_retries,
         )
 
     if fn is None:
@@ -312,6 +342,7 @@ def tool(
     _check_on_error(on_error)
     _check_return_direct(return_direct)
     check_needs_approval(needs_approval)
+    _check_max_retries(max_retries)
     return build
 
 
@@ -327,6 +358,7 @@ def _build(
     on_error: ToolErrorPolicy | None,
     return_direct: bool,
     needs_approval: NeedsApproval,
+    max_retries: float | None,
 ) -> Tool[P, R]:
     if isinstance(fn, Tool):
         raise TypeError("this function is already a Tool")
@@ -398,6 +430,7 @@ def _build(
         on_error=on_error,
         return_direct=return_direct,
         needs_approval=needs_approval,
+        max_retries=max_retries,
         returns=_returns(hints, doc.returns),
         plain_parameters=_plain_parameters(props, prop_hints) if strict else None,
         parser=ArgumentParser(tool_name, shape.schema, shape.convert),

@@ -72,6 +72,7 @@ async def main() -> None:
         # --8<-- [end:limits]
         assert result.stop_reason is StopReason.MAX_TOKENS
 
+        server.add(waits)  # the next run waits for approval, until its task is cancelled
         # --8<-- [start:task]
         # Cancelling the task that awaits the run works the same way (here: a cancel scope around it).
         with anyio.move_on_after(0.05):
