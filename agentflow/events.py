@@ -9,11 +9,12 @@ event class, for an exhaustive ``match``.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import attrs
 
 from .model.events import (
+    NOT_IN_JSON,
     Event,
     ModelCompleted,
     ModelEvent,
@@ -25,11 +26,15 @@ from .model.events import (
     ToolCallReady,
     ToolCallStarted,
     UsageReported,
+    to_jsonable,
 )
 from .model.messages import ToolCall
 from .model.response import TokenUsage
 from .plan import Plan
 from .result import AgentResult, ToolResult
+
+if TYPE_CHECKING:  # only named here: ``import agentflow.events`` (an SSE server's) stays light
+    from .agent.prompt import AgentPrompt
 
 __all__ = [
     "AgentEvent",
@@ -100,12 +105,28 @@ class ModelRequest(RunEvent):
     for a planner's call in a run that plans (DeepResearch, CodeAct with a planner: its ``ModelCompleted``
     holds the plan, not an answer to show): every
     ``ModelCompleted`` belongs to the ``ModelRequest`` before it.
+
+    ``prompt`` is the ``AgentPrompt`` the call sends (the runtime's own object, not a copy: do not mutate
+    what it holds): system prompt, instructions, every item, tool specs and parameters. A planner's call
+    through a ``ChatModel`` (``ModelPlanner``) has its request's messages as ``items`` and its parameters as
+    fields. ``None`` for a ``ModelRequest`` built elsewhere. It is left out of ``to_dict()`` (and so of SSE
+    frames): it holds the whole conversation, images and encrypted reasoning included; nor is it part of
+    the event's ``repr`` or equality.
     """
 
     model: str | None
     items: int
     tools: tuple[str, ...] = ()
     purpose: str = "step"
+    prompt: AgentPrompt | None = attrs.field(default=None, eq=False, repr=False, metadata=NOT_IN_JSON)
+
+    def to_dict(self) -> dict[str, Any]:
+        """As ``Event.to_dict``, without the fields marked ``NOT_IN_JSON`` (``prompt``)."""
+        out: dict[str, Any] = {"type": self.type}
+        for f in attrs.fields(type(self)):
+            if f.metadata.get("json", True):
+                out[f.name] = to_jsonable(getattr(self, f.name))
+        return out
 
 
 @attrs.frozen

@@ -373,7 +373,9 @@ class AgentRuntime:
         names = ctx.tools.names if tools is ctx.tools.specs else tuple(t.name for t in tools)
         if ctx.bus.has_listeners():
             await ctx.emit(
-                ModelRequest(model=ctx.model_name(prompt.model), items=len(prompt.items), tools=names)
+                ModelRequest(
+                    model=ctx.model_name(prompt.model), items=len(prompt.items), tools=names, prompt=prompt
+                )
             )
         if not prompt.stream:
             result = await blocking_call(ctx, ctx.model.create, prompt)

@@ -35,8 +35,9 @@ step on ``PlanState.code_actions`` for the re-plans to show (``planner.planning_
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal, Protocol, TypeAlias, TypeVar
 
 import attrs
@@ -48,7 +49,7 @@ from ..events import ModelRequest, PlanCreated, PlanUpdated
 from ..model.events import ModelCompleted, UsageReported
 from ..model.messages import AiMessage, UserMessage
 from ..model.protocol import ChatModel
-from ..model.request import ChatRequest
+from ..model.request import ChatRequest, parameters_from
 from ..model.response import ChatResponse, TokenUsage
 from ..plan import Plan
 from ..result import StopReason
@@ -165,7 +166,13 @@ class _PlanningCall:
             name = None
         tools = tuple(t.name for t in request.parameters.tools or ())
         return await self._made(
-            ctx, name, len(request.messages), tools, lambda: model.chat(request, **overrides), chat_result
+            ctx,
+            name,
+            len(request.messages),
+            tools,
+            lambda: model.chat(request, **overrides),
+            chat_result,
+            lambda: _chat_prompt(name, request, overrides),
         )
 
     async def agent(self, prompt: AgentPrompt, /) -> AgentModelResult:
@@ -182,7 +189,13 @@ class _PlanningCall:
         messages = len(prompt.items) + sum(1 for text in (prompt.system_prompt, prompt.instructions) if text)
         tools = tuple(t.name for t in prompt.tools)
         return await self._made(
-            ctx, ctx.model_name(prompt.model), messages, tools, lambda: self.client.create(prompt), _same
+            ctx,
+            ctx.model_name(prompt.model),
+            messages,
+            tools,
+            lambda: self.client.create(prompt),
+            _same,
+            lambda: prompt,
         )
 
     async def _made(
@@ -193,13 +206,17 @@ class _PlanningCall:
         tools: tuple[str, ...],
         send: Callable[[], Awaitable[_R]],
         as_result: Callable[[_R], AgentModelResult],
+        sent: Callable[[], AgentPrompt],
     ) -> _R:
-        """The call ``send`` makes, published (its answer ``as_result``, as an agent's) and counted."""
+        """The call ``send`` makes, published (its answer ``as_result``, as an agent's; what it sends as the
+        prompt ``sent`` gives) and counted."""
         self.made += 1
         # As for a step's call: built only when someone listens, and then as a pair (request, completion).
         listened = ctx.bus.has_listeners()
         if listened:
-            await ctx.emit(ModelRequest(model=name, items=messages, tools=tools, purpose="plan"))
+            await ctx.emit(
+                ModelRequest(model=name, items=messages, tools=tools, purpose="plan", prompt=sent())
+            )
         response = await blocking_call(ctx, send)
         # Counted before anything is published: a cancel landing while it is keeps the tokens in the result.
         ctx.add_usage(response.usage)
@@ -215,6 +232,36 @@ class _PlanningCall:
 
 def _same(result: AgentModelResult) -> AgentModelResult:
     return result
+
+
+def _chat_prompt(name: str | None, request: ChatRequest, overrides: Mapping[str, Any]) -> AgentPrompt:
+    """A ``ChatModel`` planner's request as the prompt its ``ModelRequest`` carries: its messages as items
+    (the system message among them, as Chat sends it), its parameters (the call's overrides winning) as the
+    prompt's fields, what has no field of its own (``seed``, ``stop``, provider fields) in ``extra_body``."""
+    p = request.parameters
+    if overrides:
+        # Overrides the call refuses (it raises the error itself) leave the request as it stands.
+        with contextlib.suppress(TypeError, ValueError):
+            p = p.merged(parameters_from(overrides, "parameter override(s)"))
+    extra: dict[str, Any] = dict(p.custom)
+    if p.seed is not None:
+        extra["seed"] = p.seed
+    if p.stop is not None:
+        extra["stop"] = list(p.stop)
+    return AgentPrompt(
+        model=name,
+        items=request.messages,
+        tools=p.tools or (),
+        tool_choice=p.tool_choice,
+        parallel_tool_calls=p.parallel_tool_calls,
+        temperature=p.temperature,
+        top_p=p.top_p,
+        max_output_tokens=p.max_completion_tokens if p.max_completion_tokens is not None else p.max_tokens,
+        reasoning=None if p.reasoning_effort is None else {"effort": p.reasoning_effort},
+        user=p.user,
+        extra_body=extra,
+        response_format=p.response_format,
+    )
 
 
 def _check_replan_every(value: object) -> None:

@@ -50,7 +50,8 @@ __all__ = [
 
 DEFAULT_CONTENT_LIMIT = 4096
 """How many characters of each piece of content (a prompt, an answer, a tool's arguments or result, one
-message part) a span keeps when content is captured; the rest is cut and marked with ``…``."""
+message part, a tool's description or schema) a span keeps when content is captured; the rest is cut and
+marked with ``…``."""
 
 DEFAULT_MESSAGES_LIMIT = 32768
 """How many characters of JSON a model call's ``gen_ai.input.messages`` holds at most when content is
@@ -74,9 +75,10 @@ def instrument(
 
     - ``tracer_provider``: where the spans go; ``None``: OpenTelemetry's global provider (which records
       nothing until the application installs the SDK, and picks up one installed later).
-    - ``capture_content``: also record the run's input and answer, each model call's messages (what the
-      run's events show it was sent, and its answer), each tool call's arguments, result and progress
-      messages, code and plans (off by default: they may hold personal data). ``None`` (the default): what
+    - ``capture_content``: also record the run's input and answer, each model call's prompt (its messages,
+      system prompt and instructions, tool definitions) and answer, each tool call's arguments, result and
+      progress messages, code and plans (off by default: they may hold personal data). A model call's
+      parameters (temperature, maximum tokens…) are recorded either way. ``None`` (the default): what
       ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` says when ``instrument`` is called (``true``,
       ``SPAN_ONLY`` or ``SPAN_AND_EVENT``: on; unset or anything else: off).
     - ``content_limit``: the characters kept of each piece of content (at least 1).

@@ -19,13 +19,13 @@ from ..model.messages import ToolCall
 from ..model.response import FinishReason
 
 __all__ = [
+    "arguments_value",
     "assistant_message",
     "capped",
     "finish_reason",
     "input_messages",
     "json_text",
     "output_messages",
-    "tool_message",
     "user_message",
 ]
 
@@ -69,8 +69,13 @@ def json_text(value: Any, limit: int) -> str:
     return capped(orjson.dumps(to_jsonable(value)).decode(), limit)
 
 
-def _arguments(arguments: str, limit: int) -> Any:
-    """A call's arguments for a message part: the JSON value when whole and valid, else the text, cut."""
+def arguments_value(arguments: str, limit: int) -> Any:
+    """A call's arguments (the model's JSON text) for a message part: the JSON value when whole and valid,
+    else the text, cut.
+
+    >>> arguments_value('{"a": 1}', 100), arguments_value("{oops", 100), arguments_value('{"a": 12345}', 5)
+    ({'a': 1}, '{oops', '{"a"…')
+    """
     if arguments and len(arguments) <= limit:
         try:
             return orjson.loads(arguments)
@@ -107,24 +112,12 @@ def assistant_message(
     if text:
         parts.append({"type": "text", "content": capped(text, limit)})
     for call in calls:
-        arguments = _arguments(call.arguments, limit)
+        arguments = arguments_value(call.arguments, limit)
         parts.append({"type": "tool_call", "id": call.id, "name": call.name, "arguments": arguments})
     message: dict[str, Any] = {"role": "assistant", "parts": parts}
     if finish is not None:
         message["finish_reason"] = finish
     return message
-
-
-def tool_message(call_id: str, output: str, limit: int) -> dict[str, Any]:
-    """A tool call's result as the model reads it: a ``tool`` message with one ``tool_call_response`` part.
-
-    >>> tool_message("c1", "3", 100)
-    {'role': 'tool', 'parts': [{'type': 'tool_call_response', 'id': 'c1', 'response': '3'}]}
-    """
-    return {
-        "role": "tool",
-        "parts": [{"type": "tool_call_response", "id": call_id, "response": capped(output, limit)}],
-    }
 
 
 def input_messages(text: str, limit: int) -> str:

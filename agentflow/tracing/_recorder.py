@@ -23,12 +23,12 @@ Rules it keeps, whatever order the events come in:
 - **Nested agents.** An instrumented agent whose run starts inside a traced tool call (``Agent.as_tool``)
   takes the tool's span as its parent (``_tool_context``), unless the tool made a span of its own current
   (then that one is the parent, as for any run).
-- **Nothing is built that is not recorded:** content only when captured. A step's ``gen_ai.input.messages``
-  is what the run's events show it was sent (``_transcript``): they carry neither the system prompt nor the
-  tool definitions, nor items from before the run. The exact prompt needs the runtime to hand it over (the
-  ``AgentPrompt`` on ``ModelRequest``, say). The time to a streamed call's first chunk comes with its
-  ``ModelCompleted`` (``time_to_first_chunk``, which the runtime measures): the recorder takes no deltas,
-  which would make a traced ``agent.run()`` stream.
+- **Nothing is built that is not recorded:** content only when captured. A model call's parameters, and
+  with content its messages, system instructions and tool definitions, are read from the prompt its
+  ``ModelRequest`` carries (``_prompt``): exactly what the call sent, a session's earlier turns, a plan or a
+  retry prompt included. A ``ModelRequest`` without one (built elsewhere) gives none of them. The time to a
+  streamed call's first chunk comes with its ``ModelCompleted`` (``time_to_first_chunk``, which the runtime
+  measures): the recorder takes no deltas, which would make a traced ``agent.run()`` stream.
 
 It does no I/O and never raises into the run (the bus would log it, but nothing here should fail).
 """
@@ -74,8 +74,8 @@ from ._otel import (
     otel_context,
     trace,
 )
+from ._prompt import ItemCache, PromptContent, request_attributes
 from ._tool_context import CALLING_TOOL, ToolSpan
-from ._transcript import Transcript
 
 __all__ = ["MAX_PROGRESS_EVENTS", "TRACED_EVENTS", "RunRecorder"]
 
@@ -118,14 +118,13 @@ class _RunSpans:
         "context",
         "conversation",
         "facts",
+        "items",
         "live",
         "model",
-        "model_purpose",
         "plan",
         "plan_context",
         "span",
         "tools",
-        "transcript",
     )
 
     def __init__(self, span: Span, context: Context, ambient: Span, facts: ModelFacts) -> None:
@@ -138,13 +137,12 @@ class _RunSpans:
         self.live = span.get_span_context().is_valid
         self.conversation: str | None = None
         self.model: Span | None = None
-        self.model_purpose = "step"
         self.plan: Span | None = None
         self.plan_context: Context | None = None
         self.code: Span | None = None
         self.code_context: Context | None = None
         self.tools: dict[str, ToolSpan] = {}
-        self.transcript: Transcript | None = None  # only when content is captured
+        self.items: ItemCache = {}  # the items its calls were sent, converted (when content is captured)
 
 
 def _agentflow_version() -> str:
@@ -163,7 +161,7 @@ class RunRecorder:
     """The callback ``instrument`` and ``traced`` register: spans for the runs of ``agent`` (see the module
     docstring). Call it with each event of ``TRACED_EVENTS``; other events are ignored."""
 
-    __slots__ = ("_agent", "_capture", "_facts", "_handlers", "_limit", "_messages_limit", "_runs", "_tracer")
+    __slots__ = ("_agent", "_capture", "_content", "_facts", "_handlers", "_limit", "_runs", "_tracer")
 
     def __init__(
         self,
@@ -184,7 +182,8 @@ class RunRecorder:
         self._agent = agent
         self._capture = capture_content
         self._limit = _check_limit("content_limit", content_limit)
-        self._messages_limit = _check_limit("messages_limit", messages_limit)
+        messages_limit = _check_limit("messages_limit", messages_limit)
+        self._content = PromptContent(self._limit, messages_limit) if capture_content else None
         self._tracer: Tracer = trace.get_tracer(
             "agentflow.tracing", _agentflow_version(), tracer_provider=tracer_provider
         )
@@ -298,10 +297,6 @@ class RunRecorder:
                 attributes[attr.INPUT_MESSAGES] = input_messages(started.input, self._limit)
         span = self._tracer.start_span(name, context=parent, kind=SpanKind.INTERNAL, attributes=attributes)
         run = _RunSpans(span, trace.set_span_in_context(span, parent), ambient, facts)
-        if self._capture and run.live:
-            run.transcript = Transcript(self._limit)
-            if started is not None:
-                run.transcript.add_input(started.input)
         if started is not None:
             run.conversation = started.session_id
         return run
@@ -409,19 +404,13 @@ class RunRecorder:
                 attributes[attr.SERVER_PORT] = facts.port
         if run.conversation is not None:
             attributes[attr.CONVERSATION_ID] = run.conversation
-        transcript = run.transcript
-        if transcript is not None and event.purpose == "step":
-            # A planner's call is sent a prompt of its own, which no event shows: nothing for it.
-            text, unseen, dropped = transcript.messages(event.items, self._messages_limit)
-            if text != "[]":
-                attributes[attr.INPUT_MESSAGES] = text
-            if unseen:
-                attributes[attr.INPUT_UNSEEN_ITEMS] = unseen
-            if dropped:
-                attributes[attr.INPUT_DROPPED_MESSAGES] = dropped
+        prompt = event.prompt
+        if prompt is not None:
+            attributes.update(request_attributes(prompt))
+            if self._content is not None:
+                attributes.update(self._content.attributes(prompt, run.items))
         name = f"chat {event.model}" if event.model else "chat"
         run.model = self._tracer.start_span(name, context=parent, kind=SpanKind.CLIENT, attributes=attributes)
-        run.model_purpose = event.purpose
 
     def _model_retry(self, event: ModelRetry) -> None:
         run = self._runs.get(event.run_id)
@@ -453,7 +442,7 @@ class RunRecorder:
         if first_chunk is not None:
             # Only a streamed call has one (seconds from sending the request to its first chunk).
             attributes[attr.TIME_TO_FIRST_CHUNK] = first_chunk
-            attributes[attr.REQUEST_STREAM] = True
+            attributes[attr.REQUEST_STREAM] = True  # said at the start too, by a request with its prompt
         if self._capture:
             text = getattr(response, "output_text", None)
             reasoning = getattr(response, "reasoning_text", None)
@@ -464,8 +453,6 @@ class RunRecorder:
                 calls=getattr(response, "tool_calls", ()),
                 finish=finish,
             )
-            if run.transcript is not None and run.model_purpose == "step":
-                run.transcript.add_turn(response, event.step)
         span.set_attributes(attributes)
         span.end()
 
@@ -568,8 +555,6 @@ class RunRecorder:
             span, _ = self._tool_span(run, event)
             span.set_attribute(attr.TOOL_STARTED, False)
         result = event.result
-        if run.transcript is not None:
-            run.transcript.add_result(event.call, result.output)
         if isinstance(event, ToolSucceeded):
             if self._capture:
                 span.set_attribute(attr.TOOL_RESULT, capped(result.output, self._limit))

@@ -95,7 +95,7 @@ async def main() -> None:
         remove()
         # --8<-- [end:instrument]
         # --8<-- [start:one-run]
-        plain = Agent(model, name="Greeter")  # not instrumented: trace one run of it
+        plain = Agent(model, name="Greeter", system_prompt="Greet briefly.")  # not instrumented: one run
         await plain.run("Hi!", on=traced(plain, tracer_provider=PROVIDER, capture_content=True))
         # --8<-- [end:one-run]
         await model.aclose()
@@ -115,10 +115,14 @@ async def main() -> None:
     assert meter.counts == Counter({"model calls": 2, "tokens": 303})
     spans = {span.name: span for span in EXPORTER.get_finished_spans()}
     assert [event.name for event in spans["execute_tool get_weather"].events] == ["agentflow.tool.progress"]
-    # Content was captured for the one traced run: its model call shows the messages it was sent.
-    greeter_call = [s for s in EXPORTER.get_finished_spans() if s.name == "chat gpt-4.1"][-1]
-    sent = orjson.loads(str(dict(greeter_call.attributes or {})["gen_ai.input.messages"]))
+    # Content was captured for the one traced run: its model call shows the prompt it sent.
+    greeter_call = dict(
+        [s for s in EXPORTER.get_finished_spans() if s.name == "chat gpt-4.1"][-1].attributes or {}
+    )
+    sent = orjson.loads(str(greeter_call["gen_ai.input.messages"]))
     assert sent == [{"role": "user", "parts": [{"type": "text", "content": "Hi!"}]}], sent
+    system = orjson.loads(str(greeter_call["gen_ai.system_instructions"]))
+    assert system[0]["content"].startswith("Greet briefly."), system  # then the runtime's own (ReAct's)
 
 
 if __name__ == "__main__":

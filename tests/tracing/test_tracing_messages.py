@@ -1,6 +1,7 @@
-"""Each model call's messages when content is captured: ``gen_ai.input.messages`` on its ``chat`` span (what
-the run's events show it was sent, tool results in call order), with what it cannot show counted; switched
-on by ``capture_content=True`` or the standard ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``."""
+"""Each model call's messages when content is captured: ``gen_ai.input.messages`` on its ``chat`` span, read
+from the prompt the call sent (a session's earlier turns, a trimmed memory and a planner's own prompt
+included; tool results in call order), the newest within ``messages_limit``; switched on by
+``capture_content=True`` or the standard ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from tracing_support import add, attributes, named, tool_loop_script
 from agentflow.agent.agent import Agent
 from agentflow.agent.agents import Agents
 from agentflow.agent.memory import WindowedMemory
-from agentflow.runtimes.planner import ModelPlanner
+from agentflow.runtimes.planner import AgentModelPlanner, ModelPlanner
 from agentflow.testing.fake import FakeChatModel, FakeModelClient, chat_reply, reply
 from agentflow.tools import tool
 from agentflow.tracing import instrument, traced
@@ -61,10 +62,8 @@ async def test_each_model_call_carries_the_messages_it_was_sent(
         _result(one_two.id, "3"),
         _result(three_four.id, "7"),
     ]
-    # Everything the calls were sent is shown: nothing unseen, nothing left out.
-    assert not {"agentflow.input.unseen_items", "agentflow.input.dropped_messages"} & (
-        set(first) | set(second)
-    )
+    # Everything the calls were sent is shown: nothing left out.
+    assert "agentflow.input.dropped_messages" not in set(first) | set(second)
 
 
 async def test_tool_results_are_in_the_order_of_the_calls_not_the_order_they_finished(
@@ -95,7 +94,7 @@ async def test_tool_results_are_in_the_order_of_the_calls_not_the_order_they_fin
     assert messages[2:] == [_result("c1", "done 1"), _result("c2", "done 2")]  # …but c1 comes first
 
 
-async def test_a_session_s_earlier_turns_are_counted_as_items_the_trace_cannot_show(
+async def test_a_session_s_earlier_turns_are_among_the_messages_a_call_was_sent(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
     agent = Agent(FakeModelClient([reply("Hi."), reply("Still here.")]))
@@ -106,13 +105,17 @@ async def test_a_session_s_earlier_turns_are_counted_as_items_the_trace_cannot_s
     await chat.run("Are you there?")
 
     first, second = (attributes(s) for s in named(exporter.get_finished_spans(), "chat"))
-    assert "agentflow.input.unseen_items" not in first
-    # The first run's question and answer were sent too; no event of this run shows them.
-    assert _messages(second) == [_user("Are you there?")]
-    assert (second["agentflow.model.items"], second["agentflow.input.unseen_items"]) == (3, 2)
+    assert _messages(first) == [_user("Hello")]
+    # The first run's question and answer were sent too, before this run's question.
+    assert _messages(second) == [
+        _user("Hello"),
+        {"role": "assistant", "parts": [{"type": "text", "content": "Hi."}]},
+        _user("Are you there?"),
+    ]
+    assert second["agentflow.model.items"] == 3
 
 
-async def test_a_trimmed_memory_drops_the_oldest_messages_never_a_result_without_its_call(
+async def test_a_trimmed_memory_s_call_shows_what_the_memory_kept(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
     script = [reply(tool_calls=[(f"c{n}", "add", {"a": n, "b": n})]) for n in range(3)] + [reply("Done.")]
@@ -124,15 +127,14 @@ async def test_a_trimmed_memory_drops_the_oldest_messages_never_a_result_without
 
     calls = [attributes(s) for s in named(exporter.get_finished_spans(), "chat")]
     assert [c["agentflow.model.items"] for c in calls] == [1, 3, 3, 3]
-    last = calls[-1]
-    assert _messages(last) == [
+    assert _messages(calls[-1]) == [
+        _user("Add them all."),
         {
             "role": "assistant",
             "parts": [{"type": "tool_call", "id": "c2", "name": "add", "arguments": {"a": 2, "b": 2}}],
         },
         _result("c2", "4"),
     ]
-    assert last["agentflow.input.unseen_items"] == 1  # the question the window kept
 
 
 async def test_older_messages_give_way_to_the_messages_limit_the_newest_stays(
@@ -151,10 +153,12 @@ async def test_older_messages_give_way_to_the_messages_limit_the_newest_stays(
     assert len(shown) + last["agentflow.input.dropped_messages"] == 7  # the question, 3 calls, 3 results
 
 
-async def test_a_planner_s_call_has_no_input_messages_its_prompt_is_its_own(
+async def test_a_planner_s_call_carries_the_planner_s_own_prompt(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
-    planner = ModelPlanner(FakeChatModel([chat_reply('{"steps": ["Look", "Answer"]}')]))
+    planner = ModelPlanner(
+        FakeChatModel([chat_reply('{"steps": ["Look", "Answer"]}')]), parameters={"temperature": 0}
+    )
     agent = Agents.deep_research(FakeModelClient([reply("Done.")]), planner=planner)
     instrument(agent, tracer_provider=provider, capture_content=True)
 
@@ -162,9 +166,39 @@ async def test_a_planner_s_call_has_no_input_messages_its_prompt_is_its_own(
 
     planned, step = (attributes(s) for s in named(exporter.get_finished_spans(), "chat"))
     assert planned["agentflow.model.purpose"] == "plan"
-    assert "gen_ai.input.messages" not in planned
-    assert _messages(step) == [_user("Research.")]
-    assert step["agentflow.input.unseen_items"] == 1  # the plan, a message the runtime wrote
+    # A ChatModel planner's request: its system message and the planning input, as Chat sends them.
+    request = planner.request("Research.")
+    system, question = request.messages
+    assert _messages(planned) == [
+        {"role": "system", "parts": [{"type": "text", "content": system.text}]},
+        _user(str(question.text)),
+    ]
+    assert planned["gen_ai.request.temperature"] == 0.0  # the planner's parameters
+    assert "gen_ai.system_instructions" not in planned
+    # The step's call was sent the plan too: a message the runtime wrote to memory.
+    plan_message = _messages(step)[-1]
+    assert (plan_message["role"], plan_message["parts"][0]["content"]) == (
+        "system",
+        "Plan:\n1. Look\n2. Answer\n",
+    )
+    assert _messages(step)[0] == _user("Research.")
+
+
+async def test_an_agent_model_planner_s_system_prompt_is_its_call_s_system_instructions(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    model = FakeModelClient([reply('{"steps": ["Look"]}'), reply("Done.")])
+    agent = Agents.deep_research(model, planner=AgentModelPlanner())
+    instrument(agent, tracer_provider=provider, capture_content=True)
+
+    await agent.run("Research.")
+
+    planned = attributes(named(exporter.get_finished_spans(), "chat")[0])
+    prompt = AgentModelPlanner().request("Research.")
+    assert orjson.loads(planned["gen_ai.system_instructions"]) == [
+        {"type": "text", "content": prompt.system_prompt}
+    ]
+    assert _messages(planned) == [_user(prompt.items[0].text)]
 
 
 @pytest.mark.parametrize("setting", ["true", "TRUE", "span_only", "SPAN_AND_EVENT"])

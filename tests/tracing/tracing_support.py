@@ -81,6 +81,8 @@ def attributes(span: ReadableSpan) -> dict[str, Any]:
 CONTENT_KEYS = {
     "gen_ai.input.messages",
     "gen_ai.output.messages",
+    "gen_ai.system_instructions",
+    "gen_ai.tool.definitions",
     "gen_ai.tool.call.arguments",
     "gen_ai.tool.call.result",
     "agentflow.plan.text",
