@@ -129,6 +129,7 @@ _LAZY: dict[str, str] = {
     "AgentOptions": "agentflow.agent.options",
     "ModelSettings": "agentflow.agent.options",
     "AgentRun": "agentflow.agent.run",
+    "OutputReader": "agentflow.agent.output_stream",
     "Session": "agentflow.agent.session",
     "SessionStore": "agentflow.agent.stores",
     "SessionStoreError": "agentflow.agent.stores",
@@ -151,6 +152,7 @@ _LAZY: dict[str, str] = {
     "register_runtime": "agentflow.runtimes",
     "OutputType": "agentflow.runtimes.output",
     "OutputValidationError": "agentflow.runtimes.output",
+    "PartialJson": "agentflow.runtimes.partial_json",
     "OutputContext": "agentflow.runtimes.output_validators",
     "RejectOutput": "agentflow.runtimes.output_validators",
     "ValidatorError": "agentflow.runtimes.output_validators",
@@ -249,6 +251,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
     from .agent.memory import InMemoryMemory, Memory, WindowedMemory
     from .agent.open_runs import OpenRuns
     from .agent.options import AgentOptions, ModelSettings
+    from .agent.output_stream import OutputReader
     from .agent.prompt import AgentModelResult, AgentPrompt, ModelClient
     from .agent.responses_client import ResponsesModelClient
     from .agent.run import AgentRun
@@ -304,6 +307,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
     from .runtimes.errors import ToolRetriesExceeded, run_result
     from .runtimes.output import OutputType, OutputValidationError
     from .runtimes.output_validators import OutputContext, RejectOutput, ValidatorError
+    from .runtimes.partial_json import PartialJson
     from .runtimes.planner import (
         AgentModelPlanner,
         CodeAction,
@@ -411,10 +415,12 @@ __all__ = [
     "OpenAIResponsesModel",
     "OpenRuns",
     "OutputContext",
+    "OutputReader",
     "OutputRejected",
     "OutputType",
     "OutputValidationError",
     "Param",
+    "PartialJson",
     "Plan",
     "PlanContext",
     "PlanCreated",

@@ -14,12 +14,19 @@ is missed; a slow consumer slows the run (backpressure). Leaving the block befor
 model stream and tools stopped, memory completed, ``RunCancelled`` published. ``agent.run()`` is this same
 handle without a subscription, driven in the calling task (nothing runs beside it, so it needs no task).
 
+``run.stream_output()`` reads the run's events instead, for its output as the answer streams::
+
+    async with agent.stream("A day in Paris?") as run:   # an Agent(..., output_type=Itinerary)
+        async for itinerary in run.stream_output():   # Itinerary(city='Par', stops=[]), …, run.result.output
+            print(itinerary)
+
 The methods that start runs (``stream``, ``run`` and ``run_sync`` of ``Agent`` and ``Session``) are
 ``RunStarter``'s (``agentflow.agent.run_starter``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
@@ -35,7 +42,7 @@ from ..bus import (
     Subscription,
 )
 from ..model.events import Event
-from ..result import AgentResult, OutputT
+from ..result import AgentResult, OutputT, StopReason
 from ..runtimes.base import AgentRuntime
 from ..runtimes.context import RunContext
 from ..tools.approval import ApprovalNotPendingError, ToolApprovalRequest, ToolApprovals
@@ -44,6 +51,7 @@ from .stores import SessionStoreError
 from .turns import holding
 
 if TYPE_CHECKING:
+    from .output_stream import OutputReader
     from .turns import Turns
 
 __all__ = ["AgentRun"]
@@ -63,6 +71,8 @@ class AgentRun(Generic[OutputT]):
     - ``run.approve(call_id)`` / ``run.deny(call_id, reason)`` decide a call waiting for approval (a tool
       with ``needs_approval``, when the run has no ``tool_approval`` function: ``ToolApprovalRequested``
       announced it); ``run.pending_approvals`` lists the calls waiting.
+    - ``run.stream_output()`` reads the events itself and yields the output as the answer streams, then
+      ``run.result.output``; ``run.stream_json()`` the answer's JSON so far (see there).
     - ``run.dropped`` counts the deltas a ``policy="drop_deltas"`` iteration skipped; ``run.coalesced`` the
       deltas a ``policy="coalesce_deltas"`` iteration got merged into others (none of their text is lost).
     - ``break`` only stops reading: the run goes on while its buffer has room, then waits for the reader
@@ -332,6 +342,114 @@ class AgentRun(Generic[OutputT]):
             raise RuntimeError("this run was started without an event subscription")
         return await self._subscription.__anext__()
 
+    # -- output as it streams --------------------------------------------------------------------------------
+
+    def stream_output(self, *, debounce: float | None = 0.1) -> AsyncIterator[OutputT]:
+        """The run's output while its answer streams: values of the output type, each one the answer so far
+        read into it, then the final output (``run.result.output``, validated) last.
+
+        A partial value is what the answer so far reads as with the type's plain schema: a string being
+        written is cut where the text stops (``city='Par'``), a number or ``true`` being written is
+        left out until it is whole, and a field with a default may be missing; a required field may not,
+        so parts that do not read yet (a half-written list item, a field not begun) are left out, innermost
+        first, until it reads (``list[City]`` grows city by city). An attrs class whose fields are all
+        required reads only once its last field has begun: ``stream_json()`` shows it sooner, as a dict.
+        A value is yielded when it differs from the one before, at most once per ``debounce`` seconds
+        (``None``: as often as it changes; reading decodes the whole answer so far, so keep one for long
+        answers). Validators run on the final output only. For a run without an output type, each value is
+        the answer's text so far.
+
+        Partial values come from the text of a step that may be the answer (on both protocols, with
+        ``mode="prompted"`` too, past prose, a Markdown fence or a leading ``<think>`` block): they stop for
+        a step once it calls a tool or refuses, and start again with the next answer, as after an answer
+        the output type rejected (``OutputRejected``). So only the last value is sure to be the output.
+        A run whose runtime answers otherwise (CodeAct), or whose events were subscribed to with ``types``
+        that leave out ``TextDelta``, ``StepStarted`` or ``ToolCallStarted``, or with
+        ``policy="drop_deltas"``, yields its final output alone.
+
+        It reads the run's events as ``async for event in run`` does, so use one or the other (a loop that
+        stopped early can be followed by this, which goes on from there: a step already begun gives no partial
+        values), and a loop slow to come back slows the run, as for the events. To do both, iterate the run
+        and feed each event to ``output_reader()``. Ends with the run: raises the run's error if it failed (as
+        ``result`` does), and yields no final output when the run ended without one (cancelled, a refusal, a
+        limit: see ``result``). Breaking out of the loop only stops reading, as it does for the events.
+
+        For type checkers it yields the run's output type: ``AgentRun[City]`` gives ``City``.
+        """
+        return self._outputs(self._output_events(), _seconds(debounce), json=False)
+
+    def stream_json(self, *, debounce: float | None = 0.1) -> AsyncIterator[Any]:
+        """The run's answer as JSON while it streams: dicts, lists and scalars, as ``orjson.loads`` gives
+        them, of what the answer holds so far (a wrapped type's value unwrapped from ``{"result": …}``),
+        then the final output's JSON form (``run.result.output`` as ``to_dict()`` writes it) last.
+
+        For a type that cannot be built from part of an answer (an attrs class whose fields are all
+        required): its fields show as the model writes them (``{"name": "Par"}``, then ``{"name": "Paris",
+        "population": 2102650}``). Each value is a prefix of the answer's whole JSON: a string may still
+        grow, a container gain members; a number, a key or a literal shows only once it is whole (see
+        ``agentflow.runtimes.partial_json``). Otherwise as ``stream_output``: the same steps, debounce,
+        ending and exclusivity. ``TypeError`` for a run without an output type (``stream_output()``
+        yields its text).
+        """
+        if self.ctx.output_type is None:
+            raise TypeError("this run has no output type: its answer is text, which stream_output() yields")
+        return self._outputs(self._output_events(), _seconds(debounce), json=True)
+
+    def output_reader(self) -> OutputReader[OutputT]:
+        """A reader of this run's output from its events, for a loop that iterates the run itself::
+
+            reader = run.output_reader()
+            async for event in run:
+                ...  # every event, as usual
+                if reader.feed(event) and (partial := reader.partial()) is not None:
+                    show(partial)  # the answer so far, as stream_output() yields it
+
+        See ``agentflow.agent.output_stream.OutputReader``. Feed it every event of the run from the
+        start (a reader that missed a step's start waits for the next step).
+        """
+        from .output_stream import OutputReader, streams_answer
+
+        return OutputReader(self.ctx.output_type, partials=streams_answer(self._runtime))
+
+    def _output_events(self) -> Subscription[Event]:
+        if not self._entered:
+            raise RuntimeError("enter the run first: 'async with agent.stream(...) as run'")
+        if self._subscription is None:
+            raise RuntimeError("this run was started without an event subscription")
+        return self._subscription
+
+    async def _outputs(
+        self, events: Subscription[Event], debounce: float | None, *, json: bool
+    ) -> AsyncIterator[Any]:
+        from ..events import StepStarted
+        from ..model.events import TextDelta, ToolCallStarted, to_jsonable
+        from .output_stream import partial_values
+
+        reader = self.output_reader()
+        kinds = events.types
+        if self._policy != "drop_deltas" and (
+            kinds is None or all(issubclass(k, kinds) for k in (TextDelta, StepStarted, ToolCallStarted))
+        ):
+            # Closed with this generator, not left to the garbage collector, when the consumer stops early.
+            async with contextlib.aclosing(
+                partial_values(events, reader, debounce=debounce, json=json)
+            ) as values:
+                async for value in values:
+                    yield value
+        else:
+            with contextlib.suppress(StopAsyncIteration):  # partial values would miss text: read to the end
+                while True:
+                    await events.__anext__()  # not ``async for``, which closes the subscription when left
+        if self._done is not None:
+            await self._done.wait()
+        if self.ctx.error is not None:
+            raise self.ctx.error
+        result = self.ctx.result
+        if result is not None and (
+            result.output is not None or result.stop_reason is StopReason.FINAL_ANSWER
+        ):
+            yield to_jsonable(result.output) if json else result.output
+
     # -- outcome ---------------------------------------------------------------------------------------------
 
     async def wait(self) -> AgentResult[OutputT]:
@@ -406,3 +524,11 @@ class AgentRun(Generic[OutputT]):
     def partial(self) -> AgentResult[OutputT] | None:
         """The run's result so far: set when it ended in any way (for a failed run, its partial result)."""
         return self.ctx.result
+
+
+def _seconds(debounce: float | None) -> float | None:
+    if debounce is None:
+        return None
+    if isinstance(debounce, bool) or not isinstance(debounce, int | float) or not debounce >= 0:
+        raise ValueError(f"debounce must be a number of seconds >= 0, or None, got {debounce!r}")
+    return float(debounce)

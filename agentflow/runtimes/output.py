@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import UnionType
 from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeAlias, TypeVar, cast, overload
 
@@ -160,6 +160,7 @@ class OutputType(Generic[OutputT]):
     __slots__ = (
         "_instructions",
         "_parsers",
+        "_partial_reader",
         "_response_format",
         "_retry_text",
         "_sealed",
@@ -174,6 +175,7 @@ class OutputType(Generic[OutputT]):
         "validator_context",
         "validators",
     )
+    _partial_reader: tuple[Callable[[Any], Any], Callable[[Any], Any] | None]  # set by ``_partial``
 
     @overload
     def __init__(
@@ -359,6 +361,77 @@ class OutputType(Generic[OutputT]):
             return self.parse(value)
         except ToolArgumentsError as exc:
             raise (exc if value.lstrip()[:1] in ("{", "[") else as_value) from None
+
+    @property
+    def wrapped(self) -> bool:
+        """Whether the type travels wrapped as ``{"result": …}`` (its schema is not an object's)."""
+        return self._wrapped
+
+    def read_partial(self, value: Any) -> OutputT:
+        """Part of an answer, as JSON (``PartialJson.value()``), read into the output type, or a
+        ``ValueError``: the plain schema (a field with a default may be missing, a required one may not),
+        a wrapped type's bare value accepted, and no validators (they judge whole answers). What
+        ``AgentRun.stream_output`` yields while the answer streams.
+
+        >>> import attrs
+        >>> @attrs.frozen
+        ... class Trip:
+        ...     city: str
+        ...     days: list[int] = attrs.field(factory=list)
+        >>> OutputType(Trip).read_partial({"city": "Ly"})
+        Trip(city='Ly', days=[])
+        """
+        if self._wrapped and not (isinstance(value, dict) and value.keys() == {_WRAPPER}):
+            value = {_WRAPPER: value}
+        if not isinstance(value, dict):
+            raise ToolArgumentsError("the answer must be a JSON object")
+        validate, convert = self._partial()
+        # Not the parsers' ``parse``: on a value that does not match it collects every mistake, for the
+        # model to read, which costs milliseconds on a long answer, and a streamed answer mostly does not
+        # match yet. Here the first mistake ends the read.
+        try:
+            validate(value)
+            converted = value if convert is None else convert(value)
+        except Exception as exc:  # a schema mismatch, a converter's refusal, a recursion too deep
+            raise ToolArgumentsError(f"the answer so far does not read yet: {type(exc).__name__}") from None
+        return cast(OutputT, converted[_WRAPPER] if self._wrapped else converted)
+
+    def _partial(self) -> tuple[Callable[[Any], Any], Callable[[Any], Any] | None]:
+        """The plain schema's compiled check and converter, for ``read_partial``: built on first use (only
+        runs that stream their output need them), then kept."""
+        try:
+            return self._partial_reader
+        except AttributeError:
+            pass
+        import fastjsonschema
+
+        from ..tools.formats import FORMATS, uses_formats
+
+        shape = self._rooted(shape_of(self.type, where=f"output type {self.type!r}"), False)
+        schema = dict(shape.schema)
+        validate = fastjsonschema.compile(
+            schema, use_default=False, formats=FORMATS if uses_formats(schema) else {}
+        )
+        reader = (validate, shape.convert)
+        object.__setattr__(self, "_partial_reader", reader)  # a cache: the type is sealed, not this
+        return reader
+
+    def unwrap_partial(self, value: Any) -> Any:
+        """Part of an answer, as JSON, without the ``{"result": …}`` wrapper of a wrapped type (a bare value
+        as it is); ``LookupError`` while a wrapped type's answer is still ``{}`` (its key not written yet).
+        What ``AgentRun.stream_json`` yields while the answer streams.
+
+        >>> OutputType(list[int]).unwrap_partial({"result": [1, 2]})
+        [1, 2]
+        """
+        if not self._wrapped:
+            return value
+        if isinstance(value, dict):
+            if value.keys() == {_WRAPPER}:
+                return value[_WRAPPER]
+            if not value:
+                raise LookupError("the answer has no value yet")
+        return value
 
     @property
     def value_schema(self) -> Mapping[str, Any]:
