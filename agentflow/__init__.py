@@ -123,6 +123,8 @@ _LAZY: dict[str, str] = {
     "WindowedMemory": "agentflow.agent.memory",
     "dump_items": "agentflow.agent.item_json",
     "load_items": "agentflow.agent.item_json",
+    "HistoryError": "agentflow.agent.item_checks",
+    "check_items": "agentflow.agent.item_checks",
     "Agent": "agentflow.agent.agent",
     "Agents": "agentflow.agent.agents",
     "run_sync": "agentflow.agent.agent",
@@ -247,6 +249,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
     from .agent.agents import Agents
     from .agent.as_tool import AgentToolError
     from .agent.chat_client import ChatModelClient
+    from .agent.item_checks import HistoryError, check_items
     from .agent.item_json import dump_items, load_items
     from .agent.memory import InMemoryMemory, Memory, WindowedMemory
     from .agent.open_runs import OpenRuns
@@ -391,6 +394,7 @@ __all__ = [
     "EventBus",
     "ExecutionLimits",
     "FinishReason",
+    "HistoryError",
     "HttpTransport",
     "ImagePart",
     "InMemoryMemory",
@@ -506,6 +510,7 @@ __all__ = [
     "UserMessage",
     "ValidatorError",
     "WindowedMemory",
+    "check_items",
     "dump_items",
     "encode_sse",
     "load_items",

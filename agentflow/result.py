@@ -94,6 +94,8 @@ class AgentResult(Generic[OutputT]):
     output_text: str
     stop_reason: StopReason
     steps: int = 0
+    """The steps the run finished. A step cut short (cancelled, or the one a failure ended) is not counted,
+    though its model call counts in ``usage``: a run that failed on its first answer has ``steps == 0``."""
     tool_calls: tuple[ToolCall, ...] = ()
     tool_results: tuple[ToolResult, ...] = ()
     usage: TokenUsage = attrs.field(factory=TokenUsage)

@@ -451,6 +451,7 @@ class Agent(RunStarter[OutputT]):
         return_direct: bool = False,
         deps: Callable[[Any], Any] | None = None,
         needs_approval: NeedsApproval = False,
+        max_retries: float | None = None,
     ) -> Tool[..., Any]:
         """This agent as a tool of another agent: the other agent's model delegates a task to it.
 
@@ -480,6 +481,9 @@ class Agent(RunStarter[OutputT]):
           calling run's decision (``AgentOptions.tool_approval``, or ``run.approve`` on a streamed run) before
           it starts. A tool of the nested run that needs approval is decided by this agent's own
           ``tool_approval``: the nested run has no handle to approve through.
+        - ``max_retries``: as ``tool(max_retries=...)``: how many steps in a row the calling model may get
+          this tool wrong (a nested run that fails is such a step) before the calling run fails with
+          ``ToolRetriesExceeded``; ``None``: the caller's ``AgentOptions.max_tool_retries``.
 
         The nested run's usage counts toward the caller's (``result.usage``, ``StepFinished.usage``, its
         ``max_tokens``), and what the caller's budget has left caps the nested run's. It sends the calling
@@ -505,6 +509,7 @@ class Agent(RunStarter[OutputT]):
             return_direct=return_direct,
             deps=deps,
             needs_approval=needs_approval,
+            max_retries=max_retries,
         )
 
     def override(

@@ -99,6 +99,7 @@ def agent_tool(
     return_direct: bool = False,
     deps: Callable[[Any], Any] | None = None,
     needs_approval: NeedsApproval = False,
+    max_retries: float | None = None,
 ) -> Tool[..., Any]:
     """The ``Tool`` that ``Agent.as_tool`` returns (see there). ``needs_approval`` is ``@tool``'s: each call
     (each nested run) waits for the calling run's decision before it starts; ``attrs.evolve(agent.as_tool(
@@ -145,6 +146,7 @@ def agent_tool(
         returns=returns,
         return_direct=return_direct,
         needs_approval=needs_approval,
+        max_retries=max_retries,
     )
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from .base import AgentRuntime
 from .context import RunContext
-from .errors import AgentRunError, MaxStepsExceeded
+from .errors import AgentRunError, MaxStepsExceeded, ToolRetriesExceeded
 from .react import REACT_INSTRUCTIONS, ReActRuntime
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "MaxStepsExceeded",
     "ReActRuntime",
     "RunContext",
+    "ToolRetriesExceeded",
     "register_runtime",
     "resolve_runtime",
 ]

@@ -338,10 +338,11 @@ async def test_an_agent_used_as_a_tool_can_need_approval_for_each_call() -> None
     built = agent_tool(
         worker, "worker2", "Does work.", timeout=None, forward_events=False, session=None, needs_approval=True
     )
-    asked = worker.as_tool("worker3", description="Does work.", needs_approval=True)
+    asked = worker.as_tool("worker3", description="Does work.", needs_approval=True, max_retries=1)
     assert evolved.needs_approval is True
     assert built.needs_approval is True
     assert asked.needs_approval is True
+    assert asked.max_retries == 1
     parent_model = FakeModelClient(
         [reply(tool_calls=[("w1", "worker", {"input": "do it"})]), reply("the worker was not allowed")]
     )
