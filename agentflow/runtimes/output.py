@@ -103,10 +103,14 @@ AGENT_DEFAULT: Final = _AgentDefault.AGENT_DEFAULT
 AgentDefault: TypeAlias = Literal[_AgentDefault.AGENT_DEFAULT]
 """``AGENT_DEFAULT``'s type, for annotations."""
 
-TypeForm: TypeAlias = "_SpecialForm | UnionType"
+TypeForm: TypeAlias = "_SpecialForm | UnionType | type[Any]"
 """What type checkers see of an output type that is not a class (``Literal[...]``, ``X | Y``,
-``Optional[...]``, ``Annotated[...]``): such a type's output is ``Any`` to them. Kept apart from classes so
-that a class's overload alone matches it, and a lambda validator's argument is inferred as that class."""
+``Optional[...]``, ``Annotated[...]``): such a type's output is ``Any`` to them. Its overloads come after a
+class's, which a class matches first. ``type[Any]`` is for ``A | B``, which mypy types as ``UnionType |
+type[A]``: matched whole here, where member by member it made the output an ``A``."""
+NoClassForm: TypeAlias = "_SpecialForm | UnionType"
+"""``TypeForm`` less the classes, for ``OutputType``'s overload with validators: a class whose validators
+take another type is then an error, not an ``OutputType[Any]``."""
 
 _WRAPPER: Final = "result"
 _T = TypeVar("_T")
@@ -193,7 +197,7 @@ class OutputType(Generic[OutputT]):
     @overload
     def __init__(
         self: OutputType[Any],
-        tp: TypeForm,
+        tp: NoClassForm,
         *,
         name: str | None = ...,
         description: str | None = ...,
@@ -201,6 +205,18 @@ class OutputType(Generic[OutputT]):
         retries: int = ...,
         mode: OutputMode = ...,
         validators: Iterable[OutputValidator[Any]] = ...,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: OutputType[Any],
+        tp: TypeForm,
+        *,
+        name: str | None = ...,
+        description: str | None = ...,
+        strict: bool | None = ...,
+        retries: int = ...,
+        mode: OutputMode = ...,
     ) -> None: ...
 
     def __init__(

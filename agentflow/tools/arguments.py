@@ -110,7 +110,17 @@ class ArgumentParser:
     other messages (default: ``"<tool> arguments"``); an agent's structured output is checked the same way.
     """
 
-    __slots__ = ("_convert", "_decimals", "_defs", "_invalid", "_root", "_schema", "_subject", "_validate")
+    __slots__ = (
+        "_checks",
+        "_convert",
+        "_decimals",
+        "_defs",
+        "_invalid",
+        "_root",
+        "_schema",
+        "_subject",
+        "_validate",
+    )
 
     def __init__(
         self,
@@ -132,6 +142,9 @@ class ArgumentParser:
         # Kept here so a call never imports anything (``fastjsonschema`` loads with the first tool).
         self._invalid: type[Exception] = fastjsonschema.JsonSchemaValueException
         self._schema = schema
+        self._checks: dict[tuple[int, str], tuple[Any, Callable[[Any], Any]]] | None = None
+        """The sub-schemas' validators ``_Collector`` compiled, kept for the next invalid value (made on the
+        first one: a retried structured answer is read again and again while it streams)."""
         self._root = root
         self._subject = subject if subject is not None else f"{tool} arguments"
         self._convert = convert
@@ -270,12 +283,15 @@ class _Collector:
     there): objects and arrays are checked on their own (their required and known keys, their type), then
     each property and item against its own schema, down to the leaves, whose first error is the mistake.
 
-    The error path only: the sub-schemas are compiled here, each once per collection.
+    The error path only: the sub-schemas are compiled here, each once per parser (its schema holds them,
+    so their ids stay theirs).
     """
 
     def __init__(self, parser: ArgumentParser) -> None:
         self._parser = parser
-        self._compiled: dict[tuple[int, str], tuple[Any, Callable[[Any], Any]]] = {}
+        if parser._checks is None:
+            parser._checks = {}
+        self._compiled = parser._checks
         self._found: list[ToolArgumentsError] = []
 
     def errors(self, schema: Any, value: Any) -> list[ToolArgumentsError]:
@@ -283,8 +299,8 @@ class _Collector:
         return self._found
 
     def _walk(self, schema: Any, value: Any, prefix: str) -> None:
-        if len(self._found) > _MAX_ERRORS:
-            return
+        if len(self._found) > _MAX_ERRORS or self._check(schema, value, prefix, record=False):
+            return  # enough said, or nothing wrong in this part: the cost follows the mistakes, not the size
         defs = self._parser._defs
         resolved = _resolved(schema, defs)
         if not isinstance(resolved, Mapping):
@@ -325,9 +341,10 @@ class _Collector:
         else:
             self._check(schema, value, prefix)
 
-    def _check(self, schema: Any, value: Any, prefix: str, part: str = "") -> None:
+    def _check(self, schema: Any, value: Any, prefix: str, part: str = "", *, record: bool = True) -> bool:
         """Check ``value`` against ``schema`` (its ``part`` only: ``"required"``, or the rules of an
-        ``"object"`` or ``"array"`` without its members' schemas), and record the first mistake."""
+        ``"object"`` or ``"array"`` without its members' schemas); record the first mistake (unless not
+        ``record``). Whether it passed."""
         import fastjsonschema
 
         known = self._compiled.get((id(schema), part))
@@ -340,7 +357,10 @@ class _Collector:
         try:
             validate(value)
         except fastjsonschema.JsonSchemaValueException as exc:
-            self._found.append(self._parser._error(exc, prefix))
+            if record:
+                self._found.append(self._parser._error(exc, prefix))
+            return False
+        return True
 
     def _compile(self, schema: Any) -> Callable[[Any], Any]:
         import fastjsonschema

@@ -82,6 +82,10 @@ async def typed_runs(model: FakeModelClient) -> None:
     assert_type(OutputType(list[City]), OutputType[list[City]])
     assert_type(Agent(model, output_type=list[int]), Agent[list[int]])
     assert_type(Agent(model, output_type=Literal["yes", "no"]), Agent[Any])
+    # A union of classes: mypy types ``City | Summary`` as ``UnionType | type[City]``; not a City.
+    assert_type(Agent(model, output_type=City | Summary), Agent[Any])
+    assert_type(OutputType(City | Summary), OutputType[Any])
+    assert_type(Agents.react(model, output_type=City | Summary), Agent[Any])
     assert_type(Agent(model, output_type=OutputType(Literal["yes", "no"])), Agent[Any])
     # A validator of another type is an error, not a silent OutputType[Any].
     OutputType(City, validators=[lambda summary: Summary(summary.text)])  # type: ignore[list-item]
@@ -93,6 +97,7 @@ async def typed_runs(model: FakeModelClient) -> None:
     assert_type(await typed.run("Just talk.", output_type=None), AgentResult[str])
     assert_type(await plain.run("As data.", output_type=City), AgentResult[City])
     assert_type(await plain.run("Yes or no?", output_type=Literal["yes", "no"]), AgentResult[Any])
+    assert_type(await plain.run("Either.", output_type=City | Summary), AgentResult[Any])
 
     # Streamed runs and sessions.
     async with typed.stream("Paris?") as run:
