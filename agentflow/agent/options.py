@@ -156,6 +156,7 @@ _RETRIES = (
     "(one tool's: @tool(max_retries=...)); a final answer's retries are "
     "output_type=OutputType(T, retries=...)"
 )
+_DEPS_PER_RUN = "deps are per run: agent.run(x, deps=...), not the agent's"
 _PEER_KEYWORDS = {
     "output_retries": _RETRIES_OF_OUTPUT,
     "result_retries": _RETRIES_OF_OUTPUT,
@@ -164,6 +165,13 @@ _PEER_KEYWORDS = {
     "OpenAIChatModel(..., retry=RetryPolicy(max_retries=...))",
     "result_type": "it is output_type= here",
     "instrument": "tracing is switched on from outside: agentflow.tracing.instrument(agent)",
+    "deps_type": "deps are per run, typed where they are used: agent.run(x, deps=...), ToolContext[Deps]",
+    "tool_use_behavior": "a tool whose result is the answer says so: @tool(return_direct=True)",
+}
+# Keywords of a run whose job a run's own keyword does here.
+_PEER_RUN_KEYWORDS = {
+    "context": "a run's dependencies are deps=...",
+    "dependencies": "a run's dependencies are deps=...",
 }
 
 
@@ -220,6 +228,10 @@ def _where(name: str, value: object, owner: _Owner, accepted: tuple[str, ...]) -
             return f"{name}= belongs to the agent: Agent(model, {name}=...)"
     if name in _PEER_KEYWORDS:
         return _PEER_KEYWORDS[name]
+    if name in _PEER_RUN_KEYWORDS:
+        return _PEER_RUN_KEYWORDS[name] if owner == "run" and "deps" in accepted else _DEPS_PER_RUN
+    if name == "deps" and "deps" not in accepted:
+        return _DEPS_PER_RUN
     import difflib  # the error path only
 
     close = difflib.get_close_matches(name, accepted, n=1)

@@ -35,7 +35,7 @@ TOOL_ERROR_PREFIX: Final = "TOOL_ERROR: "
 
 _log = logging.getLogger("agentflow.tools")
 
-ToolErrorType = Literal["unknown_tool", "invalid_arguments", "timeout", "exception", "cancelled"]
+ToolErrorType = Literal["unknown_tool", "invalid_arguments", "timeout", "exception", "cancelled", "denied"]
 
 
 def tool_error_text(error_type: str, error: str, tool: str, call_id: str | None) -> str:

@@ -50,14 +50,14 @@ async def main() -> None:
             # --8<-- [start:stream]
             async with agent.stream("A day in Paris?") as run:
                 async for itinerary in run.stream_output(debounce=None):
-                    print(itinerary)  # Itinerary(city='Par', stops=[]), …, then run.result.output
+                    print(itinerary)  # Itinerary(city='Pa', stops=[]), …, then run.result.output
             # --8<-- [end:stream]
             assert itinerary == run.result.output  # the last value is the run's output, validated
             assert itinerary == Itinerary("Paris", [Stop("Louvre", 3.0), Stop("Orsay", 2.5)])
             # --8<-- [start:json]
             async with agent.stream("Another day in Paris?") as run:
                 async for data in run.stream_json(debounce=None):
-                    print(data)  # {'city': 'Par'}, …, {'city': 'Paris', 'stops': [{'sight': 'Lou'}]}, …
+                    print(data)  # {}, {'city': 'Pa'}, …, {'city': 'Paris', 'stops': [{'sight': 'Lou'}]}, …
             # --8<-- [end:json]
             assert data == {
                 "city": "Paris",

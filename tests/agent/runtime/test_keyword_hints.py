@@ -103,6 +103,25 @@ def model() -> FakeModelClient:
             "agentflow.tracing.instrument(agent)",
         ),
         (
+            lambda: Agent(model(), deps_type=int),
+            "Agent() got an unexpected keyword argument 'deps_type': deps are per run, typed where they are "
+            "used: agent.run(x, deps=...), ToolContext[Deps]",
+        ),
+        (
+            lambda: Agent(model(), deps=1),
+            "Agent() got an unexpected keyword argument 'deps': deps are per run: agent.run(x, deps=...), "
+            "not the agent's",
+        ),
+        (
+            lambda: agent().stream("hi", context={}),
+            "Agent.stream() got an unexpected keyword argument 'context': a run's dependencies are deps=...",
+        ),
+        (
+            lambda: Agent(model(), tool_use_behavior="stop_on_first_tool"),
+            "Agent() got an unexpected keyword argument 'tool_use_behavior': a tool whose result is the "
+            "answer says so: @tool(return_direct=True)",
+        ),
+        (
             lambda: ModelSettings(temprature=0),
             "ModelSettings() got an unexpected keyword argument 'temprature': did you mean temperature=?",
         ),
