@@ -235,8 +235,8 @@ class ModelCompleted(ModelEvent, Generic[R]):
     a ``ChatResponse`` from ``ChatModel.stream``).
 
     In a run, a streamed call's ``ModelCompleted`` also says how long the answer took to begin: seconds from
-    the request to its first text, reasoning, refusal or tool-call event (``time_to_first_chunk``; ``None``
-    for a blocking call, or an answer with none of these).
+    the request (its first attempt: retries are part of the wait) to its first text, reasoning, refusal or
+    tool-call event (``time_to_first_chunk``; ``None`` for a blocking call, or an answer with none of these).
     """
 
     response: R

@@ -24,7 +24,7 @@ from ..agent.memory import Memory
 from ..agent.options import AgentOptions, ModelSettings
 from ..agent.prompt import AgentModelResult, ModelClient
 from ..bus import EventBus
-from ..events import ToolProgress
+from ..events import ToolApprovalRequested, ToolProgress
 from ..model.events import Event
 from ..model.messages import ToolCall
 from ..model.response import TokenUsage
@@ -249,6 +249,7 @@ class RunContext:
                     functools.partial(self.bus.publish, owned=True),
                     # Only a run with a handle (``agent.stream()``: it has a cancel scope) can be answered.
                     waits=self.cancel_scope is not None,
+                    heard=functools.partial(self.bus.listens_to, ToolApprovalRequested),
                 )
             self._executor = ToolExecutor(
                 self.tools,

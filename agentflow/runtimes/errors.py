@@ -93,15 +93,15 @@ class ToolRetriesExceeded(AgentRunError):
         partial: AgentResult | None = None,
         unknown: bool = False,
     ) -> None:
-        steps = max_retries + 1
+        steps = "1 step" if max_retries == 0 else f"{max_retries + 1} steps in a row"
         if unknown:
             message = (
-                f"the model called tools that do not exist in {steps} steps in a row, more than "
+                f"the model called tools that do not exist in {steps}, more than "
                 f"max_tool_retries={max_retries} allows; the last one: {error}"
             )
         else:
             message = (
-                f"the model's calls of tool {tool!r} failed in {steps} steps in a row, more than its "
+                f"the model's calls of tool {tool!r} failed in {steps}, more than its "
                 f"max_retries={max_retries} allows; the last error: {error}"
             )
         if partial is None:

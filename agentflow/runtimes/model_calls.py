@@ -38,6 +38,9 @@ __all__ = ["CutAnswer", "billed_usage", "blocking_call", "publish_turn", "stream
 
 T = TypeVar("T")
 
+_ANSWER_EVENTS = (TextDelta, ReasoningDelta, RefusalDelta, ToolCallStarted)
+"""The events that are part of a model's answer: the first one is its first chunk."""
+
 
 @attrs.frozen
 class CutAnswer(AgentModelResult):
@@ -152,8 +155,9 @@ async def streamed_call(ctx: RunContext, prompt: AgentPrompt) -> AgentModelResul
     try:
         async with ctx.model.create_stream(prompt) as stream:
             async for event in stream:
-                if first_chunk is None and not isinstance(event, UsageReported | ModelCompleted):
-                    # The answer began (text, reasoning, a tool call): a usage report alone is no answer.
+                if first_chunk is None and isinstance(event, _ANSWER_EVENTS):
+                    # The answer began. A usage report or a retry of the call (a 429) is no answer: the time
+                    # counts from the first attempt, as the user waits, to the first part of the answer.
                     first_chunk = time.perf_counter() - started
                 if isinstance(event, TextDelta):
                     keep_text(event.text)

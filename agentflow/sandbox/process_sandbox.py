@@ -406,6 +406,11 @@ class ProcessSandbox:
                 outcome = await self._crashed(child, output), False
             except FrameError as exc:
                 outcome = self._broken(exc, output), False
+            except anyio.ClosedResourceError:
+                if not self._closed:
+                    raise
+                # ``aclose()`` closed the channel while the step waited on it: ``execute`` says so
+                # (``SandboxClosedError``) once the step has wound down.
             tasks.cancel_scope.cancel()
         if outcome is not None:
             return outcome

@@ -113,12 +113,21 @@ class ApprovalRequiredError(Exception):
     ``call`` is the call, ``tool`` its tool's name.
     """
 
-    def __init__(self, call: ToolCall, tool: str) -> None:
+    def __init__(self, call: ToolCall, tool: str, *, unheard: bool = False) -> None:
+        if unheard:
+            how = (
+                "nobody receives the run's ToolApprovalRequested events (its stream's types= leave them "
+                "out): pass AgentOptions(tool_approval=fn), or stream those events too and answer with "
+                "run.approve(call_id) / run.deny(call_id, reason)"
+            )
+        else:
+            how = (
+                "pass AgentOptions(tool_approval=fn) (a function that decides, per agent or per run: "
+                "agent.run(x, options=...)), or start the run with 'async with agent.stream(...) as run' and "
+                "answer with run.approve(call_id) / run.deny(call_id, reason)"
+            )
         super().__init__(
-            f"tool {tool!r} needs approval for call {call.id!r}, and this run has no way to ask for it: pass "
-            "AgentOptions(tool_approval=fn) (a function that decides, per agent or per run: "
-            "agent.run(x, options=...)), or start the run with 'async with agent.stream(...) as run' and "
-            "answer with run.approve(call_id) / run.deny(call_id, reason)"
+            f"tool {tool!r} needs approval for call {call.id!r}, and this run has no way to ask for it: {how}"
         )
         self.call = call
         self.tool = tool
@@ -216,7 +225,7 @@ class ToolApprovals:
     same web app, say); from another thread, go through ``anyio.from_thread.run_sync``.
     """
 
-    __slots__ = ("_approver", "_decided", "_emit", "_pending", "_waits")
+    __slots__ = ("_approver", "_decided", "_emit", "_heard", "_pending", "_waits")
 
     def __init__(
         self,
@@ -224,10 +233,14 @@ class ToolApprovals:
         emit: Callable[[Event], Awaitable[Any]],
         *,
         waits: bool,
+        heard: Callable[[], bool] | None = None,
     ) -> None:
         self._approver = approver
         self._emit = emit
         self._waits = waits
+        self._heard = heard
+        """Whether anyone receives ``ToolApprovalRequested`` (the run's bus): a call nobody is told of would
+        wait for a decision that never comes."""
         self._pending: dict[str, _Waiting] = {}
         self._decided: dict[str, bool] = {}
         """Call ids decided from outside (approved: ``True``), for what a second decision is told."""
@@ -248,6 +261,8 @@ class ToolApprovals:
         if approver is None:
             if not self._waits:
                 raise ApprovalRequiredError(request.call, request.tool)
+            if self._heard is not None and not self._heard():
+                raise ApprovalRequiredError(request.call, request.tool, unheard=True)
             return await self._wait(request)
         await self._emit(ToolApprovalRequested(call=request.call, tool=request.tool))
         verdict = approver(request)

@@ -224,7 +224,7 @@ class ArgumentParser:
         # Every mistake at once, so that the model fixes them in one turn rather than one per turn.
         message = "; ".join(str(e) for e in found[:_MAX_ERRORS])
         if len(found) > _MAX_ERRORS:
-            message += f"; and {len(found) - _MAX_ERRORS} more"
+            message += "; and more"  # the search stopped there: how many more is not known
         raise ToolArgumentsError(message, path=found[0].path, reason=found[0].reason)
 
     def _error(self, exc: Any, prefix: str = "") -> ToolArgumentsError:

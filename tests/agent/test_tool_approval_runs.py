@@ -171,6 +171,21 @@ async def test_agent_run_without_an_approver_fails_with_a_typed_error_saying_wha
 # -- decided from outside ------------------------------------------------------------------------------------
 
 
+async def test_a_streamed_run_whose_stream_leaves_out_the_requests_fails_instead_of_waiting() -> None:
+    refunds = Refunds(always=True)
+    agent = Agent(FakeModelClient([refund_turn(("c1", "A1", 500)), reply("never")]), tools=[refunds.tool])
+
+    async def consume() -> object:
+        async with agent.stream("refund", types=[RunFinished]) as run:
+            async for _event in run:
+                pass
+        return run.result  # a failed run's result raises its error
+
+    with anyio.fail_after(5), pytest.raises(ApprovalRequiredError, match="nobody receives"):  # never waits
+        await consume()
+    assert refunds.done == []
+
+
 async def test_a_streamed_run_waits_and_both_calls_ask_before_either_is_decided() -> None:
     refunds = Refunds(always=True)
     model = FakeModelClient([refund_turn(("c1", "A1", 500), ("c2", "B2", 700)), reply("done")])

@@ -99,7 +99,7 @@ async def test_a_tool_failing_in_more_steps_in_a_row_than_its_limit_ends_with_to
 async def test_a_tool_s_own_limit_wins_over_the_executor_s_default() -> None:
     strict = Tool.from_spec(find.spec, find.fn, max_retries=0)
     ex, _ = executor(strict, max_retries=5)
-    with pytest.raises(ToolRetriesExceeded, match="failed in 1 steps in a row"):
+    with pytest.raises(ToolRetriesExceeded, match="failed in 1 step,"):
         await step(ex, 0, call("c0"))
 
 
