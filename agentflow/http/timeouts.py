@@ -50,9 +50,9 @@ class Timeout:
       wait for its response headers (a server sends them only once all of the answer is generated), and
       for its whole body from then on (keep-alive bytes a gateway sends meanwhile do not extend it); for a
       stream, the wait for its response headers, and then for its first event (text, reasoning, a tool
-      call; not a usage report) from the headers on, whatever arrives meanwhile (keep-alive comments do not
-      extend it). Default 600 s, as in the openai SDK: a reasoning model may think for minutes before it
-      writes anything;
+      call; not a usage report) from the headers on; keep-alive comments do not extend it, real progress
+      does (a Responses hosted tool's item: ``read`` runs again from it). Default 600 s, as in the openai
+      SDK: a reasoning model may think for minutes before it writes anything;
     - ``idle``: once a stream's answer has begun, the longest gap between two chunks (default 60 s), so a
       stalled stream fails in a minute instead of ten. ``read`` bounds these gaps too: the shorter wins;
     - ``total``: the whole call, retries and back-off included (default none).

@@ -28,11 +28,14 @@ How ``AiohttpTransport`` enforces the limits — chosen for the per-chunk cost, 
   re-arm it on every chunk;
 - ``read``, streaming, from the headers until the answer begins: one deadline, ``read`` after the headers
   arrived, armed then and disarmed by the response's ``answer_began`` (the client calls it at the stream's
-  first model event). What arrives meanwhile does not move it: keep-alive comments (``: ping``,
+  first model event). Only the caller can move it, by telling of progress (``progressed``: the client does
+  for an event of the server's work that is not yet the answer, such as a hosted tool's web search item):
+  it then runs ``read`` from there. Bytes alone never move it: keep-alive comments (``: ping``,
   OpenRouter's ``: OPENROUTER PROCESSING``) from a gateway whose upstream is stuck would otherwise hold the
   call open for good. A reasoning model may think for minutes after the headers (and after the Responses
-  API's ``response.created``) before its first token, and a short idle limit there would cut it off, or
-  worse, have it sent again. A caller that never calls ``answer_began`` gets the whole body under it;
+  API's ``response.created``, or between hosted tools) before its first token, and a short idle limit there
+  would cut it off, or worse, have it sent again. A caller that never calls ``answer_began`` gets the whole
+  body under it;
 - ``idle``, once the answer began: a watchdog timer armed once per ``Timeout.stream_gap`` period, which
   counts only the time spent *waiting* in ``next_chunk`` (a slow consumer is not a slow server).
   Re-arming a timer or entering a cancel scope per chunk would cost as much as a raw aiohttp loop spends
@@ -203,8 +206,9 @@ class AiohttpResponse:
     """``HttpResponse`` over an ``aiohttp.ClientResponse`` (see the module notes on the read timeout).
 
     A body not read yet (a stream's) must begin its answer within ``read_timeout`` of the headers: the caller
-    says when it did (``answer_began``); from then on each wait for the next chunk is bounded by
-    ``stream_gap`` (``Timeout.stream_gap``: the idle limit).
+    says when it did (``answer_began``), and may tell of the server's progress meanwhile (``progressed``: the
+    deadline then runs from there); from then on each wait for the next chunk is bounded by ``stream_gap``
+    (``Timeout.stream_gap``: the idle limit).
     """
 
     __slots__ = (
@@ -213,6 +217,7 @@ class AiohttpResponse:
         "_gap",
         "_limit",
         "_loop",
+        "_read_from",
         "_read_timeout",
         "_reading",
         "_response",
@@ -242,6 +247,7 @@ class AiohttpResponse:
         self._loop = asyncio.get_running_loop() if loop is None else loop
         self._waiting_since = -1.0  # loop time when the pending next_chunk began waiting; -1: none
         self._watchdog: asyncio.TimerHandle | None = None
+        self._read_from = self._loop.time()  # where the read deadline runs from (the headers, or progress)
         if body is None and read_timeout is not None:
             # Until the answer begins: one deadline from the headers, whatever arrives meanwhile.
             self._watchdog = self._loop.call_at(self._loop.time() + read_timeout, self._check_stall)
@@ -301,6 +307,18 @@ class AiohttpResponse:
             self._watchdog.cancel()
             self._watchdog = None
 
+    def progressed(self) -> None:
+        """The server made progress before the answer began (an event of its work that is not the answer
+        yet, such as a hosted tool's item): the read deadline runs ``read`` from now. Does nothing once the
+        answer began.
+
+        Not part of ``HttpResponse``: the client calls it when a response has it. Only the caller can tell
+        progress from keep-alive bytes, which must not extend the deadline.
+        """
+        if self._limit == "read":
+            # The watchdog finds the deadline moved when it fires: no timer is re-armed here.
+            self._read_from = self._loop.time()
+
     def release_at_end(self) -> None:
         """The caller is done with the body before its end arrived (a stream's end marker came): let the
         connection go back to the pool when the end arrives, or close it if that takes longer than half a
@@ -325,7 +343,12 @@ class AiohttpResponse:
         read = self._read_timeout
         assert read is not None
         if self._limit == "read":
-            # The read deadline passed before the answer began, whatever arrived meanwhile.
+            deadline = self._read_from + read
+            if self._loop.time() < deadline:
+                # Progress moved the deadline since this timer was armed.
+                self._watchdog = self._loop.call_at(deadline, self._check_stall)
+                return
+            # The read deadline passed before the answer began, whatever else arrived meanwhile.
             self._watchdog = None
             self._content.set_exception(stalled(self._url, read, "read"))
             return

@@ -66,6 +66,13 @@ class TrackedResponse:
         return began
 
     @property
+    def progressed(self) -> Callable[[], None]:
+        """The tracked response's own (``AiohttpResponse.progressed``: progress before the answer restarts
+        the read deadline). An ``AttributeError`` when it has none, as for it."""
+        progressed: Callable[[], None] = self.inner.progressed  # type: ignore[attr-defined]
+        return progressed
+
+    @property
     def release_at_end(self) -> Callable[[], None]:
         """The tracked response's own (``AiohttpResponse.release_at_end``), which also sets ``closed``: the
         response is done with then. An ``AttributeError`` when it has none, as for it (the client then closes

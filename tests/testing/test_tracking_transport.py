@@ -19,6 +19,9 @@ class _Inner:
     def answer_began(self) -> None:
         self.calls.append("answer_began")
 
+    def progressed(self) -> None:
+        self.calls.append("progressed")
+
     def release_at_end(self) -> None:
         self.calls.append("release_at_end")
 
@@ -26,14 +29,16 @@ class _Inner:
 def test_the_transport_s_own_hooks_are_passed_on_and_missing_ones_stay_missing() -> None:
     inner = _Inner()
     tracked = TrackedResponse(inner)  # type: ignore[arg-type]
+    tracked.progressed()
     tracked.answer_began()
     tracked.release_at_end()
-    assert inner.calls == ["answer_began", "release_at_end"]
+    assert inner.calls == ["progressed", "answer_began", "release_at_end"]
     assert tracked.closed  # released: done with, as after aclose
 
     bare: Any = object()
     assert getattr(TrackedResponse(bare), "release_at_end", None) is None  # the client then closes it
     assert getattr(TrackedResponse(bare), "answer_began", None) is None
+    assert getattr(TrackedResponse(bare), "progressed", None) is None
 
 
 async def test_a_tracked_stream_gives_its_connection_back_at_the_end() -> None:

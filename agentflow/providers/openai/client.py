@@ -36,7 +36,7 @@ import orjson
 
 from ...http.request_guard import guard
 from ...http.retry import RetryPolicy
-from ...http.sse import DEFAULT_MAX_EVENT_BYTES, SseDecoder
+from ...http.sse import DEFAULT_MAX_EVENT_BYTES, SseDecoder, SseEvent
 from ...http.timeouts import Timeout
 from ...http.transport import MAX_ERROR_BODY_BYTES, AiohttpTransport, HttpResponse, HttpTransport
 from ...model.errors import (
@@ -55,7 +55,7 @@ from ...model.retries import retry_listener
 from .base_url import DEFAULT_BASE_URL, join_url, normalize_base_url
 from .environment import ENV_API_KEY, ENV_BASE_URL, resolve_endpoint
 from .http_options import check_http_options, check_sdk_keywords
-from .secret_masking import CREDENTIAL_WORDS, known_secrets, mask_secrets
+from .secret_masking import CREDENTIAL_WORDS, known_secrets, mask_secrets, with_call_secrets
 from .stream_decoding import StreamDecoder, not_a_stream, partial_of
 
 __all__ = [
@@ -304,8 +304,9 @@ class OpenAIHttpClient:
             except ModelError as error:
                 if response is not None and not error.headers:
                     error.headers = response.headers  # an error the 200 body reported: its request id
-                if self._secrets:
-                    mask_secrets(error, self._secrets)
+                secrets = with_call_secrets(self._secrets, headers)
+                if secrets:
+                    mask_secrets(error, secrets)
                 retry = self._plan_retry(error, attempt, deadline, url)
                 if retry is None:
                     raise
@@ -339,7 +340,14 @@ class OpenAIHttpClient:
         arrives (closed if it does not come within half a second), without keeping the caller waiting.
 
         The transport's read limit runs until the answer begins: the first event that is part of it (a
-        usage report, which vLLM sends with every chunk when asked, is not).
+        usage report, which vLLM sends with every chunk when asked, is not). Until then it runs from the
+        server's last progress: a Responses event about the output that carries no model event (a hosted
+        tool's item or its status: ``web_search_call``, ``file_search_call``, ``code_interpreter_call``,
+        ``mcp_call``…) restarts it. Nothing else does: not keep-alive comments (``: ping``, OpenRouter's
+        ``: OPENROUTER PROCESSING``), a usage report, a Chat chunk with nothing in it, nor the Responses
+        envelope (``response.created``, ``.in_progress``, ``.queued``), which says the response exists, not
+        that it moves. The idle limit is not taken on at progress: a model may think for minutes between
+        hosted tools and its first token.
 
         A body that is one JSON object instead of events (labelled JSON, or opening with ``{`` under any
         label) is the server's typed error when it reports one, else a ``ProtocolError`` showing it; a page
@@ -385,6 +393,12 @@ class OpenAIHttpClient:
                                         began()
                             for event in events:
                                 yield event
+                        elif not answering and _progress(sse_event):
+                            # The server's work before the answer (a hosted tool's item): the read
+                            # deadline runs from here.
+                            progressed = getattr(response, "progressed", None)
+                            if progressed is not None:
+                                progressed()
                         if decode.done:
                             break
                     if not chunk or decode.done:
@@ -414,8 +428,9 @@ class OpenAIHttpClient:
                     # A failure after the headers (a cut body, an in-band error): the response's headers
                     # go with it, for its ``request_id`` (what a provider's support asks for).
                     error.headers = response.headers
-                if self._secrets:
-                    mask_secrets(error, self._secrets)
+                secrets = with_call_secrets(self._secrets, headers)
+                if secrets:
+                    mask_secrets(error, secrets)
                 retry = None if emitted else self._plan_retry(error, attempt, deadline, url)
                 if retry is None:
                     # What had arrived goes with the error: a dropped body's, or an in-band error's that
@@ -587,6 +602,27 @@ def _answer_in(events: list[ModelEvent]) -> bool:
     """Whether ``events`` carry part of the answer: anything but a usage report (vLLM's continuous usage
     stats report it with every chunk, the first ones included, while the model still thinks)."""
     return any(type(event) is not UsageReported for event in events)
+
+
+_ENVELOPES = frozenset({"response.created", "response.in_progress", "response.queued"})
+"""The Responses events that say the response exists, not that its output moves: no progress."""
+
+
+def _progress(event: SseEvent) -> bool:
+    """Whether ``event``, which gave no model event, shows the server's progress before the answer: a
+    Responses event about the output (a hosted tool's item or status), not its envelope (``_ENVELOPES``).
+    Called only before the answer began, for events that gave nothing (a few per hosted tool)."""
+    kind = event.event
+    if kind == "message":  # no ``event:`` line: the type is in the data
+        try:
+            payload = orjson.loads(event.data)
+        except orjson.JSONDecodeError:
+            return False  # ``[DONE]``, or something the decoder already judged
+        named = payload.get("type") if type(payload) is dict else None
+        if type(named) is not str:
+            return False  # a Chat chunk with nothing in it (a role, an empty delta, a filter report)
+        kind = named
+    return kind.startswith("response.") and kind not in _ENVELOPES
 
 
 def _a_page(start: bytes, response: HttpResponse, url: str) -> ProtocolError:

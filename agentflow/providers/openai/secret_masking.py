@@ -1,4 +1,4 @@
-"""Masking the client's own credentials in what a server says back.
+"""Masking the credentials a client sends (its own, and a call's own headers) in what a server says back.
 
 Some servers and gateways echo the credential they refused (``Invalid API key: sk-…``, a header they could
 not parse). The client knows what it sends, so an error that carries a server's words has each such value
@@ -13,7 +13,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from ...model.errors import ModelError
 
-__all__ = ["CREDENTIAL_WORDS", "known_secrets", "mask", "mask_secrets"]
+__all__ = ["CREDENTIAL_WORDS", "known_secrets", "mask", "mask_secrets", "with_call_secrets"]
 
 CREDENTIAL_WORDS = ("auth", "key", "token", "secret", "password", "signature")
 """Words in a header or query parameter name that say its value is a credential (Azure's ``api-key``,
@@ -33,14 +33,26 @@ def known_secrets(api_key: str | None, headers: Mapping[str, str], base_url: str
     ()
     """
     found: list[str] = [api_key] if api_key else []
-    for name, value in headers.items():
-        if _credential(name):
-            found.append(value.split()[-1] if value.strip() else value)
+    found.extend(_header_credentials(headers))
     parts = urlsplit(base_url)
     found.extend(value for name, value in parse_qsl(parts.query) if _credential(name))
     if parts.password:
         found.append(parts.password)
     return tuple(dict.fromkeys(secret for secret in found if len(secret) >= _SHORTEST))
+
+
+def with_call_secrets(secrets: tuple[str, ...], headers: Mapping[str, str] | None) -> tuple[str, ...]:
+    """``secrets`` (the client's, from ``known_secrets``) and the credentials among one call's own
+    ``headers`` (``extra_headers=``, a run's ``ModelSettings.extra_headers``), which a server may echo as
+    well. Meant for the error path: a call without headers of its own gets ``secrets`` back as they are.
+
+    >>> with_call_secrets(("sk-0123456789",), {"x-api-key": "tenant-key-42", "x-trace": "abcdefgh1"})
+    ('sk-0123456789', 'tenant-key-42')
+    """
+    if not headers:
+        return secrets
+    extra = [secret for secret in _header_credentials(headers) if len(secret) >= _SHORTEST]
+    return tuple(dict.fromkeys((*secrets, *extra))) if extra else secrets
 
 
 def mask(secret: str) -> str:
@@ -70,6 +82,13 @@ def mask_secrets(error: ModelError, secrets: Iterable[str]) -> ModelError:
         error.args = (message,)
     error.body = body
     return error
+
+
+def _header_credentials(headers: Mapping[str, str]) -> list[str]:
+    """The values of ``headers`` named like a credential, without an auth scheme such as ``Bearer``."""
+    return [
+        value.split()[-1] if value.strip() else value for name, value in headers.items() if _credential(name)
+    ]
 
 
 def _credential(name: str) -> bool:
