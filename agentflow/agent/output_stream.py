@@ -207,7 +207,9 @@ async def partial_values(
 
     No task and no timer: a value held back by the debounce comes with the next event after the interval
     (the answer's next piece, or the step's end), and none comes with the run's terminal event (its final
-    output follows). Only the consumer's ``await`` waits, so a cancel there leaves nothing behind.
+    output follows). Only the consumer's ``await`` waits, so a cancel there leaves nothing behind. A value
+    that cannot be read or compared (``RecursionError``, say) is skipped, never raised: the run's final
+    output, or its error, is what counts.
     """
     last_yield = float("-inf")
     last_version: Hashable = None
@@ -233,8 +235,15 @@ async def partial_values(
         if version == last_version:
             continue
         last_version = version
-        value = reader.read(json=json)
-        if value is NO_VALUE or value is last_value or (last_value is not NO_VALUE and value == last_value):
+        try:
+            value = reader.read(json=json)
+            if value is NO_VALUE or value is last_value:
+                continue
+            if last_value is not NO_VALUE and value == last_value:
+                continue
+        except Exception:
+            # A value that cannot be read or compared (a whole answer nested too deeply for Python's
+            # recursion, say) is passed over: the final output, read and validated, is the one that counts.
             continue
         last_value = value
         if debounce:

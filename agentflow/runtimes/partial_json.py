@@ -11,7 +11,13 @@ once, with orjson:
 - an object key still being written, a key without its value yet, a number still being written (``12``
   may become ``120``) and a partial ``true`` / ``false`` / ``null`` are left out (``{"a": 1, "b": tr``
   reads as ``{"a": 1}``); a number counts once a character after it ends it;
-- open arrays and objects are closed (``[1, {"b": 2`` reads as ``[1, {"b": 2}]``).
+- open arrays and objects are closed (``[1, {"b": 2`` reads as ``[1, {"b": 2}]``);
+- once an array or object opens more than ``MAX_DEPTH`` (128) levels deep, the value read stops growing
+  (it is what it was just before that bracket) until the whole value is complete: a value read before then
+  never nests deeper, so code given one (comparing it, copying it, ``orjson.dumps``, which refuses 255
+  levels) cannot run out of recursion, and reading it costs nothing more however deep the text goes (an
+  answer nested thousands of levels deep, prompt-injected, say). The complete value is read whole (orjson
+  refuses more than 1024 levels: such a text has no value), as ``OutputType.parse`` reads it.
 
 So each value read is a *prefix* of the next one and of the whole: every value but the last member of
 each open container is final, and the last one can only grow (a string gets longer, a container gets more
@@ -28,8 +34,9 @@ Cost: ``feed`` is amortised O(len(piece)) (strings, whitespace and numbers are s
 expressions, structure characters one by one: a 20 kB answer in 5-character pieces takes about 2 ms in
 all); ``value`` is one orjson decode of the text so far (O(n), in C: tens of microseconds for 20 kB), so
 call it when you need a value, not per piece. ``version`` tells, cheaply, whether the value could have
-changed since the last time. ``cuts()`` and ``value(cut)`` read the value with its unfinished parts left
-out, for a reader that needs whole parts.
+changed since the last time, in constant time. ``cuts()`` and ``value(cut)`` read the value with its
+unfinished parts left out, for a reader that needs whole parts: at most ``MAX_CUTS + 2`` cuts, however deep
+the value.
 
 Not ``jiter`` (pydantic's parser, which has a partial mode): it parses the whole text again at each call,
 keeps a number still being written (``12`` of ``120``), and knows nothing of prose, fences or think blocks
@@ -54,7 +61,7 @@ True
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from typing import Any, Final, TypeAlias
 
 import orjson
@@ -62,11 +69,21 @@ import orjson
 from ..exact_json import loads as exact_loads
 from .json_text import _escape_controls
 
-__all__ = ["MAX_RESTARTS", "NO_VALUE", "Cut", "PartialJson", "is_prefix"]
+__all__ = ["MAX_CUTS", "MAX_DEPTH", "MAX_RESTARTS", "NO_VALUE", "Cut", "PartialJson", "is_prefix"]
 
 MAX_RESTARTS: Final = 16
 """How many times a reader looks for a value again after a bracket that did not open one, before it
 stops reading (each time, the text after that bracket is read again)."""
+
+MAX_DEPTH: Final = 128
+"""How deep a value read before it is complete may nest: once an array or object opens deeper, the value read
+stops growing until the whole value is complete. Far beyond any real answer, and well within what code given
+a partial value can take (``orjson.dumps`` refuses 255 levels; ``copy.deepcopy`` and comparisons recurse in
+Python)."""
+
+MAX_CUTS: Final = 32
+"""How many levels ``PartialJson.cuts`` leaves out one at a time: for a value nested deeper, the innermost
+half and the outermost half (so a reader tries at most ``MAX_CUTS + 2`` cuts, however deep the value)."""
 
 
 class _NoValue:
@@ -138,6 +155,7 @@ class PartialJson:
         "_best",
         "_cut",
         "_expect",
+        "_frozen",
         "_hex",
         "_high",
         "_is_key",
@@ -178,6 +196,9 @@ class PartialJson:
         self._high = False  # the last escape was a high surrogate, waiting for its pair
         self._hex = ""
         self._literal = ""
+        # The cuts of the value being read when a part of it opened deeper than MAX_DEPTH: they stay its
+        # cuts until it is complete (None: no part did).
+        self._frozen: tuple[Cut, ...] | None = None
 
     def __repr__(self) -> str:
         return f"PartialJson({self._length} chars, complete={self.complete})"
@@ -213,17 +234,24 @@ class PartialJson:
 
     @property
     def version(self) -> Hashable:
-        """Unchanged between two reads when ``value()`` is too: compare it to skip decoding again."""
-        cuts = self.cuts()
-        return cuts[0] if cuts else None
+        """Unchanged between two reads when ``value()`` is too: compare it to skip decoding again (it costs
+        the same however deep or long the value is)."""
+        if self._phase != _VALUE:
+            return self._best
+        if self._frozen is not None:
+            return (self._start, self._best)  # the value stays as it is until it is complete
+        keep, string = self._keep()
+        return (self._start, keep, string, len(self._kinds), self._best)
 
     @property
     def structure(self) -> Hashable:
         """Unchanged while only the text of a string being written grows (a reader that found the value
         did not fit for a reason other than that string's text may skip trying again)."""
-        if self._phase == _VALUE:
-            return (self._start, tuple(self._safes), self._keep()[1])
-        return self._best
+        if self._phase != _VALUE:
+            return self._best
+        if self._frozen is not None:
+            return (self._start, None)
+        return (self._start, tuple(self._safes), self._keep()[1])
 
     def cuts(self) -> tuple[Cut, ...]:
         """Where the value so far may be cut, fullest first, for ``value(cut)``: the value so far (what
@@ -232,6 +260,12 @@ class PartialJson:
         outermost one's last member; last, a complete value read before (the later one may not fit). For a
         reader that needs whole parts (a type that cannot take half an object). A ``Cut`` is hashable, and
         equal cuts read equal values: remember what one read to. Empty before any value.
+
+        Bounded however deep the value is: nothing nests deeper than ``MAX_DEPTH`` (the cuts stay as they
+        were once a part opens deeper, until the value is complete), and for a value open more than
+        ``MAX_CUTS`` levels deep only the innermost and the outermost ``MAX_CUTS // 2`` levels are left out
+        one at a time (what a type does not take is most likely the part being written, or a whole member
+        of the outermost containers).
 
         >>> reader = PartialJson()
         >>> reader.feed('{"cities": [{"name": "Paris"}, {"name": "Ly')
@@ -245,18 +279,13 @@ class PartialJson:
         best = self._best
         if self._phase != _VALUE:
             return () if best is None else ((best[0], best[1], ""),)
-        start, safes = self._start, self._safes
-        closers = [_CLOSERS[kind] for kind in self._kinds]
-        depth = len(closers)
-        keep, string = self._keep()
-        if best is not None and keep == start + 1 and not string:
-            return ((best[0], best[1], ""),)  # a later value that holds nothing yet does not hide it
-        cuts = [(start, keep, ('"' if string else "") + "".join(reversed(closers)))]
-        for level in range(depth - 1 if string else depth - 2, -1, -1):
-            cuts.append((start, safes[level], "".join(reversed(closers[: level + 1]))))
-        if best is not None:
-            cuts.append((best[0], best[1], ""))
-        return tuple(cuts)
+        cuts = self._frozen
+        if cuts is None:
+            keep, string = self._keep()
+            if best is not None and keep == self._start + 1 and not string:
+                return ((best[0], best[1], ""),)  # a later value that holds nothing yet does not hide it
+            cuts = self._cuts(keep, string)
+        return cuts if best is None else (*cuts, (best[0], best[1], ""))
 
     def value(self, cut: Cut | None = None) -> Any:
         """The most complete value the text so far holds, or ``NO_VALUE``; with ``cut`` (one of ``cuts()``),
@@ -287,6 +316,20 @@ class PartialJson:
 
     # -- the tokenizer -----------------------------------------------------------------------------------
 
+    def _cuts(self, keep: int, string: bool) -> tuple[Cut, ...]:
+        """The cuts of the value being read (``cuts()`` but the complete value before), its sound text ending
+        at ``keep`` (inside a string value with ``string``)."""
+        start, safes, depth = self._start, self._safes, len(self._kinds)
+        # The open levels' closing brackets, innermost first: level L's cut closes the last L + 1 of them.
+        closes = "".join([_CLOSERS[kind] for kind in reversed(self._kinds)])
+        cuts = [(start, keep, ('"' if string else "") + closes)]
+        levels: Sequence[int] = range(depth - 1 if string else depth - 2, -1, -1)
+        if len(levels) > MAX_CUTS:
+            levels = [*levels[: MAX_CUTS // 2], *levels[-(MAX_CUTS // 2) :]]
+        for level in levels:
+            cuts.append((start, safes[level], closes[depth - 1 - level :]))
+        return tuple(cuts)
+
     def _keep(self) -> tuple[int, bool]:
         """Where the sound text of the value being read ends, and whether it ends inside a string value
         (which is then closed with a quote)."""
@@ -300,6 +343,7 @@ class PartialJson:
         start = self._start
         self._kinds.clear()
         self._safes.clear()
+        self._frozen = None
         self._start = -1
         self._restarts += 1
         if self._restarts > MAX_RESTARTS:
@@ -377,6 +421,7 @@ class PartialJson:
         self._start = at
         self._kinds = [bracket]
         self._safes = [at + 1]
+        self._frozen = None
         self._mode = _STRUCT
         self._expect = _OBJ_FIRST if bracket == "{" else _ARR_FIRST
 
@@ -490,6 +535,10 @@ class PartialJson:
                 self._cut = -1
                 self._high = False
             elif char == "{" or char == "[":
+                if len(kinds) == MAX_DEPTH and self._frozen is None:
+                    # Too deep to read before the value is whole: the value stops growing here (what comes
+                    # after this part cannot be added without it, or the values read would not be prefixes).
+                    self._frozen = self._cuts(safes[-1], False)
                 kinds.append(char)
                 safes.append(base + index + 1)
                 self._expect = _OBJ_FIRST if char == "{" else _ARR_FIRST

@@ -18,7 +18,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentflow.exact_json import loads as exact_loads
-from agentflow.runtimes.partial_json import MAX_RESTARTS, NO_VALUE, PartialJson, is_prefix
+from agentflow.runtimes.partial_json import (
+    MAX_CUTS,
+    MAX_DEPTH,
+    MAX_RESTARTS,
+    NO_VALUE,
+    PartialJson,
+    is_prefix,
+)
 
 REPORT = {
     "title": 'Quarterly report: "Q3" \\ results',
@@ -289,3 +296,81 @@ def test_is_prefix() -> None:
     assert not is_prefix([1, 2], [1])
     assert not is_prefix(1, 1.0)
     assert not is_prefix(True, 1)
+
+
+def nesting(value: Any) -> int:
+    """How many arrays and objects deep ``value`` nests (without recursing: the values tested nest deeply)."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            stack.extend(
+                (member, depth + 1) for member in (item.values() if isinstance(item, dict) else item)
+            )
+    return deepest
+
+
+def test_a_value_nested_too_deeply_stops_growing_until_it_is_whole() -> None:
+    deep = "[" * 200 + "]" * 200
+    text = f'{{"a": [1, {deep}, 2], "b": 3}}'
+    whole = orjson.loads(text)
+    for size in (1, 7, 20):
+        reader = PartialJson()
+        values = []
+        for start in range(0, len(text), size):
+            reader.feed(text[start : start + size])
+            values.append(reader.value())
+        assert values[-1] == whole
+        assert all(nesting(value) <= MAX_DEPTH for value in values[:-1])
+        frozen = values[-2]  # what the value was when the bracket opening level MAX_DEPTH + 1 was read
+        assert frozen["a"][0] == 1
+        assert nesting(frozen) == MAX_DEPTH
+        for before, after in itertools.pairwise(values):
+            assert is_prefix(before, after)
+
+
+def test_reading_a_deep_value_costs_the_same_at_any_depth(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A prompt-injected answer may nest thousands of levels deep: the cuts (and what decoding them costs)
+    # stay bounded, and ``version`` builds none.
+    depth = 5000
+    text = '{"name": "x", "tags": ' + "[" * depth
+    reader = PartialJson()
+    versions = set()
+    built = 0
+    cuts_of = PartialJson._cuts
+
+    def counting(self: PartialJson, keep: int, string: bool) -> Any:
+        nonlocal built
+        built += 1
+        return cuts_of(self, keep, string)
+
+    monkeypatch.setattr(PartialJson, "_cuts", counting)
+    for start in range(0, len(text), 20):
+        reader.feed(text[start : start + 20])
+        versions.add(reader.version)
+        assert built <= 1  # once, when the value stopped growing
+    assert len(versions) <= MAX_DEPTH // 20 + 3  # unchanged once the value stops growing
+    cuts = reader.cuts()
+    assert len(cuts) <= MAX_CUTS + 2
+    assert sum(len(suffix) for _, _, suffix in cuts) <= (MAX_CUTS + 1) * MAX_DEPTH
+    assert all(nesting(reader.value(cut)) <= MAX_DEPTH for cut in cuts)
+    assert reader.value()["name"] == "x"
+    assert nesting(reader.value()) == MAX_DEPTH
+    reader.feed("]" * depth + "}")
+    assert reader.complete
+    assert reader.value() is NO_VALUE  # orjson refuses more than 1024 levels, as OutputType.parse does
+
+
+def test_a_deep_open_value_leaves_out_its_innermost_and_outermost_levels_only() -> None:
+    reader = PartialJson()
+    reader.feed('{"a": ' + "[" * 100)  # 101 levels open: 100 to leave out one at a time
+    cuts = reader.cuts()
+    assert len(cuts) == 1 + MAX_CUTS
+    values = [reader.value(cut) for cut in cuts]
+    assert [nesting(value) for value in values] == [
+        *range(101, 101 - MAX_CUTS // 2 - 1, -1),
+        *range(MAX_CUTS // 2, 0, -1),
+    ]
+    assert values[-1] == {}
