@@ -20,6 +20,7 @@ import anyio
 import orjson
 import pytest
 from aiohttp import web
+from local_app import serving
 
 from agentflow import ModelTimeoutError, UserMessage
 from agentflow.http.retry import RetryPolicy
@@ -59,19 +60,12 @@ class Server:
 @pytest.fixture
 async def server() -> AsyncIterator[Server]:
     local = Server()
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", local.handle)
-    runner = web.AppRunner(app, handle_signals=False, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    host, port = runner.addresses[0][:2]
-    local.base_url = f"http://{host}:{port}"
-    try:
-        yield local
-    finally:
-        local.stop.set()
-        await runner.cleanup()
+    async with serving("/v1/chat/completions", local.handle) as origin:
+        local.base_url = origin
+        try:
+            yield local
+        finally:
+            local.stop.set()
 
 
 def model_for(server: Server, timeout: Timeout) -> OpenAIChatModel:

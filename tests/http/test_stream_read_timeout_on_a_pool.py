@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import anyio
 import pytest
 from aiohttp import web
+from local_app import serving
 
 from agentflow import ModelCompleted, ModelTimeoutError, TextDelta, UserMessage
 from agentflow.http.retry import RetryPolicy
@@ -50,18 +51,9 @@ class Server:
 @pytest.fixture
 async def server() -> AsyncIterator[Server]:
     local = Server()
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", local.handle)
-    runner = web.AppRunner(app, handle_signals=False, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    host, port = runner.addresses[0][:2]
-    local.base_url = f"http://{host}:{port}"
-    try:
+    async with serving("/v1/chat/completions", local.handle) as origin:
+        local.base_url = origin
         yield local
-    finally:
-        await runner.cleanup()
 
 
 def stream_reply(
