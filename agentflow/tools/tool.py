@@ -14,7 +14,7 @@ import re
 import types
 import typing
 from collections.abc import Callable, Mapping
-from typing import Any, Generic, ParamSpec, TypeVar, overload
+from typing import Any, Final, Generic, ParamSpec, TypeVar, overload
 
 import attrs
 
@@ -249,6 +249,7 @@ def tool(
     return_direct: bool = False,
     needs_approval: NeedsApproval = False,
     max_retries: float | None = None,
+    **unexpected: object,
 ) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
     """Turn a sync or async function into a ``Tool``; usable bare (``@tool``) or with options.
 
@@ -314,6 +315,9 @@ def tool(
     1
     """
 
+    if unexpected:
+        raise TypeError(_unexpected_message(unexpected))
+
     def build(func: Callable[P, R]) -> Tool[P, R]:
         return _build(
             func,
@@ -344,6 +348,35 @@ def tool(
     check_needs_approval(needs_approval)
     _check_max_retries(max_retries)
     return build
+
+
+# Options of the peers' tool decorators (pydantic-ai's ``@agent.tool``, the Agents SDK's ``@function_tool``)
+# that have another name here: a typed caller is told by the overloads, everyone else by this.
+_PEER_OPTIONS: Final = {
+    "retries": "max_retries=",
+    "requires_approval": "needs_approval=",
+    "name_override": "name=",
+    "description_override": "description=",
+    "strict_mode": "strict=",
+    "failure_error_function": "on_error=",
+    "timeout_seconds": "timeout=",
+}
+
+
+def _unexpected_message(unexpected: Mapping[str, object]) -> str:
+    import difflib  # the error path only
+
+    accepted = [p for p in inspect.signature(tool).parameters if p not in ("fn", "unexpected")]
+    hints = []
+    for keyword in unexpected:
+        close = _PEER_OPTIONS.get(keyword) or next(
+            (f"{guess}=" for guess in difflib.get_close_matches(keyword, accepted, n=1)), None
+        )
+        hints.append(f"{keyword!r} (did you mean {close}?)" if close else repr(keyword))
+    return (
+        f"tool() got unexpected keyword argument{'s' if len(hints) > 1 else ''} {', '.join(hints)}; "
+        f"it takes {', '.join(accepted)}"
+    )
 
 
 def _build(

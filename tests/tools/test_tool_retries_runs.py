@@ -250,3 +250,20 @@ def test_a_peer_s_retries_keyword_says_where_retries_are_set_here() -> None:
         AgentOptions(tool_retries=2)  # type: ignore[call-arg]
     with pytest.raises(TypeError, match=r"retry=RetryPolicy\(max_retries=...\)"):
         AgentOptions(max_retries=2)  # type: ignore[call-arg]
+
+
+def test_a_peer_s_tool_keywords_say_their_name_here() -> None:
+    with pytest.raises(TypeError) as raised:
+        tool(retries=2)  # type: ignore[call-overload]
+    assert str(raised.value) == (
+        "tool() got unexpected keyword argument 'retries' (did you mean max_retries=?); it takes name, "
+        "description, timeout, strict, inline, eager, on_error, return_direct, needs_approval, max_retries"
+    )
+    with pytest.raises(TypeError, match=r"'requires_approval' \(did you mean needs_approval=\?\), 'timout'"):
+        tool(requires_approval=True, timout=3)  # type: ignore[call-overload]
+
+    def lookup(city: str) -> str:
+        return city
+
+    with pytest.raises(TypeError, match=r"'name_override' \(did you mean name=\?\)"):
+        tool(lookup, name_override="find")  # type: ignore[call-overload]
