@@ -17,7 +17,20 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .run import AgentRun
 
-__all__ = ["OpenRuns"]
+__all__ = ["OpenRuns", "RunIdInUseError"]
+
+
+class RunIdInUseError(ValueError):
+    """``OpenRuns.track`` was given a run whose id another run it holds has: ids chosen by the caller (a
+    request id, an idempotency key) repeat when a client retries or submits twice. ``run_id`` is the id; a
+    service answers such a request with ``409 Conflict``."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(
+            f"a run with id {run_id!r} is already open here: give each run its own id (a client's retry or "
+            "double submit repeats a request id), or find the open one with runs.get(run_id)"
+        )
+        self.run_id = run_id
 
 
 class OpenRuns:
@@ -60,15 +73,20 @@ class OpenRuns:
 
     @contextlib.asynccontextmanager
     async def track(self, run: AgentRun[Any]) -> AsyncIterator[AgentRun[Any]]:
-        """Hold ``run`` for the block (cancelled at once if shutdown has begun); yields it."""
+        """Hold ``run`` for the block (cancelled at once if shutdown has begun); yields it.
+
+        Raises ``RunIdInUseError`` if a run with the same id is held: holding both under one id would hide
+        the first from ``cancel_all`` and ``get``. Leaving ``agent.stream``'s block then cancels the new run.
+        """
+        if run.run_id in self._runs:
+            raise RunIdInUseError(run.run_id)
         self._runs[run.run_id] = run
         try:
             if self._closing:
                 await run.cancel()
             yield run
         finally:
-            if self._runs.get(run.run_id) is run:
-                del self._runs[run.run_id]
+            del self._runs[run.run_id]
 
     async def cancel_all(self) -> None:
         """Cancel every run held, and every one tracked from now on. Asks, does not wait: each stream ends on

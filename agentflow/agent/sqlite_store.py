@@ -118,6 +118,16 @@ class SQLiteStore:
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
 
+    @property
+    def conversation_key(self) -> tuple[str, str, str] | None:
+        """What every ``SQLiteStore`` over the same table of the same file shares: sessions built with
+        separate store objects (a store per request) still take turns on a conversation (see
+        ``SessionStore``). ``None`` for a private database (``":memory:"``, ``""``), which no other store
+        object can reach."""
+        if self.path in ("", ":memory:"):
+            return None
+        return ("sqlite", os.path.realpath(self.path), self.table)
+
     # -- SessionStore ----------------------------------------------------------------------------------------
 
     async def load(self, session_id: str) -> StoredItems:

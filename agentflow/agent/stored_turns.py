@@ -117,19 +117,32 @@ _CONVERSATIONS: weakref.WeakKeyDictionary[object, weakref.WeakValueDictionary[st
 _CONVERSATIONS_LOCK = threading.Lock()  # sessions are built in any thread (run_sync in a thread pool)
 
 
+_KEYED_CONVERSATIONS: dict[object, weakref.WeakValueDictionary[str, Conversation]] = {}
+"""The same, for stores that name what they reach (``conversation_key``): one entry per database, not per
+store object."""
+
+
 def conversation_of(store: SessionStore, session_id: str) -> Conversation:
     """The ``Conversation`` of ``session_id`` in ``store``, shared by every session over it in this process.
 
-    Weak both ways: an entry lives while a session (its ``StoredTurns``) holds it and the store lives, so a
-    conversation per request does not pile up. A store that cannot be hashed or weakly referenced gets a new
-    one per call: its sessions over different memories do not take turns (their saves still find a
-    conflict rather than interleave).
+    A store with a ``conversation_key`` (``SQLiteStore``: its file and table) shares it with every store of
+    the same key, so a store object per request takes turns as one store does. Otherwise weak both ways: an
+    entry lives while a session (its ``StoredTurns``) holds it and the store lives, so a conversation per
+    request does not pile up. A store that cannot be hashed or weakly referenced gets a new one per call: its
+    sessions over different memories do not take turns (their saves still find a conflict rather than
+    interleave).
     """
+    key = getattr(store, "conversation_key", None)
     with _CONVERSATIONS_LOCK:
         try:
-            by_id = _CONVERSATIONS.get(store)
-            if by_id is None:
-                by_id = _CONVERSATIONS[store] = weakref.WeakValueDictionary()
+            if key is not None:
+                by_id = _KEYED_CONVERSATIONS.get(key)
+                if by_id is None:
+                    by_id = _KEYED_CONVERSATIONS[key] = weakref.WeakValueDictionary()
+            else:
+                by_id = _CONVERSATIONS.get(store)
+                if by_id is None:
+                    by_id = _CONVERSATIONS[store] = weakref.WeakValueDictionary()
         except TypeError:
             return Conversation()
         conversation = by_id.get(session_id)

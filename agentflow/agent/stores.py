@@ -61,6 +61,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, runtime_checkabl
 
 import anyio.lowlevel
 
+from .. import exact_json
+from .item_checks import HistoryError
 from .item_json import dump_items, load_items
 
 if TYPE_CHECKING:
@@ -96,6 +98,12 @@ class SessionStore(Protocol):
     ``check_append``, inside its transaction. A store that does not still works, but a conversation cleared
     and written again to the same length by another writer is then appended to as if it were the one the
     session read.
+
+    Sessions of one event loop over the same stored conversation take turns (the second loads what the
+    first saved) when they use the same store object. A store whose separate objects reach the same
+    conversations (a database file) may say so with a ``conversation_key`` attribute: a hashable value equal
+    for all of them (``SQLiteStore``: its file's real path and its table), so that a store built per request
+    takes turns too, instead of failing the second save with ``SessionConflictError``.
     """
 
     async def load(self, session_id: str) -> Sequence[Mapping[str, Any]]:
@@ -299,15 +307,32 @@ def encode_item(item: Any) -> bytes:
 
 
 def decode_items(rows: Iterable[bytes]) -> list[dict[str, Any]]:
-    """The items of ``encode_item`` rows, in order (one parse for all of them; ``ValueError`` for a bad row).
+    """The items of ``encode_item`` rows, in order (one parse for all of them).
 
-    The conversation is not checked here: the session checks what any store's ``load`` gives back
-    (``check_items``), once.
+    A row that is not a JSON object (a corrupted or hand-edited one) is a ``HistoryError`` naming it, as an
+    item no provider would take is: loading again cannot mend it. The conversation is not checked here: the
+    session checks what any store's ``load`` gives back (``check_items``), once.
 
     >>> decode_items([b'{"type":"function_call_output","call_id":"c1","output":"42"}'])
     [{'type': 'function_call_output', 'call_id': 'c1', 'output': '42'}]
+    >>> decode_items([b'{"type":"message","role":"user","content":"hi"}', b'{"type":'])
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    agentflow.agent.item_checks.HistoryError: stored item 1: is not valid JSON: ...
     """
-    return load_items(b"[" + b",".join(rows) + b"]", check=False)
+    rows = list(rows)
+    try:
+        return load_items(b"[" + b",".join(rows) + b"]", check=False)
+    except ValueError:
+        pass
+    for index, row in enumerate(rows):  # the failure path: find the row to name
+        try:
+            value = exact_json.loads(row)
+        except ValueError as exc:
+            raise HistoryError(index, f"is not valid JSON: {exc}", source="stored") from None
+        if not isinstance(value, dict):
+            raise HistoryError(index, f"is not a JSON object: {row!r:.80}", source="stored")
+    raise AssertionError("unreachable: the rows decode one by one but not together")
 
 
 class InMemoryStore:

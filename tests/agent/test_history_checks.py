@@ -271,3 +271,19 @@ async def test_a_stored_conversation_is_checked_when_a_session_loads_it(kind: st
 def test_decode_items_leaves_the_check_to_the_session() -> None:
     # Rows are read whole and checked once, by the session: the store's own helper does not check twice.
     assert decode_items([encode_item(output("c1"))]) == [output("c1")]
+
+
+async def test_a_stored_row_that_is_not_json_is_named_and_said_to_need_mending(tmp_path: Any) -> None:
+    store = SQLiteStore(tmp_path / "chats.db")
+    await store.append("s1", [user_item("q"), assistant_item("a")])
+    connection = store._connect()  # a row corrupted outside agentflow
+    connection.execute("UPDATE agentflow_session_items SET item = ? WHERE seq = 1", (b'{"type":',))
+    model = FakeModelClient([reply("never")])
+    try:
+        with pytest.raises(SessionStoreError, match=r"stored item 1: is not valid JSON.*fix") as caught:
+            await Agent(model).session(session_id="s1", store=store).run("q2")
+    finally:
+        store.close()
+    assert isinstance(caught.value.__cause__, HistoryError)
+    assert "the next turn loads again" not in str(caught.value)  # it would fail the same way
+    assert model.prompts == []

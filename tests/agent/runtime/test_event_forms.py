@@ -99,13 +99,18 @@ async def test_run_failed_says_the_status_and_whether_trying_again_may_help() ->
     assert orjson.loads(encode_sse(failed).split(b"data: ", 1)[1])["status"] == 429
 
 
+class _OtherProcessStore(SQLiteStore):
+    __slots__ = ()
+    conversation_key = None  # what another process's store is: no turn of this process reaches it
+
+
 async def test_run_failed_says_a_session_conflict_may_be_retried() -> None:
-    # Another writer (another process's store object on the same file) saved to the conversation first.
+    # Another writer (another process's store on the same file) saved to the conversation first.
     async with ScriptedServer([Reply(text="first"), Reply(text="second")]) as server:
         agent = Agent(model_for("chat", server))
         with tempfile.TemporaryDirectory() as folder:
             path = os.path.join(folder, "chats.db")
-            async with SQLiteStore(path) as mine, SQLiteStore(path) as theirs:
+            async with SQLiteStore(path) as mine, _OtherProcessStore(path) as theirs:
                 session = agent.session(session_id="c1", store=mine)
                 await session.load()
                 await agent.session(session_id="c1", store=theirs).run("hi")

@@ -8,7 +8,16 @@ from typing import Any
 import anyio
 
 from agentflow.agent.items import tool_call_ids, tool_output_call_id
+from agentflow.agent.sqlite_store import SQLiteStore
 from agentflow.agent.stores import InMemoryStore
+
+
+class OtherProcessStore(SQLiteStore):
+    """A ``SQLiteStore`` as another process's is to this one: no turn of this process reaches its sessions
+    (two ``SQLiteStore`` objects on one file take turns, see ``conversation_key``)."""
+
+    __slots__ = ()
+    conversation_key = None
 
 
 def texts(items: Iterable[Any]) -> list[str]:

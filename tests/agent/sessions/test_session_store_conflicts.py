@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from session_store_support import ScriptedStore, texts
+from session_store_support import OtherProcessStore, ScriptedStore, texts
 
 from agentflow import InMemoryStore, SessionStore, SessionStoreError, SQLiteStore
 from agentflow.agent.agent import Agent
@@ -78,7 +78,7 @@ async def test_a_save_whose_reply_was_lost_is_not_stored_twice() -> None:
 
 async def test_two_processes_on_one_conversation_cannot_interleave_their_turns(tmp_path: Path) -> None:
     path = tmp_path / "chats.db"
-    async with SQLiteStore(path) as first_store, SQLiteStore(path) as second_store:
+    async with SQLiteStore(path) as first_store, OtherProcessStore(path) as second_store:
         first = Agent(FakeModelClient([reply("a1"), reply("a3")])).session(session_id="s", store=first_store)
         second_model = FakeModelClient([reply("b2"), reply("b4")])
         second = Agent(second_model).session(session_id="s", store=second_store)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from session_store_support import texts
+from session_store_support import OtherProcessStore, texts
 
 from agentflow import InMemoryStore, SessionStore, SQLiteStore
 from agentflow.agent.agent import Agent
@@ -61,7 +61,7 @@ async def test_a_tab_whose_conversation_another_process_cleared_and_rewrote_cann
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "chats.db"
-    async with SQLiteStore(path) as tab1_store, SQLiteStore(path) as tab2_store:  # as two processes
+    async with SQLiteStore(path) as tab1_store, OtherProcessStore(path) as tab2_store:  # as two processes
         tab1_model = FakeModelClient([reply("Hi Ada"), reply("You are Ada"), reply("You are Bob")])
         tab1 = Agent(tab1_model).session(InMemoryMemory(), session_id="u", store=tab1_store)
         tab2 = Agent(FakeModelClient([reply("Hi Bob")])).session(
@@ -145,7 +145,7 @@ async def test_after_its_own_clear_a_session_still_sees_another_writer_clear_and
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "chats.db"
-    async with SQLiteStore(path) as tab1_store, SQLiteStore(path) as tab2_store:
+    async with SQLiteStore(path) as tab1_store, OtherProcessStore(path) as tab2_store:
         tab1 = Agent(FakeModelClient([reply("Hi Eve"), reply("Hi Ada"), reply("You are Ada")])).session(
             session_id="u", store=tab1_store
         )
@@ -165,7 +165,7 @@ async def test_an_old_database_loads_then_tells_a_cleared_conversation_apart(tmp
     path = tmp_path / "chats.db"
     old_schema_database(path, [user_item("I am Ada"), assistant_item("Hi Ada")])
 
-    async with SQLiteStore(path) as tab1_store, SQLiteStore(path) as tab2_store:
+    async with SQLiteStore(path) as tab1_store, OtherProcessStore(path) as tab2_store:
         tab1 = Agent(FakeModelClient([reply("You are Ada")])).session(session_id="u", store=tab1_store)
         tab2 = Agent(FakeModelClient([reply("Hi Bob")])).session(session_id="u", store=tab2_store)
         assert texts(await tab1.load()) == ["user:I am Ada", "assistant:Hi Ada"]  # the old rows, as they were

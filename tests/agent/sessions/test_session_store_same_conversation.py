@@ -1,8 +1,8 @@
 """Sessions over different memories that name the same store and ``session_id`` (a session per request, two
 requests of one chat at once) take turns on the stored conversation within one event loop: each reads what
 the others saved, so none fails its save with a conflict after its model call was paid for. What no turn of
-this process can see (another store object, another process) is still a ``SessionConflictError``, one that
-says what happened and what to do."""
+this process can see (another process) is still a ``SessionConflictError``, one that says what happened and
+what to do."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 import pytest
-from session_store_support import ScriptedStore, texts
+from session_store_support import OtherProcessStore, ScriptedStore, texts
 
 from agentflow import InMemoryStore, SessionStore, SessionStoreError, SQLiteStore
 from agentflow.agent.agent import Agent
@@ -125,9 +125,41 @@ async def test_other_session_ids_and_other_stores_do_not_wait() -> None:
     assert len(model.prompts) == 2
 
 
+async def test_a_store_per_request_on_one_database_takes_turns(tmp_path: Path) -> None:
+    path = tmp_path / "chats.db"
+    called, release = anyio.Event(), anyio.Event()
+
+    async def slow(prompt: AgentPrompt) -> AgentModelResult:
+        called.set()
+        await release.wait()
+        return reply("a1")
+
+    model = FakeModelClient([slow, reply("a2")])
+    agent = Agent(model)
+
+    async def request(question: str) -> None:
+        async with SQLiteStore(path) as store:  # the README's inline form, written in a handler
+            await agent.session(session_id="chat-1", store=store).run(question)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(request, "q1")
+        await called.wait()
+        tg.start_soon(request, "q2")  # a double submit
+        await anyio.wait_all_tasks_blocked()
+        assert len(model.prompts) == 1  # the second waits for the first one's turn
+        release.set()
+
+    assert texts(model.prompts[1].items) == ["user:q1", "assistant:a1", "user:q2"]
+    async with SQLiteStore(path) as store:
+        assert texts(await store.load("chat-1")) == ["user:q1", "assistant:a1", "user:q2", "assistant:a2"]
+    assert SQLiteStore(path).conversation_key == SQLiteStore(str(path)).conversation_key
+    assert SQLiteStore(path, table="other").conversation_key != SQLiteStore(path).conversation_key
+    assert SQLiteStore(":memory:").conversation_key is None
+
+
 async def test_a_conflict_with_another_writer_says_so_and_what_to_do(tmp_path: Path) -> None:
     path = tmp_path / "chats.db"
-    async with SQLiteStore(path) as first_store, SQLiteStore(path) as second_store:  # as two processes
+    async with SQLiteStore(path) as first_store, OtherProcessStore(path) as second_store:
         first = Agent(FakeModelClient([reply("a1")])).session(session_id="s", store=first_store)
         second = Agent(FakeModelClient([reply("b2")])).session(session_id="s", store=second_store)
         await second.load()
