@@ -118,6 +118,10 @@ _LAZY: dict[str, str] = {
     "ModelClient": "agentflow.agent.prompt",
     "ChatModelClient": "agentflow.agent.chat_client",
     "ResponsesModelClient": "agentflow.agent.responses_client",
+    "FallbackModelClient": "agentflow.agent.fallback_client",
+    "FallbackChatModel": "agentflow.model.fallback",
+    "AllModelsFailedError": "agentflow.model.fallback",
+    "may_succeed_elsewhere": "agentflow.model.fallback",
     "Memory": "agentflow.agent.memory",
     "InMemoryMemory": "agentflow.agent.memory",
     "WindowedMemory": "agentflow.agent.memory",
@@ -249,6 +253,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
     from .agent.agents import Agents
     from .agent.as_tool import AgentToolError
     from .agent.chat_client import ChatModelClient
+    from .agent.fallback_client import FallbackModelClient
     from .agent.item_checks import HistoryError, check_items
     from .agent.item_json import dump_items, load_items
     from .agent.memory import InMemoryMemory, Memory, WindowedMemory
@@ -293,6 +298,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
         ToolStarted,
         ToolSucceeded,
     )
+    from .model.fallback import AllModelsFailedError, FallbackChatModel, may_succeed_elsewhere
     from .plan import Plan, PlanStep, StepStatus
     from .providers.openai.responses_model import OpenAIResponsesModel
     from .providers.openai.responses_types import ResponsesRequest, ResponsesResponse
@@ -367,6 +373,7 @@ __all__ = [
     "Agents",
     "AiMessage",
     "AiohttpTransport",
+    "AllModelsFailedError",
     "ApprovalNotPendingError",
     "ApprovalRequiredError",
     "AuthenticationError",
@@ -393,6 +400,8 @@ __all__ = [
     "Event",
     "EventBus",
     "ExecutionLimits",
+    "FallbackChatModel",
+    "FallbackModelClient",
     "FinishReason",
     "HistoryError",
     "HttpTransport",
@@ -514,6 +523,7 @@ __all__ = [
     "dump_items",
     "encode_sse",
     "load_items",
+    "may_succeed_elsewhere",
     "public_event",
     "register_runtime",
     "run_result",

@@ -43,6 +43,23 @@ def test_the_agent_layer_and_the_tools_leave_decimal_unloaded() -> None:
     assert out.stdout.strip() == "[]"
 
 
+def test_model_fallback_names_are_public_and_load_on_first_use() -> None:
+    code = (
+        "import sys, agentflow; "
+        "before = [m for m in ('agentflow.model.fallback', 'agentflow.agent.fallback_client') "
+        "if m in sys.modules]; "
+        "names = (agentflow.FallbackModelClient, agentflow.FallbackChatModel, "
+        "agentflow.AllModelsFailedError, agentflow.may_succeed_elsewhere); "
+        "assert issubclass(agentflow.AllModelsFailedError, (agentflow.ModelError, ExceptionGroup)); "
+        "print(before, [n.__module__ for n in names])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == (
+        "[] ['agentflow.agent.fallback_client', 'agentflow.model.fallback', 'agentflow.model.fallback', "
+        "'agentflow.model.fallback']"
+    )
+
+
 def test_unknown_attribute_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="NoSuchThing"):
         _ = agentflow.NoSuchThing  # type: ignore[attr-defined]

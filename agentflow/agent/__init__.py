@@ -7,6 +7,7 @@
   messages), ``responses_items`` (to Responses input) and ``item_json`` (a conversation as JSON);
 - ``chat_client`` / ``responses_client``: the two protocol adapters, ``ChatModelClient`` and
   ``ResponsesModelClient``;
+- ``fallback_client``: ``FallbackModelClient``, a model client that tries the next model when one fails;
 - ``memory``: the ``Memory`` protocol, ``InMemoryMemory`` and the pair-aware ``WindowedMemory``;
 - ``session`` / ``turns``: conversations whose runs share a memory and take turns on it.
 
