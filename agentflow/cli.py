@@ -190,8 +190,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _leaf(exc: BaseException) -> BaseException:
-    """The first plain exception inside (nested) exception groups."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+    """The first plain exception inside (nested) exception groups (a task group's), stopping at a group that
+    is an error of its own (``AllModelsFailedError``: every model failed, which says more than its first)."""
+    from .model.errors import ModelError
+
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions and not isinstance(exc, ModelError):
         exc = exc.exceptions[0]
     return exc
 

@@ -148,6 +148,22 @@ class SQLiteStore:
         """Delete every item of ``session_id``, moving it to a new generation if it had any."""
         await self._in_thread(self._clear, session_id)
 
+    # -- administration --------------------------------------------------------------------------------------
+
+    async def delete(self, session_id: str) -> None:
+        """Erase ``session_id`` whole: its items and the row of its generation, which ``clear`` keeps (a
+        session id is often a user's id or address, and erasing a user leaves nothing of theirs).
+
+        Meant for a conversation no session uses any more: a session that read it before at generation 0
+        could save onto a new conversation of the same id written to the same length since. (One that read
+        it at a later generation cannot: the new conversation starts again at 0.)
+        """
+        await self._in_thread(self._delete, session_id)
+
+    async def session_ids(self) -> list[str]:
+        """The ids of the sessions that hold items, sorted."""
+        return await self._in_thread(self._session_ids)
+
     # -- connection ------------------------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -283,6 +299,17 @@ class SQLiteStore:
                 f"INSERT INTO {self.table} (session_id, seq, item) VALUES (?, ?, ?)",
                 [(session_id, last + 1 + index, row) for index, row in enumerate(rows[have:])],
             )
+
+    def _delete(self, session_id: str) -> None:
+        with self._lock, self._transaction("IMMEDIATE") as connection:
+            connection.execute(f"DELETE FROM {self.table} WHERE session_id = ?", (session_id,))
+            if not self._no_generations:
+                connection.execute(f"DELETE FROM {self._generations} WHERE session_id = ?", (session_id,))
+
+    def _session_ids(self) -> list[str]:
+        with self._lock, self._transaction("DEFERRED") as connection:
+            rows = connection.execute(f"SELECT DISTINCT session_id FROM {self.table} ORDER BY session_id")
+            return [row[0] for row in rows]
 
     def _clear(self, session_id: str) -> None:
         with self._lock, self._transaction("IMMEDIATE") as connection:

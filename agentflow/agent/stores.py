@@ -391,3 +391,14 @@ class InMemoryStore:
         # session that read it empty still saves there.
         if self._sessions.pop(session_id, None):
             self._generations[session_id] = self._generations.get(session_id, 0) + 1
+
+    async def delete(self, session_id: str) -> None:
+        """Erase ``session_id`` whole, its generation too (see ``SQLiteStore.delete``)."""
+        await anyio.lowlevel.checkpoint()
+        self._sessions.pop(session_id, None)
+        self._generations.pop(session_id, None)
+
+    async def session_ids(self) -> list[str]:
+        """The ids of the sessions that hold items, sorted."""
+        await anyio.lowlevel.checkpoint()
+        return sorted(self._sessions)

@@ -260,3 +260,17 @@ def test_the_key_never_shows_in_the_config_repr() -> None:
     config = resolve_config(_args(), {"OPENAI_API_KEY": "sk-very-secret"})
     assert "sk-very-secret" not in repr(config)
     assert "api_key=<set>" in repr(config)
+
+
+def test_a_failure_of_every_model_is_reported_whole_and_a_task_group_s_by_its_first_error() -> None:
+    from agentflow.cli import _leaf
+    from agentflow.model.errors import RateLimitError, ServerError
+    from agentflow.model.fallback import AllModelsFailedError
+
+    errors = [
+        ServerError("HTTP 503: overloaded", status=503),
+        RateLimitError("HTTP 429: slow down", status=429),
+    ]
+    every = AllModelsFailedError("all 2 models failed", errors, ("a", "b"))
+    assert _leaf(ExceptionGroup("task group", [every])) is every
+    assert _leaf(ExceptionGroup("task group", [ExceptionGroup("inner", [errors[1]])])) is errors[1]
