@@ -112,6 +112,8 @@ _LAZY: dict[str, str] = {
     "ToolApprovalRequest": "agentflow.tools.approval",
     "ApprovalRequiredError": "agentflow.tools.approval",
     "ApprovalNotPendingError": "agentflow.tools.approval",
+    "ApprovalDecisionError": "agentflow.tools.approval",
+    "ApprovalNotDeferrableError": "agentflow.tools.approval",
     # agent
     "AgentPrompt": "agentflow.agent.prompt",
     "AgentModelResult": "agentflow.agent.prompt",
@@ -155,6 +157,7 @@ _LAZY: dict[str, str] = {
     "AgentRunError": "agentflow.runtimes",
     "run_result": "agentflow.runtimes.errors",
     "ToolRetriesExceeded": "agentflow.runtimes.errors",
+    "open_tool_calls": "agentflow.runtimes.calls",
     "register_runtime": "agentflow.runtimes",
     "OutputType": "agentflow.runtimes.output",
     "OutputValidationError": "agentflow.runtimes.output",
@@ -311,6 +314,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
         RunContext,
         register_runtime,
     )
+    from .runtimes.calls import open_tool_calls
     from .runtimes.codeact import CodeActOptions, CodeActProtocolError, CodeActRuntime
     from .runtimes.deep_research import DeepResearchRuntime
     from .runtimes.errors import ToolRetriesExceeded, run_result
@@ -355,7 +359,13 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
         ToolRegistry,
         tool,
     )
-    from .tools.approval import ApprovalNotPendingError, ApprovalRequiredError, ToolApprovalRequest
+    from .tools.approval import (
+        ApprovalDecisionError,
+        ApprovalNotDeferrableError,
+        ApprovalNotPendingError,
+        ApprovalRequiredError,
+        ToolApprovalRequest,
+    )
 
 __all__ = [
     "SSE_HEADERS",
@@ -374,6 +384,8 @@ __all__ = [
     "AiMessage",
     "AiohttpTransport",
     "AllModelsFailedError",
+    "ApprovalDecisionError",
+    "ApprovalNotDeferrableError",
     "ApprovalNotPendingError",
     "ApprovalRequiredError",
     "AuthenticationError",
@@ -524,6 +536,7 @@ __all__ = [
     "encode_sse",
     "load_items",
     "may_succeed_elsewhere",
+    "open_tool_calls",
     "public_event",
     "register_runtime",
     "run_result",

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     # run time it changes nothing, and ``typing_extensions`` need not be imported.
     from typing_extensions import TypeVar
 
+    from .tools.approval import ToolApprovalRequest
+
     OutputT = TypeVar("OutputT", default=Any)
 else:
     OutputT = typing.TypeVar("OutputT")
@@ -49,6 +51,10 @@ class StopReason(enum.Enum):
     DEADLINE = "deadline"
     CANCELLED = "cancelled"
     ERROR = "error"
+    APPROVAL_REQUIRED = "approval_required"
+    """The run paused for human approval (``AgentOptions(tool_approval="defer")``): calls of its last step
+    wait for a decision, listed in ``AgentResult.pending_approvals`` and left open in ``all_items``; a later
+    run resumes it, ``agent.run(history=result.all_items, approvals={call_id: True | False | "why"})``."""
 
 
 @attrs.frozen
@@ -106,6 +112,12 @@ class AgentResult(Generic[OutputT]):
     reasoning_text: str | None = None
     refusal: str | None = None
     output: OutputT | None = None
+    pending_approvals: tuple[ToolApprovalRequest, ...] = attrs.field(default=(), kw_only=True)
+    """For a run that paused for approval (``StopReason.APPROVAL_REQUIRED``): the calls waiting for a
+    decision, in call order (each a ``ToolApprovalRequest``: ``call_id``, ``tool``, ``call``, validated
+    ``arguments``; its ``deps`` left out). ``all_items`` ends with their turn, the calls without outputs
+    (the step's other calls have theirs): store it, and resume with ``approvals=`` (see
+    ``agentflow.runtimes.resume``). Empty for every other run."""
     history: tuple[Any, ...] = attrs.field(default=(), kw_only=True, repr=False, metadata=NOT_IN_JSON)
     """The conversation the run continued: its memory's items before it wrote its input — ``history=`` (as
     checked and converted), a session's memory (after its store's load), ``()`` for a run from empty

@@ -480,7 +480,9 @@ class Agent(RunStarter[OutputT]):
         - ``needs_approval``: as ``tool(needs_approval=...)``: each call (each nested run) waits for the
           calling run's decision (``AgentOptions.tool_approval``, or ``run.approve`` on a streamed run) before
           it starts. A tool of the nested run that needs approval is decided by this agent's own
-          ``tool_approval``: the nested run has no handle to approve through.
+          ``tool_approval``: the nested run has no handle to approve through, and cannot pause (with
+          ``tool_approval="defer"`` the calling run fails with ``ApprovalNotDeferrableError``; defer the
+          whole call instead, with this flag).
         - ``max_retries``: as ``tool(max_retries=...)``: how many steps in a row the calling model may get
           this tool wrong (a nested run that fails is such a step) before the calling run fails with
           ``ToolRetriesExceeded``; ``None``: the caller's ``AgentOptions.max_tool_retries``.
@@ -567,7 +569,7 @@ class Agent(RunStarter[OutputT]):
 
     def _new_run(
         self,
-        input: AgentInput,
+        input: AgentInput | None,
         *,
         memory: Memory | None = None,
         turns: Turns | None = None,
@@ -586,6 +588,7 @@ class Agent(RunStarter[OutputT]):
         parent: tuple[str, str] | None = None,
         deps: Any = None,
         inherited_headers: Mapping[str, str] | None = None,
+        decisions: Mapping[str, str | None] | None = None,
     ) -> AgentRun[Any]:
         spec = self.output_type if output_type is AGENT_DEFAULT else self._output_type(output_type)
         run_settings, run_options = self.settings, self.options
@@ -612,7 +615,15 @@ class Agent(RunStarter[OutputT]):
                 run_settings, extra_headers={**inherited_headers, **run_settings.extra_headers}
             )
             run_headers = {**inherited_headers, **run_headers}
-        text, items = input_items(input)
+        if input is not None:
+            text, items = input_items(input)
+        elif decisions is not None:
+            text, items = "", ()  # a resumed run may bring no input: it goes on from its open calls
+        else:
+            raise TypeError(
+                "a run needs input (text, a message or items); only a run that resumes a paused one "
+                "(approvals=...) may go without"
+            )
         if memory is None:
             memory = self._memory_factory()
             if history:
@@ -654,6 +665,7 @@ class Agent(RunStarter[OutputT]):
             deps=deps,
             run_headers=run_headers,
             prompt_functions=self._prompt_functions,
+            decisions=decisions,
         )
         return AgentRun(
             self.runtime,

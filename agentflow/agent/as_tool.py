@@ -25,7 +25,7 @@ import attrs
 from ..model.events import Event
 from ..model.tools import ToolSpec
 from ..result import AgentResult, StopReason
-from ..tools.approval import NeedsApproval
+from ..tools.approval import ApprovalNotDeferrableError, NeedsApproval
 from ..tools.context import ToolContext
 from ..tools.outcome import exception_message
 from ..tools.schema import shape_of
@@ -104,7 +104,8 @@ def agent_tool(
     """The ``Tool`` that ``Agent.as_tool`` returns (see there). ``needs_approval`` is ``@tool``'s: each call
     (each nested run) waits for the calling run's decision before it starts; ``attrs.evolve(agent.as_tool(
     ...), needs_approval=True)`` sets it as well. A tool of the nested run that needs approval is decided by
-    the nested agent's own ``AgentOptions.tool_approval``: a nested run has no handle to approve through."""
+    the nested agent's own ``AgentOptions.tool_approval``: a nested run has no handle to approve through, and
+    cannot pause (``"defer"``: ``ApprovalNotDeferrableError`` fails the calling run too)."""
     tool_name = _tool_name(agent, name)
     if description is None:
         raise TypeError(
@@ -221,6 +222,10 @@ class _AgentCall:
             ctx.options = attrs.evolve(ctx.options, max_tokens=left)
         try:
             result = await run._run_here()
+        except ApprovalNotDeferrableError:
+            # Its approval is deferred, and a nested run cannot pause: the caller's run fails with it too (a
+            # ``ToolFatalError``), not its model told of a failure it cannot fix.
+            raise
         except Exception as exc:
             partial = getattr(exc, "run_result", None)
             raise AgentToolError(

@@ -332,10 +332,13 @@ def _explained(owner: Literal["ModelSettings", "AgentOptions"]) -> Callable[[_C]
 
 
 def _approver(_instance: object, _attribute: object, value: Any) -> None:
+    if isinstance(value, str) and value == "defer":
+        return
     if value is not None and (not callable(value) or isinstance(value, type)):
         raise TypeError(
             "AgentOptions.tool_approval must be a function (request: ToolApprovalRequest) -> bool | str (or "
-            f"an async one) that decides tool calls needing approval, or None; got {value!r}"
+            "an async one) that decides tool calls needing approval, 'defer' (the run pauses, and a later "
+            f"run resumes it with approvals=), or None; got {value!r}"
         )
 
 
@@ -387,8 +390,11 @@ class AgentOptions:
       a function ``(request: ToolApprovalRequest) -> bool | str``, sync or async: ``True`` approves, ``False``
       denies, a ``str`` denies and is what the model is told. ``None`` (default): a streamed run waits for
       ``run.approve(call_id)`` / ``run.deny(call_id)``, and ``agent.run()`` fails with
-      ``ApprovalRequiredError`` (nobody could answer). Per run (``agent.run(x, options=...)``), it decides
-      for the user a request is for. See ``agentflow.tools.approval``.
+      ``ApprovalRequiredError`` (nobody could answer). ``"defer"``: nobody decides in the run; it pauses
+      after the step (``StopReason.APPROVAL_REQUIRED``, ``result.pending_approvals``), and a later run, in
+      any process, resumes it: ``agent.run(history=result.all_items, approvals={call_id: True})``. Per run
+      (``agent.run(x, options=...)``), it decides for the user a request is for. See
+      ``agentflow.tools.approval`` and ``agentflow.runtimes.resume``.
     - ``reset_tool_choice`` (default ``True``): once tools have run in a run, a ``tool_choice`` that forces
       a call (``"required"``, one function, ``allowed_tools`` in mode ``required``) is sent as unset (the
       model decides) for the rest of the run, so the model can answer instead of calling tools until
@@ -422,7 +428,9 @@ class AgentOptions:
     max_tool_concurrency: int | None = attrs.field(default=8, validator=_positive_int("max_tool_concurrency"))
     on_tool_error: ToolErrorPolicy = attrs.field(default="feed", validator=_tool_error_policy)
     max_tool_retries: int | None = attrs.field(default=3, validator=_retry_limit, kw_only=True)
-    tool_approval: ToolApprover | None = attrs.field(default=None, validator=_approver, kw_only=True)
+    tool_approval: ToolApprover | Literal["defer"] | None = attrs.field(
+        default=None, validator=_approver, kw_only=True
+    )
     reset_tool_choice: bool = attrs.field(default=True, validator=_is(bool, "reset_tool_choice"))
     stream: bool | None = attrs.field(default=None, validator=attrs.validators.optional(_is(bool, "stream")))
     final_answer_prompt: str = attrs.field(

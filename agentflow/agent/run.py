@@ -47,7 +47,7 @@ from ..runtimes.base import AgentRuntime
 from ..runtimes.context import RunContext
 from ..tools.approval import ApprovalNotPendingError, ToolApprovalRequest, ToolApprovals
 from .stored_turns import StoredTurns
-from .stores import SessionStoreError
+from .stores import SessionConflictError, SessionStoreError
 from .turns import holding
 
 if TYPE_CHECKING:
@@ -312,8 +312,12 @@ class AgentRun(Generic[OutputT]):
         error = await turns.save(items)
         if error is None:
             return None
-        # Logged in every case: a web handler may drop the run's error, and an operator needs the store's.
-        _log.error("run %s: %s", self.run_id, error, exc_info=error)
+        # Logged in every case: a web handler may drop the run's error, and an operator needs the store's. A
+        # conflict is no fault of the store's: expected where processes share a database, and retryable.
+        if isinstance(error, SessionConflictError):
+            _log.warning("run %s: %s", self.run_id, error)
+        else:
+            _log.error("run %s: %s", self.run_id, error, exc_info=error)
         if self.ctx.error is not None:
             cause = error.__cause__
             self.ctx.error.add_note(

@@ -30,6 +30,7 @@ from .overrides import active_override
 from .run import AgentRun
 
 if TYPE_CHECKING:
+    from ..tools.approval import ApprovalDecisions
     from .agent import Agent, AgentInput
     from .memory import Memory
     from .options import AgentOptions, ModelSettings
@@ -75,7 +76,7 @@ class RunStarter(Generic[OutputT]):
     @overload
     def stream(
         self,
-        input: AgentInput,
+        input: AgentInput | None = ...,
         *,
         types: EventTypes = ...,
         buffer: int = ...,
@@ -87,12 +88,13 @@ class RunStarter(Generic[OutputT]):
         settings: ModelSettings | None = ...,
         options: AgentOptions | None = ...,
         deps: Any = ...,
+        approvals: ApprovalDecisions | None = ...,
     ) -> AgentRun[OutputT]: ...
 
     @overload
     def stream(
         self,
-        input: AgentInput,
+        input: AgentInput | None = ...,
         *,
         types: EventTypes = ...,
         buffer: int = ...,
@@ -104,12 +106,13 @@ class RunStarter(Generic[OutputT]):
         settings: ModelSettings | None = ...,
         options: AgentOptions | None = ...,
         deps: Any = ...,
+        approvals: ApprovalDecisions | None = ...,
     ) -> AgentRun[str]: ...
 
     @overload
     def stream(
         self,
-        input: AgentInput,
+        input: AgentInput | None = ...,
         *,
         types: EventTypes = ...,
         buffer: int = ...,
@@ -121,12 +124,13 @@ class RunStarter(Generic[OutputT]):
         settings: ModelSettings | None = ...,
         options: AgentOptions | None = ...,
         deps: Any = ...,
+        approvals: ApprovalDecisions | None = ...,
     ) -> AgentRun[_T]: ...
 
     @overload
     def stream(
         self,
-        input: AgentInput,
+        input: AgentInput | None = ...,
         *,
         types: EventTypes = ...,
         buffer: int = ...,
@@ -138,12 +142,13 @@ class RunStarter(Generic[OutputT]):
         settings: ModelSettings | None = ...,
         options: AgentOptions | None = ...,
         deps: Any = ...,
+        approvals: ApprovalDecisions | None = ...,
     ) -> AgentRun[Any]: ...
 
     @explain_keywords("run")
     def stream(
         self,
-        input: AgentInput,
+        input: AgentInput | None = None,
         *,
         types: EventTypes = None,
         buffer: int = 256,
@@ -155,6 +160,7 @@ class RunStarter(Generic[OutputT]):
         settings: ModelSettings | None = None,
         options: AgentOptions | None = None,
         deps: Any = None,
+        approvals: ApprovalDecisions | None = None,
     ) -> AgentRun[Any]:
         """A run whose events you iterate: ``async with agent.stream(x) as run: async for event in run``.
 
@@ -162,7 +168,7 @@ class RunStarter(Generic[OutputT]):
         or a tuple of those), ``buffer``/``policy`` shape the subscription (see ``EventBus.subscribe``); all
         three are checked here, not when the block is entered. Model calls stream unless ``options.stream``
         is ``False``. ``output_type`` replaces the agent's for this run (``None``: the answer's text).
-        ``history``, ``on``, ``settings``, ``options`` and ``deps`` are as for ``run``.
+        ``history``, ``on``, ``settings``, ``options``, ``deps`` and ``approvals`` are as for ``run``.
         """
         kinds = normalise_event_types(types)
         check_subscription_options(buffer, policy)
@@ -184,12 +190,13 @@ class RunStarter(Generic[OutputT]):
             options=options,
             session_id=self._session_id(),
             deps=deps,
+            decisions=None if approvals is None else _decisions(approvals),
         )
 
     @overload
     async def run(
         self,
-        input: AgentInput,
+        input: AgentInput | None = ...,
         *,
         run_id: str | None = ...,
         output_type: AgentDefault = ...,
@@ -198,12 +205,13 @@ class RunStarter(Generic[OutputT]):
         settings: ModelSettings | None = ...,
         options: AgentOptions | None = ...,
         deps: Any = ...,
+        approvals: ApprovalDecisions | None = ...,
     ) -> AgentResult[OutputT]: ...
 
     @overload
     async def run(
         self,
-        input: AgentInput,
+        input: AgentInput | None = ...,
         *,
         run_id: str | None = ...,
         output_type: None,
@@ -212,12 +220,13 @@ class RunStarter(Generic[OutputT]):
         settings: ModelSettings | None = ...,
         options: AgentOptions | None = ...,
         deps: Any = ...,
+        approvals: ApprovalDecisions | None = ...,
     ) -> AgentResult[str]: ...
 
     @overload
     async def run(
         self,
-        input: AgentInput,
+        input: AgentInput | None = ...,
         *,
         run_id: str | None = ...,
         output_type: type[_T] | OutputType[_T],
@@ -226,12 +235,13 @@ class RunStarter(Generic[OutputT]):
         settings: ModelSettings | None = ...,
         options: AgentOptions | None = ...,
         deps: Any = ...,
+        approvals: ApprovalDecisions | None = ...,
     ) -> AgentResult[_T]: ...
 
     @overload
     async def run(
         self,
-        input: AgentInput,
+        input: AgentInput | None = ...,
         *,
         run_id: str | None = ...,
         output_type: TypeForm,
@@ -240,12 +250,13 @@ class RunStarter(Generic[OutputT]):
         settings: ModelSettings | None = ...,
         options: AgentOptions | None = ...,
         deps: Any = ...,
+        approvals: ApprovalDecisions | None = ...,
     ) -> AgentResult[Any]: ...
 
     @explain_keywords("run")
     async def run(
         self,
-        input: AgentInput,
+        input: AgentInput | None = None,
         *,
         run_id: str | None = None,
         output_type: Any = AGENT_DEFAULT,
@@ -254,6 +265,7 @@ class RunStarter(Generic[OutputT]):
         settings: ModelSettings | None = None,
         options: AgentOptions | None = None,
         deps: Any = None,
+        approvals: ApprovalDecisions | None = None,
     ) -> AgentResult[Any]:
         """Run to the end and return the result.
 
@@ -286,6 +298,14 @@ class RunStarter(Generic[OutputT]):
         output validators (``OutputContext.deps``), the agent's prompt functions (``PromptContext.deps``),
         its planner (``PlanContext.deps``) and the agents it calls as tools. ``None`` (default): none.
 
+        ``approvals``: resume a run that paused for approval (``AgentOptions(tool_approval="defer")``,
+        ``StopReason.APPROVAL_REQUIRED``), from its stored items (``history=result.all_items``, or a
+        session's memory): ``{call_id: True}`` approves a call, ``False`` denies it, a ``str`` denies it and
+        is what the model is told. Before anything else, the approved calls run and the denied ones get
+        their ``denied`` result; then ``input`` (optional when resuming), then the model call. Every call
+        the conversation left open needs a decision, and every decision an open call
+        (``ApprovalDecisionError`` otherwise, before anything runs). See ``agentflow.runtimes.resume``.
+
         A failed run raises its exception (a ``ModelError``, ``MaxStepsExceeded``…); a run cut short by
         ``options.timeout`` returns its partial result (``StopReason.DEADLINE``); cancelling the calling task
         cancels the run cleanly and re-raises the cancellation.
@@ -305,13 +325,14 @@ class RunStarter(Generic[OutputT]):
             options=options,
             session_id=self._session_id(),
             deps=deps,
+            decisions=None if approvals is None else _decisions(approvals),
         )
         return await run._run_here()
 
     @overload
     def run_sync(
         self,
-        input: AgentInput,
+        input: AgentInput | None = ...,
         *,
         run_id: str | None = ...,
         output_type: AgentDefault = ...,
@@ -320,12 +341,13 @@ class RunStarter(Generic[OutputT]):
         settings: ModelSettings | None = ...,
         options: AgentOptions | None = ...,
         deps: Any = ...,
+        approvals: ApprovalDecisions | None = ...,
     ) -> AgentResult[OutputT]: ...
 
     @overload
     def run_sync(
         self,
-        input: AgentInput,
+        input: AgentInput | None = ...,
         *,
         run_id: str | None = ...,
         output_type: None,
@@ -334,12 +356,13 @@ class RunStarter(Generic[OutputT]):
         settings: ModelSettings | None = ...,
         options: AgentOptions | None = ...,
         deps: Any = ...,
+        approvals: ApprovalDecisions | None = ...,
     ) -> AgentResult[str]: ...
 
     @overload
     def run_sync(
         self,
-        input: AgentInput,
+        input: AgentInput | None = ...,
         *,
         run_id: str | None = ...,
         output_type: type[_T] | OutputType[_T],
@@ -348,12 +371,13 @@ class RunStarter(Generic[OutputT]):
         settings: ModelSettings | None = ...,
         options: AgentOptions | None = ...,
         deps: Any = ...,
+        approvals: ApprovalDecisions | None = ...,
     ) -> AgentResult[_T]: ...
 
     @overload
     def run_sync(
         self,
-        input: AgentInput,
+        input: AgentInput | None = ...,
         *,
         run_id: str | None = ...,
         output_type: TypeForm,
@@ -362,12 +386,13 @@ class RunStarter(Generic[OutputT]):
         settings: ModelSettings | None = ...,
         options: AgentOptions | None = ...,
         deps: Any = ...,
+        approvals: ApprovalDecisions | None = ...,
     ) -> AgentResult[Any]: ...
 
     @explain_keywords("run")
     def run_sync(
         self,
-        input: AgentInput,
+        input: AgentInput | None = None,
         *,
         run_id: str | None = None,
         output_type: Any = AGENT_DEFAULT,
@@ -376,6 +401,7 @@ class RunStarter(Generic[OutputT]):
         settings: ModelSettings | None = None,
         options: AgentOptions | None = None,
         deps: Any = None,
+        approvals: ApprovalDecisions | None = None,
     ) -> AgentResult[Any]:
         """``run`` for scripts and notebooks without a running event loop (see ``agentflow.run_sync``)."""
         return run_sync(
@@ -388,6 +414,7 @@ class RunStarter(Generic[OutputT]):
             settings=settings,
             options=options,
             deps=deps,
+            approvals=approvals,
         )
 
 
@@ -412,6 +439,14 @@ def _history(history: Iterable[Any] | None, memory: Memory | None) -> tuple[Any,
     items = tuple(history)
     check_items(items)  # TypeError for what is not an item, HistoryError for what no provider takes
     return tuple(to_items(items))
+
+
+def _decisions(approvals: ApprovalDecisions) -> dict[str, str | None]:
+    """``approvals=`` checked now (``TypeError``, ``ValueError``): call id → ``None`` (approved) or the
+    denial's text."""
+    from ..tools.approval import check_decisions  # only for a run that resumes
+
+    return check_decisions(approvals)
 
 
 def _listeners(on: RunListeners | None) -> tuple[tuple[EventTypes, Callable[[Any], Any]], ...] | None:
@@ -441,7 +476,7 @@ def _listeners(on: RunListeners | None) -> tuple[tuple[EventTypes, Callable[[Any
 @overload
 def run_sync(
     target: RunStarter[_T],
-    input: AgentInput,
+    input: AgentInput | None = ...,
     *,
     run_id: str | None = ...,
     output_type: AgentDefault = ...,
@@ -450,13 +485,14 @@ def run_sync(
     settings: ModelSettings | None = ...,
     options: AgentOptions | None = ...,
     deps: Any = ...,
+    approvals: ApprovalDecisions | None = ...,
 ) -> AgentResult[_T]: ...
 
 
 @overload
 def run_sync(
     target: RunStarter[_T],
-    input: AgentInput,
+    input: AgentInput | None = ...,
     *,
     run_id: str | None = ...,
     output_type: None,
@@ -465,13 +501,14 @@ def run_sync(
     settings: ModelSettings | None = ...,
     options: AgentOptions | None = ...,
     deps: Any = ...,
+    approvals: ApprovalDecisions | None = ...,
 ) -> AgentResult[str]: ...
 
 
 @overload
 def run_sync(
     target: RunStarter[_T],
-    input: AgentInput,
+    input: AgentInput | None = ...,
     *,
     run_id: str | None = ...,
     output_type: type[_U] | OutputType[_U],
@@ -480,13 +517,14 @@ def run_sync(
     settings: ModelSettings | None = ...,
     options: AgentOptions | None = ...,
     deps: Any = ...,
+    approvals: ApprovalDecisions | None = ...,
 ) -> AgentResult[_U]: ...
 
 
 @overload
 def run_sync(
     target: RunStarter[_T],
-    input: AgentInput,
+    input: AgentInput | None = ...,
     *,
     run_id: str | None = ...,
     output_type: TypeForm,
@@ -495,13 +533,14 @@ def run_sync(
     settings: ModelSettings | None = ...,
     options: AgentOptions | None = ...,
     deps: Any = ...,
+    approvals: ApprovalDecisions | None = ...,
 ) -> AgentResult[Any]: ...
 
 
 @explain_keywords("run", label="run_sync()")
 def run_sync(
     target: RunStarter[Any],
-    input: AgentInput,
+    input: AgentInput | None = None,
     *,
     run_id: str | None = None,
     output_type: Any = AGENT_DEFAULT,
@@ -510,13 +549,15 @@ def run_sync(
     settings: ModelSettings | None = None,
     options: AgentOptions | None = None,
     deps: Any = None,
+    approvals: ApprovalDecisions | None = None,
 ) -> AgentResult[Any]:
     """Run an agent (or a session's next turn) from synchronous code, in a fresh event loop.
 
     For scripts and notebooks without a running loop. The connections of the model the run used (the
     agent's, or an ``agent.override``'s) are closed before it returns, since they belong to that loop (the
     next call opens new ones). Inside async code, ``await agent.run(...)`` instead. ``run_id``,
-    ``output_type``, ``history``, ``on``, ``settings``, ``options`` and ``deps`` are as for ``agent.run``.
+    ``output_type``, ``history``, ``on``, ``settings``, ``options``, ``deps`` and ``approvals`` are as for
+    ``agent.run``.
     """
     agent = target._run_on()[0]
     override = active_override(agent)
@@ -534,6 +575,7 @@ def run_sync(
                 settings=settings,
                 options=options,
                 deps=deps,
+                approvals=approvals,
             )
             return result
         finally:

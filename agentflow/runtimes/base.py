@@ -3,6 +3,7 @@
 One run, step by step::
 
     RunStarted
+    [a resumed run: the calls its conversation left open, run or denied (``resume``)]
     [user input → memory]
     repeat until a final answer or a limit:
         StepStarted
@@ -15,7 +16,8 @@ One run, step by step::
                           no calls → final answer; else ToolCallRequested per call, then
         act               run the calls concurrently (ToolStarted / ToolProgress / ToolSucceeded|ToolFailed
                           as they happen), results → memory in call order; a successful call to a
-                          ``return_direct`` tool among them → final answer (``read_tool_answer``)
+                          ``return_direct`` tool among them → final answer (``read_tool_answer``);
+                          a call whose approval is deferred → the run pauses (``resume.pause``)
         StepFinished      (with this step's usage)
     exactly one of RunFinished(result) / RunFailed(error, partial) / RunCancelled(partial)
 
@@ -74,6 +76,7 @@ from .errors import MaxStepsExceeded
 from .model_calls import blocking_call, publish_turn, streamed_call
 from .output import OutputType, OutputValidationError
 from .output_validators import RejectOutput, validate
+from .resume import pause, resume
 from .run_ending import end_cancelled, end_finished, fail
 
 __all__ = ["AgentRuntime", "answer_stop_reason", "blocking_call"]
@@ -303,7 +306,11 @@ class AgentRuntime:
 
     async def start(self, ctx: RunContext) -> None:
         """Before the first step: write the run's input to memory (``RunContext.remember_input``: a call
-        the conversation holds without a result gets a synthetic one first)."""
+        the conversation holds without a result gets a synthetic one first). A run that resumes one paused
+        for approval (``approvals=``) first answers the calls it left open with the decisions
+        (``agentflow.runtimes.resume``)."""
+        if ctx.decisions is not None:
+            await resume(self, ctx)
         ctx.remember_input()
 
     def system_prompt(self, ctx: RunContext) -> str | None:
@@ -503,7 +510,9 @@ class AgentRuntime:
         Calls beyond ``options.max_tool_calls`` are not run; they get a ``TOOL_ERROR`` result and the run
         stops with ``StopReason.MAX_TOOL_CALLS`` after this step — unless a call to a ``return_direct`` tool
         succeeded in it (``read_tool_answer``): the run then has its answer and ends with
-        ``StopReason.FINAL_ANSWER``.
+        ``StopReason.FINAL_ANSWER``. A step with a call whose approval is deferred (``tool_approval="defer"``)
+        ends the run with ``StopReason.APPROVAL_REQUIRED`` instead, that call left open
+        (``agentflow.runtimes.resume``).
         """
         early = ctx.early_calls
         if early is not None and early.calls:
@@ -518,6 +527,9 @@ class AgentRuntime:
         if refused:
             reason = f"not run: the run reached its limit of {limit} tool calls"
             results.extend(await self._refused_results(ctx, refused, reason))
+        approvals = ctx.approvals
+        if approvals is not None and approvals.deferred:
+            return pause(ctx, calls, results)  # ``tool_approval="defer"``: the run stops for a decision
         ctx.record_results(calls, results)
         # One attribute read per step for a run without such a tool.
         if ctx.tools.has_return_direct and await self.read_tool_answer(ctx, results):

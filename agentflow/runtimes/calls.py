@@ -22,6 +22,7 @@ __all__ = [
     "answer_unanswered_calls",
     "complete_tool_calls",
     "fallback_call_id",
+    "open_tool_calls",
     "patch_memory_items",
 ]
 
@@ -203,6 +204,30 @@ def patch_memory_items(
     return tuple(out)
 
 
+def _unanswered(items: Sequence[Any]) -> tuple[dict[int, list[tuple[str, str]]], dict[int, list[str]]]:
+    """The calls ``items`` hold (by item index: ``(call id, name)``, in call order), and those of them no
+    output answers (by item index: their ids). An output answers the oldest earlier call with its id that is
+    still open (fallback ids repeat across runs); a call without an id cannot be answered and is skipped."""
+    calls_by_item: dict[int, list[tuple[str, str]]] = {}
+    for index, _, call_id, name in _held_calls(items):
+        if call_id:  # a call without an id cannot be answered (a run completes ids before it stores a turn)
+            calls_by_item.setdefault(index, []).append((call_id, name))
+    if not calls_by_item:
+        return calls_by_item, {}
+    waiting: dict[str, list[int]] = {}
+    for index, item in enumerate(items):
+        for call_id, _ in calls_by_item.get(index, ()):
+            waiting.setdefault(call_id, []).append(index)
+        answered = tool_output_call_id(item)
+        if answered and waiting.get(answered):
+            waiting[answered].pop(0)
+    open_by_item: dict[int, list[str]] = {}
+    for call_id, left in waiting.items():
+        for index in left:
+            open_by_item.setdefault(index, []).append(call_id)
+    return calls_by_item, open_by_item
+
+
 def answer_unanswered_calls(items: Sequence[Any], reason: str = UNANSWERED_REASON) -> tuple[Any, ...] | None:
     """``items`` with a synthetic ``cancelled`` ``TOOL_ERROR`` output for every tool call (function or
     custom) no output answers; ``None`` when every call has one.
@@ -220,27 +245,15 @@ def answer_unanswered_calls(items: Sequence[Any], reason: str = UNANSWERED_REASO
     >>> fixed[1]["output"].startswith('TOOL_ERROR: {"errorType":"cancelled"')
     True
     """
-    held = _held_calls(items)
-    if not held:
+    calls_by_item, open_by_item = _unanswered(items)
+    if not open_by_item:
         return None
-    calls_by_item: dict[int, list[tuple[str, str]]] = {}
-    for index, _, call_id, name in held:
-        if call_id:  # a call without an id cannot be answered (a run completes ids before it stores a turn)
-            calls_by_item.setdefault(index, []).append((call_id, name))
-    waiting: dict[str, list[tuple[int, str]]] = {}
-    for index, item in enumerate(items):
-        for call_id, name in calls_by_item.get(index, ()):
-            waiting.setdefault(call_id, []).append((index, name))
-        answered = tool_output_call_id(item)
-        if answered and waiting.get(answered):
-            waiting[answered].pop(0)
     missing: dict[int, list[Any]] = {}
-    for call_id, left in waiting.items():
-        for index, name in left:
-            output = cancelled_result(ToolCall(call_id, name), reason).output
+    for index, ids in open_by_item.items():
+        names = dict(calls_by_item[index])
+        for call_id in ids:
+            output = cancelled_result(ToolCall(call_id, names[call_id]), reason).output
             missing.setdefault(index, []).append((call_id, function_call_output_item(call_id, output)))
-    if not missing:
-        return None
     out: list[Any] = []
     due: list[Any] = []
     for index, item in enumerate(items):
@@ -255,3 +268,62 @@ def answer_unanswered_calls(items: Sequence[Any], reason: str = UNANSWERED_REASO
             due.extend(output for _, output in sorted(missing[index], key=lambda pair: order[pair[0]]))
     out.extend(due)
     return tuple(out)
+
+
+def open_tool_calls(items: Sequence[Any]) -> tuple[ToolCall, ...]:
+    """The tool calls ``items`` hold that no output answers, in order, with their arguments: what a run
+    paused for approval (``StopReason.APPROVAL_REQUIRED``) left open, read back from the stored items.
+
+    A web service that stored a paused run's ``all_items`` (``dump_items``) lists the calls waiting for a
+    decision with this, and resumes with ``agent.run(history=items, approvals={call.id: ...})``.
+
+    >>> from agentflow.agent.items import function_call_item, function_call_output_item
+    >>> items = [function_call_item("c1", "refund", '{"amount":250}'), function_call_item("c2", "f", "{}"),
+    ...          function_call_output_item("c2", "done")]
+    >>> open_tool_calls(items)
+    (ToolCall(id='c1', name='refund', arguments='{"amount":250}'),)
+    """
+    _, open_by_item = _unanswered(items)
+    if not open_by_item:
+        return ()
+    found: list[ToolCall] = []
+    for index in sorted(open_by_item):
+        ids = set(open_by_item[index])
+        found.extend(call for call in _calls_of(items[index]) if call.id in ids)
+    return tuple(found)
+
+
+def _calls_of(item: Any) -> list[ToolCall]:
+    """The calls one item makes, with their arguments, as the item holds them (a Chat entry or a Responses
+    item: custom calls with their ``input`` as the call's ``kind="custom"`` arguments)."""
+    if isinstance(item, AiMessage):
+        return list(item.tool_calls)
+    kind = item.get("type", "message" if "role" in item else None)
+    if kind in _CALL_ITEMS:
+        custom = kind == "custom_tool_call"
+        text = item.get("input" if custom else "arguments")
+        return [
+            ToolCall(
+                str(item.get("call_id") or ""),
+                str(item.get("name") or ""),
+                text if isinstance(text, str) else "",
+                "custom" if custom else "function",
+            )
+        ]
+    calls: list[ToolCall] = []
+    for entry in item.get("tool_calls") or ():
+        if not isinstance(entry, MAPPINGS):
+            continue
+        custom = entry.get("type") == "custom"
+        body = entry.get("custom" if custom else "function")
+        body = body if isinstance(body, MAPPINGS) else {}
+        text = body.get("input" if custom else "arguments")
+        calls.append(
+            ToolCall(
+                str(entry.get("id") or ""),
+                str(body.get("name") or ""),
+                text if isinstance(text, str) else "",
+                "custom" if custom else "function",
+            )
+        )
+    return calls

@@ -29,7 +29,7 @@ from ..model.events import Event
 from ..model.messages import ToolCall
 from ..model.response import TokenUsage
 from ..result import AgentResult, StopReason, ToolResult
-from ..tools.approval import ToolApprovals
+from ..tools.approval import ToolApprovalRequest, ToolApprovals
 from ..tools.executor import ToolExecutor
 from ..tools.registry import ToolRegistry
 from .calls import answer_unanswered_calls
@@ -205,6 +205,11 @@ class RunContext:
     it for a run with tools whose runtime hands tool errors to code: ``tool_errors_reach_code``)."""
     runtime_state: object = attrs.field(default=None, repr=False)
     """Anything else a runtime keeps for this run (CodeAct: its code executor and the code step in flight)."""
+    decisions: Mapping[str, str | None] | None = attrs.field(default=None, repr=False)
+    """A resumed run's decisions on the calls its conversation left open (``approvals=``, checked:
+    ``check_decisions``): call id → ``None`` (approved) or the denial's text. ``None`` for any other run,
+    whose open calls get a synthetic ``cancelled`` result (``remember_input``). See
+    ``agentflow.runtimes.resume``."""
     prompts_step: int = attrs.field(default=-1, init=False, repr=False)
     """The step ``prompt_functions`` were last evaluated for (-1: not yet)."""
     approvals: ToolApprovals | None = attrs.field(default=None, init=False, repr=False)
@@ -250,6 +255,7 @@ class RunContext:
                     # Only a run with a handle (``agent.stream()``: it has a cancel scope) can be answered.
                     waits=self.cancel_scope is not None,
                     heard=functools.partial(self.bus.listens_to, ToolApprovalRequested),
+                    cannot_pause=self._cannot_pause(),
                 )
             self._executor = ToolExecutor(
                 self.tools,
@@ -273,6 +279,15 @@ class RunContext:
                 retries_exceeded=_retries_exceeded if self.abort_scope is None else None,
             )
         return self._executor
+
+    def _cannot_pause(self) -> str | None:
+        """Why this run cannot pause for a deferred approval (``ApprovalNotDeferrableError``), or ``None``."""
+        if self.parent_run_id is not None:
+            return "a run of an agent used as another agent's tool"
+        if self.abort_scope is not None:
+            # A runtime whose tool calls come from code (CodeAct): the code cannot stop and go on later.
+            return "a tool call made by the model's code (CodeAct)"
+        return None
 
     # -- memory ----------------------------------------------------------------------------------------------
 
@@ -298,7 +313,10 @@ class RunContext:
         (``message_to_item``: the same requests, on either protocol), so memory holds JSON-ready items only;
         ``input_items`` is updated to match.
         """
-        existing = self.history_items = self.memory.items
+        existing = self.memory.items
+        if self.decisions is None:
+            self.history_items = existing
+        # else: a resumed run set it before it answered the open calls (``agentflow.runtimes.resume``)
         inputs = self.input_items
         for item in inputs:
             if type(item) is not dict:  # a Message value (rare): the usual input costs a type check per item
@@ -370,7 +388,12 @@ class RunContext:
         if output is None and stop_reason is StopReason.FINAL_ANSWER and self.output_type is None:
             # A runtime that reads its final answer its own way (CodeAct) leaves the text as the output.
             output = self.output_text
+        pending: tuple[ToolApprovalRequest, ...] = ()
+        if stop_reason is StopReason.APPROVAL_REQUIRED and self.approvals is not None:
+            # The run's deps stay out of its result: it is published (``RunFinished``) and may be stored.
+            pending = tuple(attrs.evolve(request, deps=None) for request in self.approvals.deferred)
         return AgentResult(
+            pending_approvals=pending,
             run_id=self.run_id,
             output_text=self.output_text,
             stop_reason=stop_reason,

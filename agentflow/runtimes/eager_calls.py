@@ -20,7 +20,9 @@ twice, or let a call outlive its step.
   calls that run are the same as without eager start, and never more;
 - it needs no approval (``@tool(needs_approval=...)``: ``True``, or a predicate that says so for its
   arguments, or that fails): a call that needs one is decided with the turn's other calls, once the turn is
-  complete, as in a step without eager start (a turn that fails never asks anyone).
+  complete, as in a step without eager start (a turn that fails never asks anyone). The predicate is asked
+  once per call, here: its answer goes to the executor (``ToolExecutor.note_approval``), which the call's
+  decision uses, whichever path runs it.
 
 **Ownership.** ``EarlyCalls`` lives for one step. ``run_early_step`` opens its task group around the model
 call and the handling of the turn (acting on it included), so early calls run beside the stream and the act
@@ -72,6 +74,7 @@ from ..tools.failures import noting_others
 from ..tools.outcome import cancelled_result
 from ..tools.tool import Tool
 from .calls import complete_tool_calls
+from .resume import pause
 
 if TYPE_CHECKING:
     from ..agent.prompt import AgentPrompt
@@ -194,12 +197,16 @@ class EarlyCalls:
             kwargs = found.parse_arguments(raw.arguments)
         except ToolArgumentsError:
             return  # the normal path fails it, with its ToolStarted and TOOL_ERROR, as without eager start
-        if found.needs_approval and _asks_approval(found, kwargs):
-            return  # decided in the normal path, with the turn's other calls
         # As memory will hold it: the id stripped, the name as registered (what ``complete_tool_calls`` does);
         # ``evolve`` keeps the rest of the call (its provider fields): else ``keep`` misses it in the turn.
         same = call_id == raw.id and found.name == raw.name
         call = raw if same else attrs.evolve(raw, id=call_id, name=found.name)
+        if found.needs_approval:
+            # Asked once: the executor reuses the answer for this call, whichever path runs it.
+            needs = _asks_approval(found, kwargs)
+            self._executor.note_approval(call, needs)
+            if needs is not False:
+                return  # decided in the normal path, with the turn's other calls
         early = _EarlyCall(call, found, kwargs)
         self.calls.append(early)
         self._by_id[call_id] = early
@@ -250,10 +257,12 @@ class EarlyCalls:
         return taken
 
     def close(self) -> None:
-        """The step is done with its turn: an early call it did not take is cancelled (``ToolFailed``)."""
+        """The step is done with its turn: an early call it did not take is cancelled (``ToolFailed``), and
+        what the ``needs_approval`` of its calls said is forgotten (every call that used it has)."""
         for early in self.calls:
             if not early.taken:
                 early.stop(NOT_USED)
+        self._executor.forget_approvals()
 
     def lend(self, pending: Sequence[ToolCall], finished: dict[str, ToolResult]) -> None:
         """For the run's ending (before ``settle_pending``): the results of the early calls memory holds
@@ -358,6 +367,9 @@ async def act_with_early(
         for index, result in zip(refused, answers, strict=True):
             results[index] = result
     done = _all(results)
+    approvals = ctx.approvals
+    if approvals is not None and approvals.deferred:
+        return pause(ctx, calls, done)  # ``tool_approval="defer"``: the run stops for a decision
     ctx.record_results(calls, done)
     if ctx.tools.has_return_direct and await runtime.read_tool_answer(ctx, done):
         return StopReason.FINAL_ANSWER
@@ -386,13 +398,13 @@ async def refuse_with_early(
     ctx.record_results(calls, _all(results))
 
 
-def _asks_approval(found: Tool[..., Any], kwargs: dict[str, Any]) -> bool:
-    """Whether an eager call needs approval; a predicate that fails says yes here (the normal path asks it
-    again, and ends the run with its error)."""
+def _asks_approval(found: Tool[..., Any], kwargs: dict[str, Any]) -> bool | Exception:
+    """Whether an eager call needs approval, or the exception its predicate raised (the normal path, which
+    then decides the call, ends the run with it: ``ToolExecutor.note_approval``)."""
     try:
         return asks_approval(found.needs_approval, kwargs, found.name)
-    except Exception:
-        return True
+    except Exception as exc:
+        return exc
 
 
 def _all(results: list[ToolResult | None]) -> list[ToolResult]:

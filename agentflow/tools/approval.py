@@ -12,7 +12,14 @@ concurrency slot or starts its time limit:
 - without one, in a run that has a handle (``async with agent.stream(...) as run``), the call waits for
   ``run.approve(call_id)`` or ``run.deny(call_id, reason)``, after ``ToolApprovalRequested`` announced it;
 - without either (``agent.run()``, where nobody could answer), the run fails with
-  ``ApprovalRequiredError``, which says what to configure: never a silent denial, never a hang.
+  ``ApprovalRequiredError``, which says what to configure: never a silent denial, never a hang;
+- with ``tool_approval="defer"`` (``DEFER``), nobody decides in the run: the call is *deferred*. The run
+  publishes ``ToolApprovalRequested``, runs the step's other calls, and ends with
+  ``StopReason.APPROVAL_REQUIRED``, the call left open in memory and listed in
+  ``AgentResult.pending_approvals``; a later run, in any process, resumes from the stored items with the
+  decisions (``agent.run(history=items, approvals={call_id: True | False | "why"})``, checked by
+  ``check_decisions``; ``agentflow.runtimes.resume`` acts on them). A run that cannot pause (an agent's run
+  as another's tool, CodeAct's code calling a tool) fails with ``ApprovalNotDeferrableError`` instead.
 
 A denied call does not run: it gets ``ToolStarted`` and ``ToolFailed`` like any failed call, its result a
 ``TOOL_ERROR`` of type ``denied`` carrying the reason, fed back to the model. A decision that cannot be made
@@ -43,10 +50,16 @@ from ..events import ToolApprovalRequested
 from ..model.events import Event
 from ..model.messages import ToolCall
 from ..result import ToolResult
+from .failures import ToolFatalError
 from .outcome import tool_error_text
 
 __all__ = [
     "DEFAULT_DENIAL",
+    "DEFER",
+    "DEFERRED",
+    "ApprovalDecisionError",
+    "ApprovalDecisions",
+    "ApprovalNotDeferrableError",
     "ApprovalNotPendingError",
     "ApprovalRequiredError",
     "NeedsApproval",
@@ -54,13 +67,23 @@ __all__ = [
     "ToolApprovals",
     "ToolApprover",
     "asks_approval",
+    "check_decisions",
     "check_needs_approval",
+    "deferred_result",
     "denied_result",
 ]
 
 DEFAULT_DENIAL: Final = "the call was not approved, so it did not run"
 """What the model is told of a call denied without a reason (an approval function's ``False``,
 ``run.deny(call_id)``)."""
+
+DEFER: Final = "defer"
+"""``AgentOptions(tool_approval=DEFER)``: a call that needs approval is not decided in the run; the run pauses
+(``StopReason.APPROVAL_REQUIRED``) and a later run resumes it with the decisions (``approvals=``)."""
+
+DEFERRED: Final = "deferred"
+"""The ``ToolResult.error_type`` of a deferred call's placeholder result (``deferred_result``): what the
+executor returns for a call left for a later run. Never written to memory nor published."""
 
 NeedsApproval: TypeAlias = bool | Callable[[dict[str, Any]], bool]
 """Whether a tool's calls need approval: ``True`` / ``False``, or a plain function of a call's validated
@@ -75,7 +98,8 @@ def _read_only(arguments: Mapping[str, Any]) -> Mapping[str, Any]:
 @attrs.frozen
 class ToolApprovalRequest:
     """One tool call waiting for a decision: what an approval function (``AgentOptions.tool_approval``) is
-    given, and what ``AgentRun.pending_approvals`` lists.
+    given, and what ``AgentRun.pending_approvals`` lists (and ``AgentResult.pending_approvals``, for a run
+    that paused, its ``deps`` left out).
 
     ``call`` is the call as the model made it (its ``arguments`` the JSON text); ``tool`` the registered name
     of the tool it calls; ``arguments`` its validated arguments, read-only, as the tool function would get
@@ -93,7 +117,7 @@ class ToolApprovalRequest:
     call: ToolCall
     tool: str
     arguments: Mapping[str, Any] = attrs.field(factory=dict, converter=_read_only)
-    deps: Any = attrs.field(default=None, repr=False)
+    deps: Any = attrs.field(default=None, repr=False, metadata={"json": False})
 
     @property
     def call_id(self) -> str:
@@ -104,6 +128,10 @@ class ToolApprovalRequest:
 ToolApprover: TypeAlias = Callable[[ToolApprovalRequest], "bool | str | Awaitable[bool | str]"]
 """``AgentOptions.tool_approval``: decides a call, ``True`` (approve), ``False`` (deny) or the text the model
 is told of the denial; sync or async."""
+
+ApprovalDecisions: TypeAlias = Mapping[str, "bool | str"]
+"""``approvals=`` of a run that resumes a paused one: each open call's id with its decision, ``True``
+(approve), ``False`` (deny) or the text the model is told of the denial."""
 
 
 class ApprovalRequiredError(Exception):
@@ -131,6 +159,57 @@ class ApprovalRequiredError(Exception):
         )
         self.call = call
         self.tool = tool
+
+
+class ApprovalNotDeferrableError(ApprovalRequiredError, ToolFatalError):
+    """``tool_approval="defer"`` where a run cannot pause: in a run of an agent used as another agent's tool
+    (the calling run could not resume it), or for a call that CodeAct's code makes (the code cannot stop
+    half-way and go on in another process). The run fails with it, and so does the calling run of an agent
+    used as a tool (it is a ``ToolFatalError``): never a silent denial, never a hang.
+
+    ``call`` is the call, ``tool`` its tool's name.
+    """
+
+    def __init__(self, call: ToolCall, tool: str, where: str) -> None:
+        Exception.__init__(
+            self,
+            f"tool {tool!r} needs approval for call {call.id!r}, and its approval is deferred "
+            f"(tool_approval='defer'), but {where} cannot pause: give that agent a tool_approval function "
+            "that decides, or (for an agent used as a tool) mark the tool that calls it "
+            "as_tool(..., needs_approval=True), so the calling run defers the whole call",
+        )
+        self.call = call
+        self.tool = tool
+
+
+class ApprovalDecisionError(ValueError):
+    """A run's ``approvals=`` does not match the calls its conversation left open: a call without a decision
+    (``undecided``), a decision for no open call (``unknown``), or open calls that are not the conversation's
+    last turn. Raised before anything runs, before any model call; memory is left as it was.
+
+    >>> error = ApprovalDecisionError(undecided=("c2",), unknown=("c9",))
+    >>> str(error).split(": ", 1)[1]
+    "no decision for 'c2'; no open call 'c9'"
+    """
+
+    def __init__(
+        self, *, undecided: tuple[str, ...] = (), unknown: tuple[str, ...] = (), message: str | None = None
+    ) -> None:
+        if message is None:
+            parts = []
+            if undecided:
+                parts.append("no decision for " + ", ".join(repr(i) for i in undecided))
+            if unknown:
+                parts.append("no open call " + ", ".join(repr(i) for i in unknown))
+            message = (
+                "approvals= must decide every tool call the conversation left open, and only those: "
+                + "; ".join(parts)
+            )
+        super().__init__(message)
+        self.undecided = undecided
+        """The open calls' ids that have no decision."""
+        self.unknown = unknown
+        """The decided ids that match no open call."""
 
 
 class ApprovalNotPendingError(KeyError):
@@ -169,6 +248,53 @@ def check_needs_approval(value: object) -> NeedsApproval:
             "AgentOptions(tool_approval=...)"
         )
     return value
+
+
+def check_decisions(approvals: object) -> dict[str, str | None]:
+    """``approvals=`` (call id → ``True`` / ``False`` / denial text) as the run uses it: call id → ``None``
+    (approved) or the text the model is told of the denial; a ``TypeError`` for anything else.
+
+    >>> check_decisions({"c1": True, "c2": False, "c3": "over the limit"})
+    {'c1': None, 'c2': 'the call was not approved, so it did not run', 'c3': 'over the limit'}
+    """
+    if not isinstance(approvals, Mapping):
+        raise TypeError(
+            "approvals= takes a mapping of tool call ids to decisions, e.g. {call_id: True} (approve), "
+            f"False (deny) or 'why' (deny, telling the model why); got {type(approvals).__name__}"
+        )
+    if not approvals:
+        raise ValueError("approvals= is empty: give a decision for each call the paused run left open")
+    decisions: dict[str, str | None] = {}
+    for call_id, verdict in approvals.items():
+        if not isinstance(call_id, str) or not call_id:
+            raise TypeError(f"approvals= keys are tool call ids (non-empty str), got {call_id!r}")
+        if verdict is not True and verdict is not False and not isinstance(verdict, str):
+            raise TypeError(
+                f"approvals[{call_id!r}] must be True (approve), False (deny) or a str (deny, telling the "
+                f"model why), got {verdict!r}"
+            )
+        decisions[call_id] = None if verdict is True else _verdict(verdict, ToolCall(call_id, ""))
+    return decisions
+
+
+def deferred_result(call: ToolCall, tool: str) -> ToolResult:
+    """The placeholder the executor returns for a deferred call (``error_type`` ``deferred``): the runtime
+    leaves the call open instead of writing it, and a later run decides it.
+
+    >>> deferred_result(ToolCall("c1", "refund"), "refund").error_type
+    'deferred'
+    """
+    return ToolResult(
+        call_id=call.id,
+        name=tool,
+        output=tool_error_text(DEFERRED, _DEFERRED_TEXT, tool, call.id),
+        ok=False,
+        error_type=DEFERRED,
+        error=_DEFERRED_TEXT,
+    )
+
+
+_DEFERRED_TEXT = "waiting for a decision: the run paused, and a later run resumes it with approvals="
 
 
 def denied_result(call: ToolCall, tool: str, reason: str) -> ToolResult:
@@ -225,15 +351,25 @@ class ToolApprovals:
     same web app, say); from another thread, go through ``anyio.from_thread.run_sync``.
     """
 
-    __slots__ = ("_approver", "_decided", "_emit", "_heard", "_pending", "_waits")
+    __slots__ = (
+        "_approver",
+        "_cannot_pause",
+        "_decided",
+        "_deferred",
+        "_emit",
+        "_heard",
+        "_pending",
+        "_waits",
+    )
 
     def __init__(
         self,
-        approver: ToolApprover | None,
+        approver: ToolApprover | str | None,
         emit: Callable[[Event], Awaitable[Any]],
         *,
         waits: bool,
         heard: Callable[[], bool] | None = None,
+        cannot_pause: str | None = None,
     ) -> None:
         self._approver = approver
         self._emit = emit
@@ -241,9 +377,31 @@ class ToolApprovals:
         self._heard = heard
         """Whether anyone receives ``ToolApprovalRequested`` (the run's bus): a call nobody is told of would
         wait for a decision that never comes."""
+        self._cannot_pause = cannot_pause
+        """Why this run cannot pause for a deferred decision (``None``: it can): what
+        ``ApprovalNotDeferrableError`` says."""
         self._pending: dict[str, _Waiting] = {}
         self._decided: dict[str, bool] = {}
         """Call ids decided from outside (approved: ``True``), for what a second decision is told."""
+        self._deferred: list[ToolApprovalRequest] = []
+
+    @property
+    def defers(self) -> bool:
+        """Whether calls are deferred (``tool_approval="defer"``): ``defer``, not ``decide``, takes them."""
+        return isinstance(self._approver, str)
+
+    @property
+    def deferred(self) -> list[ToolApprovalRequest]:
+        """The calls deferred so far (``defer``), in the order they were: the run pauses after their step."""
+        return self._deferred
+
+    async def defer(self, request: ToolApprovalRequest) -> None:
+        """Leave ``request``'s call for a later run to decide: ``ToolApprovalRequested``, then it is listed in
+        ``deferred``. ``ApprovalNotDeferrableError`` for a run that cannot pause."""
+        if self._cannot_pause is not None:
+            raise ApprovalNotDeferrableError(request.call, request.tool, self._cannot_pause)
+        await self._emit(ToolApprovalRequested(call=request.call, tool=request.tool))
+        self._deferred.append(request)
 
     @property
     def pending(self) -> tuple[ToolApprovalRequest, ...]:
@@ -264,6 +422,7 @@ class ToolApprovals:
             if self._heard is not None and not self._heard():
                 raise ApprovalRequiredError(request.call, request.tool, unheard=True)
             return await self._wait(request)
+        assert not isinstance(approver, str)  # a deferring run's calls go to ``defer``
         await self._emit(ToolApprovalRequested(call=request.call, tool=request.tool))
         verdict = approver(request)
         if inspect.isawaitable(verdict):
@@ -315,6 +474,11 @@ class ToolApprovals:
         decided = self._decided.get(call_id)
         if decided is not None:
             return f"tool call {call_id!r} was already {'approved' if decided else 'denied'}"
+        if any(request.call_id == call_id for request in self._deferred):
+            return (
+                f"tool call {call_id!r} is deferred (tool_approval='defer'): this run does not wait for it; "
+                "it pauses, and a later run decides the call with approvals={call_id: True | False | 'why'}"
+            )
         waiting = ", ".join(repr(key) for key in self._pending) or "none"
         return (
             f"no tool call {call_id!r} waits for approval in this run (waiting: {waiting}); a call waits "

@@ -26,7 +26,12 @@ slot: the run's ``ToolApprovals`` (``approvals``) publishes ``ToolApprovalReques
 function or waits for ``approve`` / ``deny`` (``agentflow.tools.approval``). That wait holds no concurrency
 slot and is no part of the call's time limit (a batch with such a call has no shared deadline); a denied
 call gets ``ToolStarted`` and ``ToolFailed`` (``denied``), and a decision that cannot be made ends the run
-as a call's ``"raise"`` failure does. Other tools pay one attribute check per call.
+as a call's ``"raise"`` failure does. Other tools pay one attribute check per call. A run that defers its
+decisions (``tool_approval="defer"``) gets, for such a call, a ``deferred`` placeholder result
+(``deferred_result``) in its place in ``run_calls``'s list, and nothing else: no ``ToolStarted``, no
+completion event, no ``on_result``; the runtime leaves the call open and pauses the run after the step.
+``note_approval`` tells the executor what a call's ``needs_approval`` says before it runs (an eager call's
+predicate, asked once while the model streamed; a call a person approved before a resumed run).
 
 A run's executor also counts the model's failed attempts per tool (``max_retries``, ``retries_exceeded``;
 ``agentflow.tools.retries``): a call that fails once too often ends the run as a ``"raise"`` failure does,
@@ -69,10 +74,12 @@ from ..model.events import Event
 from ..model.messages import ToolCall
 from ..result import ToolResult
 from .approval import (
+    DEFERRED,
     ApprovalRequiredError,
     ToolApprovalRequest,
     ToolApprovals,
     asks_approval,
+    deferred_result,
     denied_result,
 )
 from .arguments import ToolArgumentsError
@@ -217,13 +224,14 @@ class ToolExecutor:
     ``ToolRetriesExceeded``: ``RunContext.executor``); without it nothing is counted.
 
     Every call gets exactly one ``ToolStarted`` and then exactly one ``ToolSucceeded`` or ``ToolFailed``
-    (unknown tools and invalid arguments included), unless the batch is cancelled first (or a call ends the
-    run): then the calls still running get no completion event and no result; ``on_result`` tells which ones
-    finished.
+    (unknown tools and invalid arguments included; a deferred one gets neither), unless the batch is
+    cancelled first (or a call ends the run): then the calls still running get no completion event and no
+    result; ``on_result`` tells which ones finished.
     """
 
     __slots__ = (
         "_approvals",
+        "_asked",
         "_default_on_error",
         "_default_timeout",
         "_deps",
@@ -284,6 +292,8 @@ class ToolExecutor:
         self._deps = deps
         self._headers = extra_headers
         self._approvals = approvals
+        self._asked: dict[str, tuple[ToolCall, bool | Exception]] | None = None
+        """What ``needs_approval`` is known to say for some calls already (``note_approval``), by call id."""
         self._max_retries = check_max_retries(max_retries, "max_retries")
         self._retries_exceeded = retries_exceeded
         self._retries: ToolRetries | None = None
@@ -293,6 +303,21 @@ class ToolExecutor:
     def registry(self) -> ToolRegistry:
         """The tools this executor runs."""
         return self._registry
+
+    def note_approval(self, call: ToolCall, needs: bool | Exception) -> None:
+        """Say what the ``needs_approval`` of ``call``'s tool says for it, known before the call runs: the
+        call's decision then uses this, once, instead of asking again. ``False`` runs it without asking (a
+        predicate said so while the model streamed: ``eager_calls``; or a person approved it before this run:
+        a resumed run), ``True`` asks for a decision, an exception ends the run with it (the predicate
+        raised). Only the very same call (id, name, arguments) takes it; ``forget_approvals`` drops the
+        notes no call took."""
+        if self._asked is None:
+            self._asked = {}
+        self._asked[call.id] = (call, needs)
+
+    def forget_approvals(self) -> None:
+        """Drop the ``note_approval`` notes no call took (a step's calls are all decided)."""
+        self._asked = None
 
     async def run_calls(
         self,
@@ -451,6 +476,8 @@ class ToolExecutor:
         )
         if denied is not None:
             result, ending = denied
+            if result.error_type == DEFERRED:
+                return result  # left for a later run, as in ``_run``
             if self._heard():
                 await self._emit(ToolStarted(call=call, run_id=run_id, step=step))
         else:
@@ -521,6 +548,12 @@ class ToolExecutor:
                     denied := await self._approval(found, call, kwargs, run_id, step, batch)
                 ):
                     result, ending = denied
+                    if result.error_type == DEFERRED:
+                        # Left for a later run: no events, no ``on_result``, nothing for memory.
+                        if batch is not None:
+                            batch.results[index] = result
+                            batch.stages[index] = _DONE
+                        return result
                     if batch is not None:
                         batch.stages[index] = _STARTED
                     if self._heard():
@@ -575,17 +608,31 @@ class ToolExecutor:
         batch: _Batch | None,
     ) -> tuple[ToolResult, Exception | None] | None:
         """Decide a valid call of a tool that ``needs_approval``: ``None`` to run it, else its result (a
-        ``denied`` one) and the exception the run ends with, if no decision could be made (see
-        ``agentflow.tools.approval``). Holds no slot: it is asked before the call waits for one."""
+        ``denied`` one, or a ``deferred`` placeholder: ``deferred_result``) and the exception the run ends
+        with, if no decision could be made (see ``agentflow.tools.approval``). Holds no slot: it is asked
+        before the call waits for one. A ``note_approval`` for the call is used (once) instead of its
+        ``needs_approval``."""
         try:
-            if not asks_approval(found.needs_approval, kwargs, found.name):
+            asked = self._asked
+            noted = asked.pop(call.id, None) if asked is not None else None
+            if noted is not None and noted[0] == call:
+                needs = noted[1]
+                if isinstance(needs, Exception):
+                    raise needs
+            else:
+                needs = asks_approval(found.needs_approval, kwargs, found.name)
+            if not needs:
                 return None
-            if self._approvals is None:
+            approvals = self._approvals
+            if approvals is None:
                 raise ApprovalRequiredError(call, found.name)
+            request = ToolApprovalRequest(run_id, step, call, found.name, kwargs, self._deps)
+            if approvals.defers:
+                await approvals.defer(request)
+                return deferred_result(call, found.name), None
             if batch is not None:
                 batch.waiting()  # the batch's next calls start beside this one, which may wait long
-            request = ToolApprovalRequest(run_id, step, call, found.name, kwargs, self._deps)
-            denial = await self._approvals.decide(request)
+            denial = await approvals.decide(request)
         except Exception as exc:
             why = (
                 "it needs approval, and the run had no way to ask for it"

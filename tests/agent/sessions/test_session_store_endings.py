@@ -9,11 +9,12 @@ from typing import Any
 
 import anyio
 import pytest
-from session_store_support import ScriptedStore, texts
+from session_store_support import OtherProcessStore, ScriptedStore, texts
 
-from agentflow import SessionStoreError, run_result
+from agentflow import SessionStoreError, SQLiteStore, run_result
 from agentflow.agent.agent import Agent
 from agentflow.agent.options import AgentOptions
+from agentflow.agent.stores import SessionConflictError
 from agentflow.events import RunCancelled, RunFailed, RunFinished
 from agentflow.model.errors import ServerError
 from agentflow.model.events import Event
@@ -104,6 +105,23 @@ async def test_a_failed_save_is_logged_at_error(caplog: pytest.LogCaptureFixture
     assert record.levelno == logging.ERROR
     assert "saving session 's'" in record.getMessage()
     assert record.exc_info is not None
+
+
+async def test_a_conflict_is_logged_as_a_warning_without_a_traceback(
+    caplog: pytest.LogCaptureFixture, tmp_path: Any
+) -> None:
+    path = tmp_path / "chats.db"
+    async with SQLiteStore(path) as mine, OtherProcessStore(path) as theirs:
+        chat = Agent(FakeModelClient([reply("mine")])).session(session_id="s", store=mine)
+        await chat.load()
+        await Agent(FakeModelClient([reply("theirs")])).session(session_id="s", store=theirs).run("q0")
+        with caplog.at_level(logging.INFO, logger="agentflow"), pytest.raises(SessionConflictError):
+            await chat.run("q1")
+
+    [record] = [r for r in caplog.records if r.name == "agentflow"]
+    assert record.levelno == logging.WARNING  # expected where processes share a database, and retryable
+    assert "changed since" in record.getMessage() or "another writer" in record.getMessage()
+    assert record.exc_info is None
 
 
 async def test_a_cancelled_run_whose_save_fails_ends_with_run_failed() -> None:
