@@ -119,6 +119,7 @@ class ArgumentParser:
         "_root",
         "_schema",
         "_subject",
+        "_undefinable",
         "_validate",
     )
 
@@ -141,6 +142,7 @@ class ArgumentParser:
             raise ValueError(f"tool {tool!r} has an invalid parameters schema: {exc}") from exc
         # Kept here so a call never imports anything (``fastjsonschema`` loads with the first tool).
         self._invalid: type[Exception] = fastjsonschema.JsonSchemaValueException
+        self._undefinable: type[Exception] = fastjsonschema.JsonSchemaDefinitionException
         self._schema = schema
         self._checks: dict[tuple[int, str], tuple[Any, Callable[[Any], Any]]] | None = None
         """The sub-schemas' validators ``_Collector`` compiled, kept for the next invalid value (made on the
@@ -218,6 +220,11 @@ class ArgumentParser:
         try:
             found = _Collector(self).errors(self._schema, value)
         except RecursionError:
+            found = []
+        except self._undefinable:
+            # A part of the schema that cannot be compiled alone: a reference to another part of it than its
+            # ``$defs`` (``#/definitions/A``, ``#/properties/a``, as hand-written schemas have). The first
+            # mistake is still told.
             found = []
         if len(found) <= 1:
             raise first

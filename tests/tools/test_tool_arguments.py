@@ -404,3 +404,22 @@ def test_a_set_of_unhashable_items_is_refused_at_decoration_time(item: Any) -> N
         tool(label)
     label.__annotations__["tags"] = frozenset[tuple[int, str]]
     assert tool(label).parse_arguments('{"tags": [[1, "a"]]}') == {"tags": frozenset({(1, "a")})}
+
+
+def test_a_hand_written_schema_with_references_outside_defs_still_tells_the_mistake() -> None:
+    # Listing every mistake compiles parts of the schema alone; "#/definitions/..." and "#/properties/..."
+    # references cannot stand alone, and used to crash the run instead of reaching the model.
+    from agentflow.tools.arguments import ArgumentParser
+
+    item = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
+    schema = {
+        "type": "object",
+        "properties": {"a": {"$ref": "#/definitions/A"}, "b": {"$ref": "#/properties/a"}},
+        "required": ["a"],
+        "additionalProperties": False,
+        "definitions": {"A": item},
+    }
+    parser = ArgumentParser("f", schema, None)
+    assert parser.parse('{"a": {"x": 1}, "b": {"x": 2}}') == {"a": {"x": 1}, "b": {"x": 2}}
+    with pytest.raises(ToolArgumentsError, match=r'arguments\.a\.x must be integer, got the string "no"'):
+        parser.parse('{"a": {"x": "no"}, "b": {"y": 1}}')
