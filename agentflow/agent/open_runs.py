@@ -6,13 +6,22 @@ answers next. A service that holds its streamed runs here cancels them as shutdo
 ``RunCancelled``, its client gets the terminal frame, and its response ends, so the server's wait is over
 as soon as the frames are out (see docs/web.md, "Shutting down with streams open"). What it must not do:
 own the runs (they end on their own; a run leaves when its block does) or wait for them.
+
+Shutdown begins with a signal under ``uvicorn app:app`` and gunicorn's ``UvicornWorker``, which run the app's
+lifespan shutdown only after their wait: ``cancel_on_signals`` cancels the runs on the signal itself
+(``agentflow.agent.signal_chain`` puts its handler in front of the server's).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import signal
+from collections.abc import AsyncIterator, Iterable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
+
+from .signal_chain import chained_signal_handlers
 
 if TYPE_CHECKING:
     from .run import AgentRun
@@ -35,8 +44,9 @@ class RunIdInUseError(ValueError):
 
 class OpenRuns:
     """The runs a service is streaming: ``async with runs.track(run):`` around each stream, and
-    ``await runs.cancel_all()`` when shutdown begins (aiohttp's ``on_shutdown``, uvicorn's
-    ``Server.shutdown``). A run opened once shutdown has begun is cancelled at once. ``runs.get(run_id)``
+    ``await runs.cancel_all()`` when shutdown begins (aiohttp's ``on_shutdown``), or ``with
+    runs.cancel_on_signals(): yield`` in the app's lifespan (uvicorn, gunicorn's ``UvicornWorker``). A run
+    opened once shutdown has begun is cancelled at once. ``runs.get(run_id)``
     finds a run another request is streaming (to approve a tool call, or to cancel it: a "stop" button).
 
     >>> import anyio
@@ -52,11 +62,12 @@ class OpenRuns:
     ('RunCancelled', 1)
     """
 
-    __slots__ = ("_closing", "_runs")
+    __slots__ = ("_closing", "_runs", "_signalled")
 
     def __init__(self) -> None:
         self._runs: dict[str, AgentRun[Any]] = {}
         self._closing = False
+        self._signalled: set[asyncio.Task[None]] = set()
 
     def __len__(self) -> int:
         """How many runs are held now."""
@@ -94,3 +105,38 @@ class OpenRuns:
         self._closing = True
         for run in list(self._runs.values()):
             await run.cancel()
+
+    def cancel_on_signals(
+        self, signals: Iterable[int] = (signal.SIGINT, signal.SIGTERM)
+    ) -> AbstractContextManager[None]:
+        """For the block, each of ``signals`` first does what ``cancel_all`` does (in the event loop, soon
+        after the signal), then goes to the handler that was installed before (the server's), which begins
+        its shutdown as it always did. Leaving the block puts that handler back.
+
+        Enter it in the app's lifespan startup, where the server has installed its own handlers already::
+
+            @asynccontextmanager
+            async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+                with runs.cancel_on_signals():
+                    yield
+
+        That is the point of it: uvicorn (``uvicorn app:app``, ``uvicorn.run``, its ``--workers`` and
+        ``--reload`` children, gunicorn's ``UvicornWorker``) waits for open responses before it runs the
+        lifespan shutdown, and an event stream ends only when its run does. Cancelled on the signal, each run
+        sends its ``run_cancelled`` frame and its response ends, so the server's wait is short.
+
+        Raises ``RuntimeError`` outside the main thread (only it may install signal handlers) or with no
+        running event loop. A signal the process ignores (``SIG_IGN``) is left alone; with no handler before
+        (``SIG_DFL``), SIGINT and SIGTERM still end the process at once. See
+        ``agentflow.agent.signal_chain.chained_signal_handlers``.
+        """
+        return chained_signal_handlers(signals, self._cancel_all_soon)
+
+    def _cancel_all_soon(self) -> None:
+        # Called by the event loop after a signal. ``cancel_all`` only asks each run to stop (a cancel scope's
+        # ``cancel``), so its task ends within its first step; it is held until then, as asyncio holds its
+        # tasks weakly.
+        self._closing = True
+        task = asyncio.get_running_loop().create_task(self.cancel_all())
+        self._signalled.add(task)
+        task.add_done_callback(self._signalled.discard)

@@ -8,8 +8,8 @@ then open http://127.0.0.1:8000/ . ``GET /runs?q=…`` is the event stream; ``GE
 
 from __future__ import annotations
 
-import socket
-from contextlib import aclosing
+from collections.abc import AsyncIterator
+from contextlib import aclosing, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -67,8 +67,22 @@ class AgentRunResponse(StreamingResponse):
 def create_app(agent: Agent) -> FastAPI:
     """The service for ``agent`` (the caller owns the agent and closes it); ``app.state.runs`` holds the
     runs it is streaming."""
-    app = FastAPI(title="agentflow SSE example")
-    app.state.runs = runs = OpenRuns()
+    runs = OpenRuns()
+
+    # --8<-- [start:lifespan]
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # uvicorn waits for open responses before it runs this lifespan's shutdown, and an event stream ends
+        # only when its run does. So the runs are cancelled on SIGINT / SIGTERM itself, ahead of uvicorn's own
+        # handler (installed before the lifespan starts): each sends its run_cancelled frame, its response
+        # ends, and uvicorn's wait is short. Works under `uvicorn app:app` and gunicorn's UvicornWorker.
+        with runs.cancel_on_signals():
+            yield
+
+    # --8<-- [end:lifespan]
+
+    app = FastAPI(title="agentflow SSE example", lifespan=lifespan)
+    app.state.runs = runs
 
     # --8<-- [start:route]
     @app.get("/runs")
@@ -87,30 +101,16 @@ def create_app(agent: Agent) -> FastAPI:
 
 
 # --8<-- [start:server]
-class Server(uvicorn.Server):
-    """uvicorn, cancelling the app's runs as it begins to shut down.
+def build_server(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> uvicorn.Server:
+    """A uvicorn server for ``app`` (from ``create_app``); ``options`` go to ``uvicorn.Config``.
 
-    uvicorn waits for open responses to end before it runs the app's lifespan shutdown, and an event stream
-    ends only when its run does: a lifespan would cancel the runs only once ``timeout_graceful_shutdown``
-    had cut their streams (no ``run_cancelled`` frame for the clients). Cancelled here, first, each run
-    sends its frame and its response ends, so uvicorn's wait is short.
+    A signal stops it (the lifespan cancels the runs first). A program that stops it itself, with
+    ``server.should_exit = True``, calls ``await app.state.runs.cancel_all()`` first.
     """
-
-    def __init__(self, config: uvicorn.Config, runs: OpenRuns) -> None:
-        super().__init__(config)
-        self.runs = runs
-
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        await self.runs.cancel_all()
-        await super().shutdown(sockets)
-
-
-def build_server(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> Server:
-    """A uvicorn server for ``app`` (from ``create_app``); ``options`` go to ``uvicorn.Config``."""
     # Without a limit uvicorn waits for open responses forever: this bounds one that does not end once its
     # run is cancelled.
     options.setdefault("timeout_graceful_shutdown", 5)
-    return Server(uvicorn.Config(app, host=host, port=port, **options), app.state.runs)
+    return uvicorn.Server(uvicorn.Config(app, host=host, port=port, **options))
 
 
 # --8<-- [end:server]

@@ -4,6 +4,7 @@ web service does on a second request)."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextlib import aclosing
 
 import anyio
 import attrs
@@ -47,8 +48,14 @@ RUNS = OpenRuns()  # the streamed runs: where a decision finds its run (and shut
 
 async def stream_run(agent: Agent, question: str, send: Callable[[bytes], Awaitable[None]]) -> None:
     """Request 1 (``GET /runs?q=…``): the run's events as SSE; it waits there while a call is undecided."""
-    async with agent.stream(question) as run, RUNS.track(run):
-        async for frame in sse_stream(run):
+    async with (
+        agent.stream(question, policy="coalesce_deltas") as run,  # a browser's policy (docs/web.md)
+        RUNS.track(run),
+        # The stream is quiet while a person decides: a heartbeat keeps proxies from closing it. With one,
+        # the stream owns a task group: close it in this task (aclosing).
+        aclosing(sse_stream(run, heartbeat=15.0)) as frames,
+    ):
+        async for frame in frames:
             await send(frame)
 
 

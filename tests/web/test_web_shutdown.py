@@ -4,6 +4,8 @@ client gets the ``run_cancelled`` frame, and the shutdown completes without wait
 The servers' own limits (aiohttp's ``shutdown_timeout``, uvicorn's ``timeout_graceful_shutdown``) are set to
 a minute here, far beyond the hang guard: a shutdown that completes is one the examples ended themselves,
 and only a run cancelled before the server cuts the connection gets its ``run_cancelled`` frame out.
+The FastAPI example is stopped here as a program stops uvicorn itself (``cancel_all``, then ``should_exit``);
+``test_web_signals`` stops it with a real SIGTERM, in a subprocess.
 """
 
 from __future__ import annotations

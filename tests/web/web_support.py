@@ -71,6 +71,8 @@ async def fastapi_served(agent: Agent, **options: Any) -> AsyncIterator[Served]:
     ``options`` go to ``uvicorn.Config``.
 
     The listening socket is bound here, so the URL is known (and connections queue) before uvicorn runs.
+    The lifespan is off: it would install signal handlers in the test process. ``shutdown`` stops the server
+    as a program does without a signal (``build_server``'s docstring); ``test_web_signals`` sends a real one.
     """
     example = load_example("fastapi_service")
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -78,7 +80,8 @@ async def fastapi_served(agent: Agent, **options: Any) -> AsyncIterator[Served]:
     sock.listen(16)
     port = sock.getsockname()[1]
     options = {"lifespan": "off", "log_level": "warning", **options}
-    server = example.build_server(example.create_app(agent), **options)
+    app = example.create_app(agent)
+    server = example.build_server(app, **options)
     stopped = anyio.Event()
 
     async def serve() -> None:
@@ -88,6 +91,7 @@ async def fastapi_served(agent: Agent, **options: Any) -> AsyncIterator[Served]:
             stopped.set()
 
     async def shutdown() -> None:
+        await app.state.runs.cancel_all()
         server.should_exit = True
         await stopped.wait()
 
