@@ -80,6 +80,7 @@ _LAZY: dict[str, str] = {
     "StepStarted": "agentflow.events",
     "ModelRequest": "agentflow.events",
     "OutputRejected": "agentflow.events",
+    "GuardrailTripped": "agentflow.events",
     "ToolCallRequested": "agentflow.events",
     "ToolApprovalRequested": "agentflow.events",
     "ToolStarted": "agentflow.events",
@@ -106,6 +107,8 @@ _LAZY: dict[str, str] = {
     "RejectCall": "agentflow.tools",
     "ToolErrorPolicy": "agentflow.tools",
     "ToolRegistry": "agentflow.tools",
+    "Toolset": "agentflow.tools.toolsets",
+    "ToolNameConflictError": "agentflow.tools.toolsets",
     "ToolExecutor": "agentflow.tools",
     "ToolArgumentsError": "agentflow.tools",
     "Param": "agentflow.tools",
@@ -144,6 +147,7 @@ _LAZY: dict[str, str] = {
     "SessionConflictError": "agentflow.agent.stores",
     "StoreConflict": "agentflow.agent.stores",
     "OpenRuns": "agentflow.agent.open_runs",
+    "RunIdInUseError": "agentflow.agent.open_runs",
     "StoredItems": "agentflow.agent.stores",
     "StorePosition": "agentflow.agent.stores",
     "InMemoryStore": "agentflow.agent.stores",
@@ -167,6 +171,14 @@ _LAZY: dict[str, str] = {
     "ValidatorError": "agentflow.runtimes.output_validators",
     "PromptContext": "agentflow.runtimes.prompt_functions",
     "PromptFunctionError": "agentflow.runtimes.prompt_functions",
+    "Guardrail": "agentflow.runtimes.guardrails",
+    "GuardrailContext": "agentflow.runtimes.guardrails",
+    "GuardrailError": "agentflow.runtimes.guardrails",
+    "InputGuardrailTripped": "agentflow.runtimes.guardrails",
+    "OutputGuardrailTripped": "agentflow.runtimes.guardrails",
+    "Tripwire": "agentflow.runtimes.guardrails",
+    "TripwireError": "agentflow.runtimes.guardrails",
+    "guardrail": "agentflow.runtimes.guardrails",
     "CodeActRuntime": "agentflow.runtimes.codeact",
     "CodeActProtocolError": "agentflow.runtimes.codeact",
     "PlanCreated": "agentflow.events",
@@ -260,7 +272,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
     from .agent.item_checks import HistoryError, check_items
     from .agent.item_json import dump_items, load_items
     from .agent.memory import InMemoryMemory, Memory, WindowedMemory
-    from .agent.open_runs import OpenRuns
+    from .agent.open_runs import OpenRuns, RunIdInUseError
     from .agent.options import AgentOptions, ModelSettings
     from .agent.output_stream import OutputReader
     from .agent.prompt import AgentModelResult, AgentPrompt, ModelClient
@@ -283,6 +295,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
         CodeExecuted,
         CodeOutput,
         CodeStarted,
+        GuardrailTripped,
         ModelRequest,
         OutputRejected,
         PlanCreated,
@@ -318,6 +331,16 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
     from .runtimes.codeact import CodeActOptions, CodeActProtocolError, CodeActRuntime
     from .runtimes.deep_research import DeepResearchRuntime
     from .runtimes.errors import ToolRetriesExceeded, run_result
+    from .runtimes.guardrails import (
+        Guardrail,
+        GuardrailContext,
+        GuardrailError,
+        InputGuardrailTripped,
+        OutputGuardrailTripped,
+        Tripwire,
+        TripwireError,
+        guardrail,
+    )
     from .runtimes.output import OutputType, OutputValidationError
     from .runtimes.output_validators import OutputContext, RejectOutput, ValidatorError
     from .runtimes.partial_json import PartialJson
@@ -366,6 +389,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
         ApprovalRequiredError,
         ToolApprovalRequest,
     )
+    from .tools.toolsets import ToolNameConflictError, Toolset
 
 __all__ = [
     "SSE_HEADERS",
@@ -415,12 +439,17 @@ __all__ = [
     "FallbackChatModel",
     "FallbackModelClient",
     "FinishReason",
+    "Guardrail",
+    "GuardrailContext",
+    "GuardrailError",
+    "GuardrailTripped",
     "HistoryError",
     "HttpTransport",
     "ImagePart",
     "InMemoryMemory",
     "InMemoryStore",
     "IncompleteResponseError",
+    "InputGuardrailTripped",
     "MaxStepsExceeded",
     "Memory",
     "Message",
@@ -440,6 +469,7 @@ __all__ = [
     "OpenAIResponsesModel",
     "OpenRuns",
     "OutputContext",
+    "OutputGuardrailTripped",
     "OutputReader",
     "OutputRejected",
     "OutputType",
@@ -475,6 +505,7 @@ __all__ = [
     "RunEvent",
     "RunFailed",
     "RunFinished",
+    "RunIdInUseError",
     "RunStarted",
     "SQLiteStore",
     "SandboxClosedError",
@@ -519,6 +550,7 @@ __all__ = [
     "ToolFailed",
     "ToolFatalError",
     "ToolInvoker",
+    "ToolNameConflictError",
     "ToolProgress",
     "ToolRegistry",
     "ToolResult",
@@ -527,6 +559,9 @@ __all__ = [
     "ToolSpec",
     "ToolStarted",
     "ToolSucceeded",
+    "Toolset",
+    "Tripwire",
+    "TripwireError",
     "UsageReported",
     "UserMessage",
     "ValidatorError",
@@ -534,6 +569,7 @@ __all__ = [
     "check_items",
     "dump_items",
     "encode_sse",
+    "guardrail",
     "load_items",
     "may_succeed_elsewhere",
     "open_tool_calls",

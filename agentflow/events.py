@@ -42,6 +42,7 @@ __all__ = [
     "CodeOutput",
     "CodeStarted",
     "Event",
+    "GuardrailTripped",
     "ModelCompleted",
     "ModelEvent",
     "ModelRequest",
@@ -258,6 +259,22 @@ class OutputRejected(RunEvent):
 
 
 @attrs.frozen
+class GuardrailTripped(RunEvent):
+    """A guardrail stopped the run (``Agent(input_guardrails=..., output_guardrails=...)``): ``kind`` is
+    ``"input"`` or ``"output"``, ``guardrail`` its name, ``reason`` and ``info`` what its ``Tripwire`` said.
+
+    Published once, right before the run's ``RunFailed`` (whose ``error_type`` is ``InputGuardrailTripped`` or
+    ``OutputGuardrailTripped``), after the work the trip cut short was ended; never for a guardrail that
+    passed, nor for one that raised (that run fails with ``GuardrailError``).
+    """
+
+    kind: Literal["input", "output"]
+    guardrail: str
+    reason: str
+    info: Any = None
+
+
+@attrs.frozen
 class StepFinished(RunEvent):
     """A step ended; ``usage`` is this step's model usage."""
 
@@ -327,6 +344,7 @@ AgentEvent: TypeAlias = (
     | PlanCreated
     | PlanUpdated
     | OutputRejected
+    | GuardrailTripped
     | StepFinished
     | RunFinished
     | RunFailed

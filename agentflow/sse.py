@@ -33,7 +33,7 @@ import attrs
 import orjson
 from anyio.streams.memory import MemoryObjectSendStream
 
-from .events import RunCancelled, RunFailed, RunFinished, ToolFailed, ToolProgress
+from .events import GuardrailTripped, RunCancelled, RunFailed, RunFinished, ToolFailed, ToolProgress
 from .exact_json import dumps as exact_dumps
 from .json_forms import safe_repr
 from .model.errors import ModelError
@@ -137,7 +137,7 @@ def _bad_errors(errors: object) -> str:
 
 # -- public failure texts ----------------------------------------------------------------------------------
 
-_FAILURES = (RunFailed, ModelRetry, ToolFailed, RunFinished, RunCancelled, ToolProgress)
+_FAILURES = (RunFailed, ModelRetry, ToolFailed, RunFinished, RunCancelled, ToolProgress, GuardrailTripped)
 """The events that can carry a failure's own text (directly, or in a result's ``error`` / tool results, or
 in the event of a sub-run an agent used as a tool forwards as a ``ToolProgress``'s ``data``)."""
 
@@ -154,6 +154,14 @@ _MODEL_FAILURES = {
     "ProtocolError": "The model service's answer could not be read.",
 }
 """Public texts for agentflow's own model errors, by class name (what ``RunFailed.error_type`` holds)."""
+
+_GUARDRAIL_STOPS = {
+    "InputGuardrailTripped": "The request was stopped by a policy check.",
+    "OutputGuardrailTripped": "The answer was stopped by a policy check.",
+}
+"""Public texts for a run a guardrail stopped (by ``RunFailed.error_type``), also a ``GuardrailTripped``'s
+``reason``: a guardrail's reason and ``info`` are the application's (a classifier's scores, what matched);
+show your own text from the event's ``guardrail`` name, or send ``errors="full"`` to a client you trust."""
 
 _TOOL_FAILURES = {
     "unknown_tool": "The model asked for a tool that does not exist.",
@@ -182,7 +190,12 @@ def public_run_error(error_type: str, status: int | None = None) -> str:
     'The model service returned an error (HTTP 503).'
     >>> public_run_error("SessionStoreError")
     'The run failed.'
+
+    A run a guardrail stopped (``InputGuardrailTripped``, ``OutputGuardrailTripped``) says so, without the
+    guardrail's reason.
     """
+    if error_type in _GUARDRAIL_STOPS:
+        return _GUARDRAIL_STOPS[error_type]
     if error_type not in _model_error_names():
         # The application's own error (a tool's on_error="raise", a session store, a validator), whose text
         # is for its developers; ``error_type`` names it.
@@ -211,7 +224,10 @@ def public_event(event: E) -> E:
       when the reason starts with one), else "The model call failed.";
     - ``ToolFailed``, and a failed tool result in a terminal event's ``result`` / ``partial``: ``error`` and
       ``output`` (the ``TOOL_ERROR`` text the model got) become a sentence for its ``error_type``;
-    - a result's ``error`` (a failed run's ``partial``) becomes the run's public text;
+    - a result's ``error`` (a failed run's ``partial``) becomes the run's public text; the partial of a run
+      an output guardrail stopped loses the answer it stopped (``output``, ``output_text``);
+    - ``GuardrailTripped``: ``reason`` becomes "The request (or answer) was stopped by a policy check." and
+      ``info`` ``None`` (what a check found is the application's); ``kind`` and ``guardrail`` stay;
     - ``ToolProgress`` whose ``data`` is an event (a sub-agent's, forwarded by ``as_tool``): that event, made
       public the same way, at any depth.
 
@@ -233,6 +249,9 @@ def _public(event: Event) -> Event:
     if isinstance(event, RunFailed):
         text = public_run_error(event.error_type, event.status)
         partial = None if event.partial is None else _public_result(event.partial, text)
+        if partial is not None and event.error_type == "OutputGuardrailTripped":
+            # The answer an output guardrail stopped is kept for the server's logs, not shown.
+            partial = attrs.evolve(partial, output=None, output_text="", reasoning_text=None)
         return attrs.evolve(event, error=text, partial=partial)
     if isinstance(event, ModelRetry):
         found = _HTTP_STATUS.match(event.reason)
@@ -247,6 +266,9 @@ def _public(event: Event) -> Event:
     if isinstance(event, RunCancelled):
         partial = _public_result(event.partial, _RUN_FAILED)
         return event if partial is event.partial else attrs.evolve(event, partial=partial)
+    if isinstance(event, GuardrailTripped):
+        stopped = "InputGuardrailTripped" if event.kind == "input" else "OutputGuardrailTripped"
+        return attrs.evolve(event, reason=_GUARDRAIL_STOPS[stopped], info=None)
     if isinstance(event, ToolProgress) and isinstance(event.data, Event):
         # A sub-agent's event (``as_tool`` forwards them): its failures are as private as the run's own.
         data = public_event(event.data)

@@ -36,6 +36,7 @@ from ..model.protocol import ChatModel
 from ..result import OutputT
 from ..runtimes import AgentRuntime, resolve_runtime
 from ..runtimes.context import RunContext
+from ..runtimes.guardrails import Guardrail, GuardrailFunction, Guardrails
 from ..runtimes.output import AGENT_DEFAULT, OutputType, TypeForm, output_type_of
 from ..runtimes.prompt_functions import PromptFunction, PromptFunctions, check_prompt
 from ..tools.approval import NeedsApproval
@@ -69,6 +70,10 @@ ModelLike: TypeAlias = ChatModel | ModelClient
 """A ``ChatModel`` (``OpenAIChatModel``, ``OpenAIResponsesModel``…) or a ``ModelClient``."""
 
 _T = TypeVar("_T")
+
+GuardrailLike: TypeAlias = GuardrailFunction | Guardrail
+"""An entry of ``input_guardrails=`` / ``output_guardrails=``: a function ``(ctx, value) -> Tripwire | None``
+(sync or async), or a ``Guardrail`` (``guardrail(fn, blocking=True)``)."""
 
 _NO_HEADERS: Mapping[str, str] = MappingProxyType({})
 
@@ -271,6 +276,11 @@ class Agent(RunStarter[OutputT]):
       dataclass, a ``TypedDict``, ``list[...]``…, or an ``OutputType`` for more control (retries, mode,
       validators of your own). The model is asked for JSON of that schema; an answer that does not match, or
       that a validator rejects, is sent back (see ``OutputType``).
+    - ``input_guardrails`` / ``output_guardrails``: policy checks that stop a run: functions ``fn(ctx:
+      GuardrailContext, value) -> Tripwire | None`` (sync or async) of the run's input text, run beside its
+      first model call (the first step's tools wait for them), and of its final answer. A ``Tripwire`` fails
+      the run with ``InputGuardrailTripped`` / ``OutputGuardrailTripped`` and leaves memory as the run found
+      it (``agentflow.runtimes.guardrails``; ``guardrail(fn, blocking=True)`` runs one before the model call).
 
     A run's dependencies (a database pool, the user a request is for) are passed per run,
     ``agent.run(x, deps=...)``, and reach its tools (``ToolContext.deps``), output validators
@@ -298,6 +308,8 @@ class Agent(RunStarter[OutputT]):
         memory: Memory | Callable[[], Memory] | None = ...,
         name: str | None = ...,
         output_type: None = ...,
+        input_guardrails: Iterable[GuardrailLike] = ...,
+        output_guardrails: Iterable[GuardrailLike] = ...,
     ) -> None: ...
 
     @overload
@@ -314,6 +326,8 @@ class Agent(RunStarter[OutputT]):
         memory: Memory | Callable[[], Memory] | None = ...,
         name: str | None = ...,
         output_type: type[_T] | OutputType[_T],
+        input_guardrails: Iterable[GuardrailLike] = ...,
+        output_guardrails: Iterable[GuardrailLike] = ...,
     ) -> None: ...
 
     @overload
@@ -330,6 +344,8 @@ class Agent(RunStarter[OutputT]):
         memory: Memory | Callable[[], Memory] | None = ...,
         name: str | None = ...,
         output_type: TypeForm,
+        input_guardrails: Iterable[GuardrailLike] = ...,
+        output_guardrails: Iterable[GuardrailLike] = ...,
     ) -> None: ...
 
     @explain_keywords("run")
@@ -346,6 +362,8 @@ class Agent(RunStarter[OutputT]):
         memory: Memory | Callable[[], Memory] | None = None,
         name: str | None = None,
         output_type: Any = None,
+        input_guardrails: Iterable[GuardrailLike] = (),
+        output_guardrails: Iterable[GuardrailLike] = (),
     ) -> None:
         self.model_client = as_model_client(model)
         self.runtime = resolve_runtime(runtime)
@@ -358,6 +376,9 @@ class Agent(RunStarter[OutputT]):
         self.name = _optional_text("name", name) or self.runtime.name
         # Static texts go to every run as they are; functions are evaluated by each run, step by step.
         self._prompt_functions = PromptFunctions.of(self.name, self.system_prompt, self.instructions)
+        self._guardrails = Guardrails.of(self.name, input_guardrails, output_guardrails)
+        self.input_guardrails: tuple[Guardrail, ...] = self._guardrails.input if self._guardrails else ()
+        self.output_guardrails: tuple[Guardrail, ...] = self._guardrails.output if self._guardrails else ()
         self._system_text = self.system_prompt if isinstance(self.system_prompt, str) else None
         self._instructions_text = self.instructions if isinstance(self.instructions, str) else None
         self.output_type: OutputType[OutputT] | None = self._output_type(output_type)
@@ -665,6 +686,7 @@ class Agent(RunStarter[OutputT]):
             deps=deps,
             run_headers=run_headers,
             prompt_functions=self._prompt_functions,
+            guardrails=self._guardrails,
             decisions=decisions,
         )
         return AgentRun(
@@ -680,6 +702,9 @@ class Agent(RunStarter[OutputT]):
 
     # -- resources -------------------------------------------------------------------------------------------
 
+    _toolset_blocks: tuple[contextlib.AsyncExitStack, ...] = ()
+    """The toolsets each ``async with agent:`` block entered, innermost last (see ``__aenter__``)."""
+
     async def aclose(self) -> None:
         """Close the model client (and its HTTP connections); ``async with agent:`` does it on leaving.
 
@@ -691,9 +716,22 @@ class Agent(RunStarter[OutputT]):
         await self.model_client.aclose()
 
     async def __aenter__(self) -> Agent[OutputT]:
+        """Enter the agent's toolsets that need it (``Agent(tools=[server])``: an MCP server connects), for
+        the block; a server entered already (``async with server:``, another agent's block) is shared, and
+        stays connected until its outermost block ends."""
+        if self.tools.toolsets:
+            from ..tools.toolsets import enter_toolsets
+
+            self._toolset_blocks = (*self._toolset_blocks, await enter_toolsets(self.tools.toolsets))
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        await self.aclose()
+        try:
+            if self._toolset_blocks:
+                *outer, entered = self._toolset_blocks
+                self._toolset_blocks = tuple(outer)
+                await entered.aclose()
+        finally:
+            await self.aclose()

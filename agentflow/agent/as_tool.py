@@ -25,6 +25,7 @@ import attrs
 from ..model.events import Event
 from ..model.tools import ToolSpec
 from ..result import AgentResult, StopReason
+from ..runtimes.guardrails import TripwireError
 from ..tools.approval import ApprovalNotDeferrableError, NeedsApproval
 from ..tools.context import ToolContext
 from ..tools.outcome import exception_message
@@ -226,6 +227,14 @@ class _AgentCall:
             # Its approval is deferred, and a nested run cannot pause: the caller's run fails with it too (a
             # ``ToolFatalError``), not its model told of a failure it cannot fix.
             raise
+        except TripwireError as exc:
+            # Its guardrail stopped it: the calling model is told so, and may answer without it (a policy the
+            # sub-agent enforces is the sub-agent's; the caller's own guardrails guard the caller's run).
+            raise AgentToolError(
+                f"agent {self._name!r} was stopped by its {exc.kind} guardrail {exc.guardrail}: "
+                f"{_clipped(exc.reason)}",
+                exc.partial,
+            ) from exc
         except Exception as exc:
             partial = getattr(exc, "run_result", None)
             raise AgentToolError(
@@ -265,6 +274,10 @@ _WHY = {
     StopReason.CONTENT_FILTER: "had its answer stopped by the provider's content filter",
     StopReason.CANCELLED: "was cancelled before a final answer",
 }
+
+
+def _clipped(text: str) -> str:
+    return text if len(text) <= _MAX_LAST_MESSAGE else text[:_MAX_LAST_MESSAGE] + "…"
 
 
 def _stopped(name: str, result: AgentResult) -> str:

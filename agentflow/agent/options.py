@@ -141,7 +141,18 @@ _EXTRA_BODY = frozenset(
     )
 )
 # What an agent holds for all its runs, which a run cannot change.
-_AGENT_ONLY = frozenset(("tools", "system_prompt", "instructions", "runtime", "memory", "name"))
+_AGENT_ONLY = frozenset(
+    (
+        "tools",
+        "system_prompt",
+        "instructions",
+        "runtime",
+        "memory",
+        "name",
+        "input_guardrails",
+        "output_guardrails",
+    )
+)
 _WHOLE = {
     "model_settings": "settings=ModelSettings(...)",
     "usage_limits": "options=AgentOptions(max_steps=..., max_tool_calls=..., max_tokens=...)",
@@ -167,6 +178,7 @@ _PEER_KEYWORDS = {
     "instrument": "tracing is switched on from outside: agentflow.tracing.instrument(agent)",
     "deps_type": "deps are per run, typed where they are used: agent.run(x, deps=...), ToolContext[Deps]",
     "tool_use_behavior": "a tool whose result is the answer says so: @tool(return_direct=True)",
+    "guardrails": "input_guardrails=[...] checks a run's input, output_guardrails=[...] its final answer",
 }
 # Keywords of a run whose job a run's own keyword does here.
 _PEER_RUN_KEYWORDS = {

@@ -132,6 +132,11 @@ class AgentRun(Generic[OutputT]):
                 # Rolled back and saved before the terminal event, so whoever sees the run end (events,
                 # SSE, tracing) sees a save that failed as the run's failure.
                 ctx.before_terminal = self._end_turn
+        if ctx.tools.toolsets:
+            # Tools listed per run (MCP servers): listed where a session's run waits for its turn, inside
+            # the run's scopes and before its first model call, so a toolset that cannot list fails the run
+            # there (``RunFailed``, as a session store that cannot load does).
+            ctx.wait_turn = self._list_tools
         self._subscription: Subscription[Event] | None = None
         self._task_group: TaskGroup | None = None
         # Set when the run has ended; the Event exists only for a run driven in its own task (``async with``).
@@ -244,6 +249,15 @@ class AgentRun(Generic[OutputT]):
             await self._turns.load(self.ctx.memory)
         if self._rollback:
             self._snapshot = self.ctx.memory.snapshot()
+
+    async def _list_tools(self) -> None:
+        """``RunContext.wait_turn`` of a run whose tools include toolsets: its turn first (a session's run),
+        then its registry, with the tools its toolsets list now (``ToolRegistry.for_run``)."""
+        if self._turns is not None:
+            await self._wait_turn()
+        else:
+            self.ctx.wait_turn = None  # this handle and the context no longer refer to each other
+        self.ctx.tools = await self.ctx.tools.for_run()
 
     def _release(self) -> None:
         self.ctx.wait_turn = None

@@ -22,6 +22,7 @@ import orjson
 from ..agent.prompt import AgentModelResult
 from ..events import (
     CodeExecuted,
+    GuardrailTripped,
     PlanCreated,
     PlanUpdated,
     RunCancelled,
@@ -225,6 +226,11 @@ class Renderer:
             if self._quiet_text and event.result.output_text:
                 self.line(f"answer: {event.result.output_text}", "bold")
             self.outcome("done", event.result, "green")
+        elif isinstance(event, GuardrailTripped):
+            self.line(
+                f"!! {event.kind} guardrail {event.guardrail} tripped: {_clip(event.reason, _OUTPUT_CHARS)}",
+                "red",
+            )
         elif isinstance(event, RunFailed):
             self.line(f"== failed: {event.error_type}: {_clip(event.error, 500)}", "red", "bold")
             if event.partial is not None:
@@ -303,6 +309,8 @@ def _progress_text(event: ToolProgress) -> str | None:
         return f"x  {data.call.name}: {data.result.output}"
     if isinstance(data, RunFinished):
         return f"answered ({data.result.stop_reason.value})"
+    if isinstance(data, GuardrailTripped):
+        return f"!! {data.kind} guardrail {data.guardrail} tripped: {data.reason}"
     if isinstance(data, RunFailed):
         return f"failed: {data.error_type}"
     if isinstance(data, RunCancelled):

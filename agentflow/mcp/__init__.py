@@ -1,12 +1,14 @@
 """Tools from MCP servers (Model Context Protocol), for agentflow agents.
 
 ``MCPServerStdio`` (a server run as a subprocess) and ``MCPServerStreamableHTTP`` (a server at an URL) connect
-in ``async with`` and turn the server's tools into agentflow ``Tool``\\ s::
+in ``async with`` and turn the server's tools into agentflow ``Tool``\\ s. An agent given the server lists
+them at each run (the server is a toolset: ``agentflow.tools.toolsets``)::
 
     from agentflow.mcp import MCPServerStdio
 
-    async with MCPServerStdio("uvx", ["mcp-server-time"], tool_prefix="time") as time_server:
-        agent = Agent(model, tools=[*await time_server.tools(), my_tool])
+    time_server = MCPServerStdio("uvx", ["mcp-server-time"], tool_prefix="time")
+    agent = Agent(model, tools=[time_server, my_tool])
+    async with agent:  # connects the server for the block (or: async with time_server:)
         result = await agent.run("What time is it in Tokyo?")
 
 Built on the official ``mcp`` package (``pip install 'agentflow[mcp]'``), which ``import agentflow`` never

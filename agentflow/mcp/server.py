@@ -26,7 +26,7 @@ import anyio.abc
 from mcp import Client
 from mcp.client._transport import Transport
 from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult, Implementation
+from mcp_types import CallToolResult, Implementation, ToolListChangedNotification
 from mcp_types import Tool as MCPTool
 
 from ..tools.failures import ToolErrorPolicy
@@ -35,6 +35,7 @@ from .errors import MCPConnectionError, MCPRequestError, connection_error, reque
 from .tools import ToolFilter, build_tools
 
 if TYPE_CHECKING:
+    from mcp.client.session import IncomingMessage
     from mcp.shared.dispatcher import ProgressFnT
 
 __all__ = ["MCPServerBase", "MCPServerOptions"]
@@ -84,7 +85,8 @@ def _check_timeout(value: float | None, what: str) -> float | None:
 
 class MCPServerBase:
     """An MCP server whose tools an agent may use: ``async with server:`` connects, ``await server.tools()``
-    lists its tools as agentflow ``Tool``\\ s (``Agent(model, tools=[*await server.tools(), ...])``).
+    lists its tools as agentflow ``Tool``\\ s. It is a toolset (``agentflow.tools.toolsets``): an agent given
+    it (``Agent(model, tools=[server, ...])``) lists its tools at each run; ``async with agent:`` connects it.
 
     Options common to every transport (the subclasses take them as keywords):
 
@@ -250,7 +252,7 @@ class MCPServerBase:
         try:
             async with (
                 self._transport() as transport,
-                Client(transport, client_info=_agentflow_info()) as client,
+                Client(transport, client_info=_agentflow_info(), message_handler=self._on_message) as client,
             ):
                 task_status.started(client)
                 started = True
@@ -262,19 +264,31 @@ class MCPServerBase:
             self._lost = exc
             _log.warning("MCP server %r: the connection was lost: %r", self._name, exc)
 
+    async def _on_message(self, message: IncomingMessage) -> None:
+        """What the server sends unasked. ``notifications/tools/list_changed`` forgets the cached tools, so
+        the next ``tools()`` (the next run of an agent given the server) lists them again. Only servers of
+        the handshake era send it so; at protocol 2026-07-28 it comes on a ``subscriptions/listen`` stream,
+        which is not opened (``invalidate_tools()`` or ``cache_tools=False`` there)."""
+        if isinstance(message, ToolListChangedNotification):
+            self._tools = None
+
     def _connected_client(self) -> Client:
         if self._lost is not None:
             raise MCPConnectionError(self._name, "the connection was lost") from self._lost
         if self._client is None:
             raise MCPConnectionError(
-                self._name, "not connected: use it inside 'async with server:' (which connects it)"
+                self._name,
+                "not connected: use it inside 'async with server:' (which connects it), or, for an agent "
+                "given the server (Agent(tools=[server])), 'async with agent:'",
             )
         return self._client
 
     # --- tools ------------------------------------------------------------------------------------
 
     async def tools(self, *, refresh: bool = False) -> list[Tool[..., Any]]:
-        """The server's tools (those its filters let through) as agentflow tools, for ``Agent(tools=...)``.
+        """The server's tools (those its filters let through) as agentflow tools: what each run of an agent
+        given the server offers (``Agent(tools=[server])``), or a list to give an agent (``Agent(tools=[*await
+        server.tools()])``, fixed then).
 
         Listed once per connection when ``cache_tools`` is on; ``refresh=True`` lists them again. Raises
         ``MCPConnectionError`` outside ``async with`` and ``MCPRequestError`` if the server refuses the

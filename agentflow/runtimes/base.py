@@ -73,6 +73,7 @@ from .calls import complete_tool_calls, patch_memory_items
 from .context import NO_USAGE, RunContext
 from .eager_calls import act_with_early, refuse_with_early, run_early_step, starts_early
 from .errors import MaxStepsExceeded
+from .guarded import guarded_run
 from .model_calls import blocking_call, publish_turn, streamed_call
 from .output import OutputType, OutputValidationError
 from .output_validators import RejectOutput, validate
@@ -210,8 +211,12 @@ class AgentRuntime:
                             parent_call_id=ctx.parent_call_id,
                         )
                     )
-                await self.start(ctx)
-                result = await self.run_loop(ctx)
+                guards = ctx.guardrails
+                if guards is None:
+                    await self.start(ctx)
+                    result = await self.run_loop(ctx)
+                else:  # ``Agent(input_guardrails=..., output_guardrails=...)``: around start and steps
+                    result = await guarded_run(self, ctx, guards)
         except anyio.get_cancelled_exc_class():
             await end_cancelled(self, ctx, StopReason.CANCELLED)
             raise
@@ -290,11 +295,16 @@ class AgentRuntime:
         if functions is not None:  # ``Agent(instructions=fn)``: this step's texts, before its prompt is built
             await functions.refresh(ctx)
         prompt = self.build_prompt(ctx, final=final)
-        if ctx.tools.has_eager and not final and starts_early(ctx, prompt):
+        if ctx.tools.has_eager and not final and ctx.input_guard is None and starts_early(ctx, prompt):
             # Calls to eager tools start as the stream delivers them, in a task group this step owns.
             stop = await run_early_step(self, ctx, prompt)
         else:
             result = await self.call_model(ctx, prompt)
+            guard = ctx.input_guard
+            if guard is not None:
+                # Input guardrails still run beside this (first) step: nothing of its turn is acted on, no
+                # tool starts, until they pass (a trip cancels this wait with the run; ``guarded``).
+                await guard.passed.wait()
             ctx.unhandled = None  # handled from here on
             stop = await self.handle_model_result(ctx, result, final=final)
         if ctx.bus.has_listeners():

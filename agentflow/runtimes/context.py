@@ -38,6 +38,8 @@ from .output import OutputType
 
 if TYPE_CHECKING:
     from .eager_calls import EarlyCalls
+    from .guarded import InputCheck
+    from .guardrails import Guardrails
     from .prompt_functions import PromptFunctions
 
 __all__ = ["NO_USAGE", "RunContext", "usage_total"]
@@ -123,6 +125,9 @@ class RunContext:
     memory: Memory
     model: ModelClient
     tools: ToolRegistry
+    """The run's tools. With toolsets (``tools.toolsets``: MCP servers) until the run starts, which then
+    sets its own registry, toolsets' tools included (``wait_turn``): what its model is offered, its executor
+    runs and CodeAct code calls."""
     options: AgentOptions = attrs.field(factory=AgentOptions)
     settings: ModelSettings = attrs.field(factory=ModelSettings)
     system_prompt: str | None = None
@@ -133,7 +138,9 @@ class RunContext:
     cancel_scope: anyio.CancelScope | None = None
     wait_turn: Callable[[], Awaitable[None]] | None = attrs.field(default=None, repr=False)
     """Awaited inside the run's scopes before anything else: a session's run waits there for the runs ahead
-    of it on the same memory (``AgentRun`` holds the lock)."""
+    of it on the same memory (``AgentRun`` holds the lock), and a run whose ``tools`` have toolsets (MCP
+    servers) lists their tools there, replacing ``tools`` with its own registry (``ToolRegistry.for_run``)
+    before its first model call and before its executor is built."""
     before_terminal: Callable[[], Awaitable[Exception | None]] | None = attrs.field(default=None, repr=False)
     """Awaited once by the run's ending (shielded and capped, as the rest of the ending) right before its
     terminal event, with the outcome on this context (``result``; ``error`` for a failed run): a stored
@@ -156,6 +163,11 @@ class RunContext:
     prompt_functions: PromptFunctions | None = attrs.field(default=None, repr=False)
     """The agent's prompt functions (``Agent(instructions=fn)``), evaluated before each step's model call
     (``PromptFunctions.refresh``); ``None`` for an agent whose prompts are static (nothing to evaluate)."""
+    guardrails: Guardrails | None = attrs.field(default=None, repr=False)
+    """The agent's input and output guardrails (``agentflow.runtimes.guarded``); ``None`` without any."""
+    input_guard: InputCheck | None = attrs.field(default=None, init=False, repr=False)
+    """The input guardrails running beside the run's first step, until they pass: the step waits for them
+    before it acts on its model turn (``AgentRuntime.run_step``)."""
 
     step: int = 0
     """The index of the current step (after the run: the number of steps run)."""

@@ -8,6 +8,10 @@ always wins. Pure lookup, no execution.
 Hosted tools (``{"type": "web_search"}``…: tools the provider runs inside the model call) are kept apart in
 ``hosted``: they are sent with the request but never looked up or run here, so ``specs`` and everything the
 executor reads stay function tools only.
+
+Toolsets (an MCP server: anything with ``async def tools()``, ``agentflow.tools.toolsets``) are kept apart
+too, in ``toolsets``: they are listed when a run starts, and ``for_run`` gives that run's registry, this
+one's tools and theirs. A registry without toolsets is its runs' registry as it is.
 """
 
 from __future__ import annotations
@@ -18,14 +22,15 @@ from typing import Any, TypeAlias
 
 from ..model.tools import ToolSpec
 from .tool import Tool, tool
+from .toolsets import ToolNameConflictError, Toolset, describe_toolset, is_toolset, list_tools
 
 __all__ = ["ToolLike", "ToolRegistry"]
 
 _PREFIXES = ("functions.", "function.", "tools.")
 
-ToolLike: TypeAlias = Tool[..., Any] | Callable[..., Any] | Mapping[str, Any]
-"""A ``@tool``, a plain function (wrapped with ``@tool``), or a hosted tool mapping such as
-``{"type": "web_search"}``."""
+ToolLike: TypeAlias = Tool[..., Any] | Callable[..., Any] | Mapping[str, Any] | Toolset
+"""A ``@tool``, a plain function (wrapped with ``@tool``), a hosted tool mapping such as
+``{"type": "web_search"}``, or a ``Toolset`` (an MCP server) whose tools each run lists."""
 
 _CLIENT_SIDE = frozenset({"custom", "computer_use_preview", "local_shell", "apply_patch"})
 """Tool types whose calls the client must run and answer (``custom_tool_call``, ``computer_call``…): not
@@ -55,7 +60,8 @@ def _hosted_tool(item: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def _not_a_tool(index: int, item: object) -> str:
     expected = (
-        "a tool is a @tool function, a plain function or a hosted tool mapping such as {'type': 'web_search'}"
+        "a tool is a @tool function, a plain function, a hosted tool mapping such as {'type': 'web_search'} "
+        "or a toolset (an MCP server)"
     )
     if item is None:
         # Usually a tool left out of a conditional list, or a factory that returned nothing.
@@ -80,6 +86,9 @@ class ToolRegistry:
     ``hosted``, in order; the Responses API runs it (Chat Completions has none). A function tool mapping is
     refused: it has no function to run.
 
+    A toolset (an object with ``async def tools()``: an MCP server) is kept in ``toolsets``, in order: its
+    tools are listed by each run (``for_run``), and are not among ``specs``, ``names`` or the lookups here.
+
     >>> def ping() -> str:
     ...     '''Answer pong.'''
     ...     return "pong"
@@ -93,9 +102,11 @@ class ToolRegistry:
         "_has_eager",
         "_has_return_direct",
         "_hosted",
+        "_listed",
         "_names",
         "_specs",
         "_tools",
+        "_toolsets",
     )
 
     def __init__(self, tools: Iterable[ToolLike] = ()) -> None:
@@ -103,7 +114,13 @@ class ToolRegistry:
             raise TypeError(f"tools must be a list of tools or functions, got {type(tools).__name__}")
         self._tools: dict[str, Tool[..., Any]] = {}
         hosted: list[Mapping[str, Any]] = []
+        toolsets: list[Toolset] = []
         for index, item in enumerate(tools):
+            if is_toolset(item):
+                if any(item is known for known in toolsets):
+                    raise ValueError(f"the toolset {describe_toolset(item)} is given twice")
+                toolsets.append(item)
+                continue
             if isinstance(item, Mapping):
                 entry = _hosted_tool(item)
                 if entry in hosted:  # the API refuses a tool given twice
@@ -112,6 +129,11 @@ class ToolRegistry:
                 continue
             if not isinstance(item, Tool) and not callable(item):
                 raise TypeError(_not_a_tool(index, item))
+            if isinstance(item, type) and callable(getattr(item, "tools", None)):
+                raise TypeError(
+                    f"tools[{index}] is the class {item.__name__}, a toolset's class: pass a toolset, an "
+                    f"instance of it ({item.__name__}(...))"
+                )
             t = item if isinstance(item, Tool) else tool(item)
             if t.name in self._tools:
                 raise ValueError(f"two tools are named {t.name!r}; tool names must be unique")
@@ -119,6 +141,8 @@ class ToolRegistry:
         self._specs = tuple(t.spec for t in self._tools.values())
         self._names = tuple(self._tools)
         self._hosted = tuple(hosted)
+        self._toolsets = tuple(toolsets)
+        self._listed: tuple[tuple[Tool[..., Any], ...], ToolRegistry] | None = None
         self._has_eager = any(t.eager for t in self._tools.values())
         self._has_return_direct = any(t.return_direct for t in self._tools.values())
         self._has_approval = any(t.needs_approval is not False for t in self._tools.values())
@@ -133,6 +157,42 @@ class ToolRegistry:
         """The hosted tools (``{"type": "web_search"}``…), read-only, in registration order: sent after the
         function tools on Responses, never run here."""
         return self._hosted
+
+    @property
+    def toolsets(self) -> tuple[Toolset, ...]:
+        """The toolsets (MCP servers…) whose tools each run lists when it starts, in order; ``()`` for most
+        registries (a run then uses this registry as it is)."""
+        return self._toolsets
+
+    async def for_run(self) -> ToolRegistry:
+        """The registry of a run starting now: this one without toolsets; with toolsets, this one's tools
+        then every toolset's (awaiting each one's ``tools()``, which caches), in a registry of their own.
+
+        That registry is kept while the toolsets give the same ``Tool`` objects, so runs on an unchanged
+        tool list share it. ``ToolNameConflictError`` when two of the tools have one name; a toolset's own
+        error (``MCPConnectionError``: not connected) propagates as it is.
+        """
+        if not self._toolsets:
+            return self
+        found = await list_tools(self._toolsets)
+        listed = tuple(t for t, _ in found)
+        known = self._listed
+        if known is not None and len(known[0]) == len(listed) and all(map(_same, known[0], listed)):
+            return known[1]
+        sources: dict[str, str] = dict.fromkeys(self._tools, "the agent's own tools")
+        for t, toolset in found:
+            first = sources.get(t.name)
+            source = describe_toolset(toolset)
+            if first is not None:
+                raise ToolNameConflictError(t.name, first, source)
+            sources[t.name] = source
+        registry = ToolRegistry((*self._tools.values(), *self._hosted, *listed))
+        self._listed = (listed, registry)
+        return registry
+
+    def __bool__(self) -> bool:
+        """Whether a run may have tools: some of this registry's own, or toolsets (which a run lists)."""
+        return bool(self._tools) or bool(self._toolsets)
 
     @property
     def has_eager(self) -> bool:
@@ -197,7 +257,13 @@ class ToolRegistry:
         return len(self._tools)
 
     def __repr__(self) -> str:
+        extra = ""
         if self._hosted:
-            hosted = [entry.get("type") for entry in self._hosted]
-            return f"ToolRegistry({list(self._tools)!r}, hosted={hosted!r})"
-        return f"ToolRegistry({list(self._tools)!r})"
+            extra += f", hosted={[entry.get('type') for entry in self._hosted]!r}"
+        if self._toolsets:
+            extra += f", toolsets=[{', '.join(map(describe_toolset, self._toolsets))}]"
+        return f"ToolRegistry({list(self._tools)!r}{extra})"
+
+
+def _same(a: object, b: object) -> bool:
+    return a is b

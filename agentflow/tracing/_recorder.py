@@ -44,6 +44,7 @@ from ..agent.overrides import active_override
 from ..events import (
     CodeExecuted,
     CodeStarted,
+    GuardrailTripped,
     ModelRequest,
     OutputRejected,
     PlanCreated,
@@ -93,6 +94,7 @@ TRACED_EVENTS: tuple[type[Event], ...] = (
     CodeStarted,
     CodeExecuted,
     OutputRejected,
+    GuardrailTripped,
     RunFinished,
     RunFailed,
     RunCancelled,
@@ -203,6 +205,7 @@ class RunRecorder:
             CodeStarted: self._code_started,
             CodeExecuted: self._code_executed,
             OutputRejected: self._output_rejected,
+            GuardrailTripped: self._guardrail_tripped,
             RunFinished: self._run_ended,
             RunFailed: self._run_ended,
             RunCancelled: self._run_ended,
@@ -369,6 +372,18 @@ class RunRecorder:
         run = self._run_of(event)
         if run is not None:
             run.span.add_event(attr.OUTPUT_REJECTED, attributes)
+
+    def _guardrail_tripped(self, event: GuardrailTripped) -> None:
+        # The reason is the application's text about the input or answer: content, recorded only with it.
+        attributes: dict[str, AttributeValue] = {
+            attr.GUARDRAIL_KIND: event.kind,
+            attr.GUARDRAIL_NAME: event.guardrail,
+        }
+        if self._capture:
+            attributes[attr.GUARDRAIL_REASON] = capped(event.reason, self._limit)
+        run = self._run_of(event)
+        if run is not None:
+            run.span.add_event(attr.GUARDRAIL_TRIPPED, attributes)
 
     # -- model calls and plans -------------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from agentflow.events import (
     CodeExecuted,
     CodeOutput,
     CodeStarted,
+    GuardrailTripped,
     ModelCompleted,
     ModelRequest,
     ModelRetry,
@@ -86,6 +87,7 @@ def describe(event: AgentEvent) -> str:
             | PlanCreated()
             | PlanUpdated()
             | OutputRejected()
+            | GuardrailTripped()
             | StepFinished()
         ):
             return ""

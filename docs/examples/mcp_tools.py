@@ -41,10 +41,10 @@ def packing_list(weather: str) -> str:
 async def stdio_example(model: OpenAIChatModel) -> None:
     # --8<-- [start:stdio]
     server = MCPServerStdio(sys.executable, [__file__, "--serve"], tool_prefix="weather")
+    agent = Agent(model, tools=[server, packing_list])  # may be built at import: nothing starts yet
     async with server:  # starts the process and connects; leaving the block stops it
+        result = await agent.run("What should I pack for Oslo this weekend?")  # the run lists its tools
         tools = await server.tools()  # agentflow Tools: the server's names, descriptions and schemas
-        agent = Agent(model, tools=[*tools, packing_list])
-        result = await agent.run("What should I pack for Oslo this weekend?")
     print([t.name for t in tools])  # ['weather_forecast']
     print(result.tool_results[0].output)  # Oslo: sunny for 2 day(s)
     print(result.output_text)  # Sunny in Oslo: bring sunglasses.
@@ -62,8 +62,8 @@ async def http_example(model: OpenAIChatModel, url: str) -> None:
         tool_timeout=20,  # each call's limit, as @tool(timeout=...)
     )
     async with server:
-        tools = await server.tools()  # listed once, then cached: tools(refresh=True) lists them again
-        agent = Agent(model, tools=tools, instructions=server.instructions)  # the server's own advice
+        # The server's own advice on its tools is known once it is connected.
+        agent = Agent(model, tools=[server], instructions=server.instructions)
         result = await agent.run("Will it be sunny in Oslo tomorrow?")
     print(result.output_text)  # Yes: sunny in Oslo tomorrow.
     # --8<-- [end:http]

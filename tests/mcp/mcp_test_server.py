@@ -150,6 +150,13 @@ def build() -> MCPServer:
         return "registered"
 
     @server.tool()
+    async def register_announced(ctx: Context, name: str) -> str:
+        """Adds a tool named ``name`` at run time and says so (``notifications/tools/list_changed``)."""
+        server.add_tool(lambda: f"I am {name}", name=name, description="Added at run time.")
+        await ctx.request_context.session.send_tool_list_changed()
+        return "registered"
+
+    @server.tool()
     def unregister(name: str) -> str:
         """Removes a tool added with register."""
         server.remove_tool(name)
