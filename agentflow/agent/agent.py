@@ -226,12 +226,22 @@ def _check_factory(factory: Callable[..., Any]) -> None:
 def check_hosted_tools(tools: ToolRegistry, client: ModelClient) -> None:
     """Refuse hosted tools with a Chat model, when the agent is built: not at the first model call of every
     run (Chat Completions has no hosted tools)."""
-    if tools.hosted and isinstance(client, ChatModelClient):
+    if tools.hosted and _over_chat(client):
         kinds = ", ".join(repr(t.get("type")) for t in tools.hosted)
         raise TypeError(
-            f"hosted tools ({kinds}) run on the Responses API only, and this model is used over Chat "
-            "Completions; pass an OpenAIResponsesModel as the model, or drop the hosted tools"
+            f"hosted tools ({kinds}) run on the Responses API only, and this model (or one of its fallback "
+            "models) is used over Chat Completions; pass an OpenAIResponsesModel as the model, or drop the "
+            "hosted tools"
         )
+
+
+def _over_chat(client: object) -> bool:
+    """Whether ``client`` calls Chat Completions, itself or through any of its ``members`` (a
+    ``FallbackModelClient``'s, each of which gets the same prompt: one over Chat would fail at its turn)."""
+    if isinstance(client, ChatModelClient):
+        return True
+    members = getattr(client, "members", None)
+    return isinstance(members, tuple) and any(_over_chat(member) for member in members)
 
 
 class _SyncMemoryFactory:

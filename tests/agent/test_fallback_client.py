@@ -412,3 +412,16 @@ async def test_fallback_chat_model_falls_back_blocking_and_streamed() -> None:
         assert [r.body["model"] for r in second.requests] == ["b", "b"]
     with pytest.raises(TypeError, match="ChatModel"):
         FallbackChatModel(FakeModelClient([]))  # type: ignore[arg-type]
+
+
+async def test_hosted_tools_are_refused_when_any_member_speaks_chat_completions() -> None:
+    responses = OpenAIResponsesModel(base_url="http://127.0.0.1:9/v1", model="r", api_key="k")
+    chat = OpenAIChatModel(base_url="http://127.0.0.1:9/v1", model="c", api_key="k")
+    hosted = [{"type": "web_search"}]
+    with pytest.raises(TypeError, match=r"\('web_search'\) run on the Responses API only.*fallback models"):
+        Agent(FallbackModelClient(responses, chat), tools=hosted)
+    with pytest.raises(TypeError, match="Responses API only"):  # nested fallbacks too
+        Agent(FallbackModelClient(responses, FallbackModelClient(responses, chat)), tools=hosted)
+    agent = Agent(FallbackModelClient(responses, responses), tools=hosted)  # Responses all the way: fine
+    assert agent.tools.hosted == ({"type": "web_search"},)
+    await agent.aclose()
