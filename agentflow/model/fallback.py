@@ -32,10 +32,10 @@ from .errors import (
     ResponseNotFinishedError,
     ServerError,
 )
-from .events import ModelEvent, ModelRetry, UsageReported
+from .events import ModelCompleted, ModelEvent, ModelRetry, UsageReported
 from .protocol import ChatModel, RequestLike
 from .request import ChatRequest
-from .response import ChatResponse
+from .response import ChatResponse, TokenUsage
 from .retries import retry_listener
 from .stream import ModelStream
 
@@ -104,6 +104,10 @@ def may_succeed_elsewhere(error: Exception) -> bool:
     """
     if not isinstance(error, ModelError):
         return False
+    if isinstance(
+        error, AllModelsFailedError
+    ):  # a nested fallback's: this one's next model may fix any of them
+        return any(may_succeed_elsewhere(inner) for inner in error.exceptions)
     if isinstance(error, _ELSEWHERE):
         return True
     if isinstance(error, BadRequestError):
@@ -296,6 +300,9 @@ class FallbackChain(Generic[M]):
 
         async def events() -> AsyncGenerator[ModelEvent, None]:
             failures: list[_Failure] = []
+            billed: TokenUsage | None = (
+                None  # what members that failed had reported using: spent all the same
+            )
             for index in range(len(self.members)):
                 if index:
                     yield self._announce(failures, index)
@@ -306,6 +313,7 @@ class FallbackChain(Generic[M]):
                         raise
                 else:
                     current = first
+                reported: TokenUsage | None = None
                 async with current:
                     while True:
                         try:
@@ -317,12 +325,20 @@ class FallbackChain(Generic[M]):
                                 self._note(exc, failures)
                                 raise
                             failures.append(_Failure(self._labels[index], exc))
+                            if reported is not None:
+                                billed = reported if billed is None else billed + reported
                             break
-                        yield event
+                        if type(event) is UsageReported:
+                            reported = event.usage  # cumulative: the latest report is the call's so far
+                        yield event if billed is None else _with_billed(event, billed)
                         if type(event) is not ModelRetry and type(event) is not UsageReported:
                             # Part of the answer has been published: no fallback from here on.
-                            async for event in current:
-                                yield event
+                            if billed is None:
+                                async for event in current:
+                                    yield event
+                            else:
+                                async for event in current:
+                                    yield _with_billed(event, billed)
                             return
             raise self._gave_up(failures)
 
@@ -340,6 +356,18 @@ class FallbackChain(Generic[M]):
             raise errors[0]
         if errors:
             raise ExceptionGroup("closing the fallback's models failed", errors)
+
+
+def _with_billed(event: ModelEvent, billed: TokenUsage) -> ModelEvent:
+    """``event`` of a member called after others failed, its usage counting what they had reported: a usage
+    report (cumulative, as the call's) or the completion's response."""
+    if type(event) is UsageReported:
+        return UsageReported(billed + event.usage)
+    if isinstance(event, ModelCompleted):
+        usage = getattr(event.response, "usage", None)
+        if isinstance(usage, TokenUsage) and attrs.has(type(event.response)):
+            return attrs.evolve(event, response=attrs.evolve(event.response, usage=billed + usage))
+    return event
 
 
 def _later_request(request: RequestLike, overrides: dict[str, Any], member: ChatModel) -> RequestLike:

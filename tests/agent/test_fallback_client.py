@@ -24,6 +24,7 @@ from agentflow.agent.prompt import AgentModelResult, AgentPrompt
 from agentflow.events import RunFailed, RunFinished, ToolSucceeded
 from agentflow.http.retry import RetryPolicy
 from agentflow.model.errors import (
+    AuthenticationError,
     BadRequestError,
     ContentFilterError,
     IncompleteResponseError,
@@ -35,8 +36,9 @@ from agentflow.model.errors import (
     RateLimitError,
     ServerError,
 )
-from agentflow.model.events import Event, ModelCompleted, ModelEvent, ModelRetry, TextDelta
+from agentflow.model.events import Event, ModelCompleted, ModelEvent, ModelRetry, TextDelta, UsageReported
 from agentflow.model.messages import UserMessage
+from agentflow.model.response import TokenUsage
 from agentflow.model.retries import retry_listener
 from agentflow.providers.openai.chat_model import OpenAIChatModel
 from agentflow.providers.openai.responses_model import OpenAIResponsesModel
@@ -425,3 +427,25 @@ async def test_hosted_tools_are_refused_when_any_member_speaks_chat_completions(
     agent = Agent(FallbackModelClient(responses, responses), tools=hosted)  # Responses all the way: fine
     assert agent.tools.hosted == ({"type": "web_search"},)
     await agent.aclose()
+
+
+async def test_a_nested_fallback_whose_models_all_failed_falls_back_when_any_of_them_would() -> None:
+    inner = FallbackModelClient(
+        FakeModelClient([AuthenticationError("HTTP 401: bad key", status=401)]),
+        FakeModelClient([NotFoundError("HTTP 404: no such model", status=404)]),
+    )
+    result = await Agent(FallbackModelClient(inner, FakeModelClient([reply("from the backup")]))).run("hi")
+    assert result.output_text == "from the backup"
+    refused = AllModelsFailedError("x", [BadRequestError("HTTP 400: bad schema", status=400)] * 2)
+    assert may_succeed_elsewhere(refused) is False
+
+
+async def test_usage_a_streamed_model_reported_before_it_failed_counts_in_the_run() -> None:
+    spent = TokenUsage(input_tokens=10, output_tokens=0, total_tokens=10)
+    failing = FakeModelClient([[UsageReported(spent), ServerError("HTTP 502: bad gateway", status=502)]])
+    agent = Agent(FallbackModelClient(failing, FakeModelClient([reply("second", usage=(5, 1))])))
+    async with agent.stream("hi") as run:
+        reports = [event.usage async for event in run if isinstance(event, UsageReported)]
+    assert run.result.output_text == "second"
+    assert (run.result.usage.input_tokens, run.result.usage.output_tokens) == (15, 1)
+    assert [usage.input_tokens for usage in reports] == [10, 15]  # cumulative, as a call's reports are
