@@ -77,8 +77,8 @@ def override(
     registry = base.tools
     if tools is not None:
         registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
-    if registry is not None:
-        check_hosted_tools(registry, client or agent.model_client)
+    if registry is not None or client is not None:  # either may be the one that cannot take the other
+        check_hosted_tools(registry if registry is not None else agent.tools, client or agent.model_client)
     chosen = Override(
         model=client,
         tools=registry,

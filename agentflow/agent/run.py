@@ -44,7 +44,7 @@ from ..bus import (
 from ..model.events import Event
 from ..result import AgentResult, OutputT, StopReason
 from ..runtimes.base import AgentRuntime
-from ..runtimes.context import RunContext
+from ..runtimes.context import RestorePoint, RunContext
 from ..tools.approval import ApprovalNotPendingError, ToolApprovalRequest, ToolApprovals
 from .stored_turns import StoredTurns
 from .stores import SessionConflictError, SessionStoreError
@@ -90,7 +90,6 @@ class AgentRun(Generic[OutputT]):
         "_policy",
         "_rollback",
         "_runtime",
-        "_snapshot",
         "_subscribe",
         "_subscription",
         "_task_group",
@@ -121,9 +120,9 @@ class AgentRun(Generic[OutputT]):
         self._policy: Policy = policy
         self._turns = turns
         self._held: anyio.Lock | None = None
-        # ``rollback_on_failure``: the memory as the run found it, taken once it holds its turn.
+        # ``rollback_on_failure``: the memory as the run found it, taken once it holds its turn
+        # (``RunContext.restore_point``; a resumed run's moves past the calls it decided).
         self._rollback = rollback and turns is not None
-        self._snapshot: tuple[Any, ...] | None = None
         if turns is not None:
             # Taken by the run itself, inside its scopes (``RunContext.wait_turn``); ``_release`` drops the
             # references again, so the context and this handle do not keep each other alive.
@@ -248,7 +247,7 @@ class AgentRun(Generic[OutputT]):
             # failure fails the run here (``SessionStoreError``), before its model is called.
             await self._turns.load(self.ctx.memory)
         if self._rollback:
-            self._snapshot = self.ctx.memory.snapshot()
+            self.ctx.restore_point = RestorePoint(self.ctx.memory.snapshot())
 
     async def _list_tools(self) -> None:
         """``RunContext.wait_turn`` of a run whose tools include toolsets: its turn first (a session's run),
@@ -299,24 +298,24 @@ class AgentRun(Generic[OutputT]):
         """``RunContext.before_terminal`` of a session's run: a failed run's memory put back
         (``rollback_on_failure``), then a stored session's save; the ``SessionStoreError`` that fails the run
         if the save fails."""
-        undone = self._roll_back() if self._snapshot is not None else False
+        if self._rollback:
+            self._roll_back()
         if self._held is None or not isinstance(self._turns, StoredTurns):
             return None  # no turn taken (cancelled while waiting for it), or nothing to save
-        return await self._save(self._turns, () if undone else self.ctx.new_items)
+        return await self._save(self._turns, self.ctx.new_items)
 
-    def _roll_back(self) -> bool:
+    def _roll_back(self) -> None:
         """A failed run of a ``rollback_on_failure`` session: memory as the run found it, before the turn
         passes on (a run queued behind this one must not start on the failed turn, nor lose its own input
-        to a rollback done later). Whether the run's items were taken back (then nothing of it is saved)."""
-        snapshot, self._snapshot = self._snapshot, None
+        to a rollback done later), and ``new_items`` cut to match, so nothing taken back is saved. For a
+        resumed run, as it was once its decided calls had their results: those stay, and are saved."""
         error = self.ctx.error
-        if snapshot is None or error is None:  # finished or cancelled: the run's work stays
-            return False
+        if error is None:  # finished or cancelled: the run's work stays
+            return
         try:
-            self.ctx.memory.restore(snapshot)
+            self.ctx.roll_back()  # nothing without a restore point (no turn taken, or a resume cut short)
         except Exception as exc:  # the run has failed already: say so on its error, raise nothing new
             error.add_note(f"Rolling the session's memory back failed as well: {type(exc).__name__}: {exc}")
-        return True
 
     async def _save(self, turns: StoredTurns, items: Sequence[Any]) -> SessionStoreError | None:
         """The end of a stored session's turn: append what the run wrote. Never raises (this is the run's

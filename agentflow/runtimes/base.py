@@ -77,7 +77,7 @@ from .guarded import guarded_run
 from .model_calls import blocking_call, publish_turn, streamed_call
 from .output import OutputType, OutputValidationError
 from .output_validators import RejectOutput, validate
-from .resume import pause, resume
+from .resume import last_user_text, pause, resume
 from .run_ending import end_cancelled, end_finished, fail
 
 __all__ = ["AgentRuntime", "answer_stop_reason", "blocking_call"]
@@ -201,6 +201,10 @@ class AgentRuntime:
                     # A session's run: the runs ahead of it end first. Inside the run's scopes, so a cancel
                     # or the deadline while it waits ends it as any other (``RunCancelled``, no RunStarted).
                     await ctx.wait_turn()
+                if ctx.decisions is not None and not ctx.input_items:
+                    # A resumed run without input continues the conversation's last request: its
+                    # ``RunStarted`` shows it, a planner plans for it.
+                    ctx.input_text = last_user_text(ctx.memory.items)
                 if ctx.bus.has_listeners():
                     await ctx.emit(
                         RunStarted(

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from .guardrails import Guardrails
     from .prompt_functions import PromptFunctions
 
-__all__ = ["NO_USAGE", "RunContext", "usage_total"]
+__all__ = ["NO_USAGE", "RestorePoint", "RunContext", "usage_total"]
 
 NO_USAGE = TokenUsage()
 """Zero usage, shared (``TokenUsage`` is immutable): where the run's and each step's sums start."""
@@ -97,6 +97,17 @@ class _RunEnder:
         run.tool_failure = error
         if run.abort_scope is not None:
             run.abort_scope.cancel()
+
+
+@attrs.frozen
+class RestorePoint:
+    """Where a run that must not keep its work puts memory back (``RunContext.roll_back``): ``memory`` (a
+    ``Memory.snapshot``) and how many of the run's ``new_items`` it holds (``kept``): none, but for a resumed
+    run the results of the calls it decided, which ran and so are never taken back
+    (``agentflow.runtimes.resume``)."""
+
+    memory: tuple[Any, ...] = attrs.field(repr=False)
+    kept: int = 0
 
 
 def _retries_exceeded(name: str, limit: int, result: ToolResult, unknown: bool) -> Exception:
@@ -168,6 +179,14 @@ class RunContext:
     input_guard: InputCheck | None = attrs.field(default=None, init=False, repr=False)
     """The input guardrails running beside the run's first step, until they pass: the step waits for them
     before it acts on its model turn (``AgentRuntime.run_step``)."""
+    unchecked: bool = attrs.field(default=False, init=False, repr=False)
+    """A guardrail's verdict on the run is pending (its input guardrails have not all passed, or its output
+    guardrails are checking its answer): a run that ends meanwhile (cancelled, timed out, failed) keeps
+    nothing of its own, as a tripped one (``run_ending.settle``, ``roll_back``). Fail closed."""
+    restore_point: RestorePoint | None = attrs.field(default=None, init=False, repr=False)
+    """Memory as the run found it, for a run that may have to put it back: a guarded run's, a
+    ``rollback_on_failure`` session's (taken once it has its turn); after a resumed run's decided calls
+    have their results (``resume``), memory with them. ``None`` for other runs (nothing taken)."""
 
     step: int = 0
     """The index of the current step (after the run: the number of steps run)."""
@@ -363,6 +382,16 @@ class RunContext:
         for call_id in done:
             self.finished.pop(call_id, None)
         self.remember(function_call_output_item(c.id, r.output) for c, r in zip(calls, results, strict=True))
+
+    def roll_back(self) -> None:
+        """Put memory back at ``restore_point`` (if the run took one) and drop the run's ``new_items`` it does
+        not hold, so a stored session saves none of them; what ``Memory.restore`` raises propagates (the
+        items are dropped all the same)."""
+        point = self.restore_point
+        if point is None:
+            return
+        del self.new_items[point.kept :]
+        self.memory.restore(point.memory)
 
     # -- usage -----------------------------------------------------------------------------------------------
 

@@ -3,7 +3,8 @@ final answer. ``Agent(model, input_guardrails=[fn], output_guardrails=[fn])``.
 
 A guardrail is a plain function, sync or async, of a ``GuardrailContext`` and the value it checks (the run's
 input text for an input guardrail, the final answer for an output one: the ``output_type`` value, else the
-text). It returns ``None`` to let the run go on, or a ``Tripwire`` to stop it::
+text; for a run that ended otherwise with text, such as an answer forced after ``max_steps``, that text).
+It returns ``None`` to let the run go on, or a ``Tripwire`` to stop it::
 
     async def no_homework(ctx: GuardrailContext[Deps], text: str) -> Tripwire | None:
         verdict = await classifier.run(text, deps=ctx.deps)  # another agent: cancelled with the run
@@ -84,7 +85,10 @@ class GuardrailContext(Generic[DepsT]):
     ``GuardrailContext[MyDeps]``; ``run_id``, ``agent_name`` and ``session_id`` (a session's run) say which
     run it is; ``input_text`` is the run's input as text and ``input_items`` its items as they enter memory
     (an image part included); ``kind`` is ``"input"`` or ``"output"``; ``output_text`` is the final answer as
-    the model wrote it (``None`` for an input guardrail); ``usage`` the run's tokens so far.
+    the model wrote it (``None`` for an input guardrail); ``usage`` the run's tokens so far; ``stop_reason``,
+    for an output guardrail, why the run ended: ``FINAL_ANSWER``, or, for a run that ended otherwise with
+    text to show (an answer forced after ``max_steps``, one cut at the token limit…), its reason, the value
+    checked then being its text (or its ``output_type`` value, when it has one). ``None`` for an input one.
 
     >>> ctx = GuardrailContext(deps=None, run_id="run_1", agent_name="support", kind="input", input_text="hi")
     >>> ctx.kind, ctx.output_text
@@ -100,6 +104,7 @@ class GuardrailContext(Generic[DepsT]):
     session_id: str | None = None
     output_text: str | None = None
     usage: TokenUsage = attrs.field(factory=TokenUsage)
+    stop_reason: StopReason | None = None
 
 
 GuardrailFunction: TypeAlias = Callable[
@@ -238,7 +243,10 @@ class OutputGuardrailTripped(TripwireError):
 
 class GuardrailError(AgentRunError):
     """A guardrail raised (or returned something other than ``None`` or a ``Tripwire``): the run fails with
-    this error, as a tripped guardrail fails it, since its input or answer could not be checked.
+    this error, as a tripped guardrail fails it, since its input or answer could not be checked. A
+    ``CancelledError`` it raised while nothing cancelled the run (one its code raised, or got from a shared
+    task someone else cancelled) is one too: it gave no verdict. A cancellation of the run itself ends the run
+    as cancelled; a ``KeyboardInterrupt`` or ``SystemExit`` propagates as itself.
 
     ``kind`` and ``guardrail`` say which, ``error`` what it raised (the exception itself is ``__cause__``);
     ``partial`` keeps the run's work.

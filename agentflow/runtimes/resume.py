@@ -14,13 +14,21 @@ answers the open calls of its conversation before its input and its first model 
 validated again, ``ToolStarted`` / ``ToolSucceeded`` / ``ToolFailed``, its tool's time limit and ``on_error``)
 without being asked about again; a denied one gets the ``denied`` ``TOOL_ERROR`` with the reason, as a
 denial in a run does. Each is announced first (``ToolCallRequested``), and counts among the run's
-``tool_calls``. Their results go to memory in call order, then the run's input, if any, then the loop goes
-on with the model call.
+``tool_calls`` and against its ``max_tool_calls``: those beyond the limit get the ``cancelled`` "not run"
+result a step's calls beyond it get (the model, told so, may still answer; a call it makes is refused and
+ends the run with ``MAX_TOOL_CALLS``). Their results go to memory in call order, then the run's input, if
+any, then the loop goes on with the model call. A resumed run without input shows the conversation's last
+user message as its ``input_text`` (``RunStarted.input``, a planner's goal: ``last_user_text``).
+
+Once written, those results are the run's ``RestorePoint``: a run that fails or is stopped after that
+(a guardrail's trip, ``rollback_on_failure``) puts memory back with them, so an approved call that ran is
+never open again, to run a second time when the same decisions are sent again.
 
 ``approvals=`` must match the open calls exactly, and they must be the conversation's last turn (after them,
-nothing but tool calls and their outputs): otherwise the run fails with ``ApprovalDecisionError`` before it
-runs or writes anything. A run without ``approvals=`` answers open calls as it always did, with a synthetic
-``cancelled`` result (``RunContext.remember_input``). Nothing here runs for a run that neither defers nor
+nothing but tool calls, their outputs, reasoning and the assistant's text): otherwise the run fails with
+``ApprovalDecisionError`` before it runs or writes anything (a guarded run's input guardrails included). A
+run without ``approvals=`` answers open calls as it always did, with a synthetic ``cancelled`` result
+(``RunContext.remember_input``). Nothing here runs for a run that neither defers nor
 resumes: the loop checks ``RunContext.approvals`` (``None`` without tools that need approval) once per step,
 and ``RunContext.decisions`` once per run.
 """
@@ -30,18 +38,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..agent.items import tool_call_ids, tool_output_call_id
+from ..agent.items import is_runtime_note, tool_call_ids, tool_output_call_id
 from ..events import ToolFailed, ToolStarted
 from ..model.messages import ToolCall
 from ..result import StopReason, ToolResult
 from ..tools.approval import DEFERRED, ApprovalDecisionError, denied_result
 from .calls import open_tool_calls
-from .context import RunContext
+from .context import RestorePoint, RunContext
 
 if TYPE_CHECKING:
     from .base import AgentRuntime
 
-__all__ = ["pause", "resume"]
+__all__ = ["check_open_calls", "last_user_text", "pause", "resume"]
+
+_TURN_ROLES = frozenset(("user", "system", "developer"))
 
 
 def pause(ctx: RunContext, calls: Sequence[ToolCall], results: Sequence[ToolResult]) -> StopReason:
@@ -66,13 +76,17 @@ async def resume(runtime: AgentRuntime, ctx: RunContext) -> None:
     assert decisions is not None
     existing = ctx.history_items = ctx.memory.items
     calls = _checked_open_calls(existing, decisions)
-    if not ctx.input_items:
-        # What the run continues: a planner (DeepResearch) plans for it, a trace shows it.
-        ctx.input_text = _last_user_text(existing)
+    # A run that may put memory back (guardrails, ``rollback_on_failure``) goes back to after these calls'
+    # results once they are written: a call that ran is never left open, to run again on the next approval.
+    # Cut before, the run's ending answers them (``settle_pending``), and nothing else of the run is in memory
+    # yet: no point to go back to.
+    point, ctx.restore_point = ctx.restore_point, None
+    limit = ctx.options.max_tool_calls
+    allowed = calls if limit is None else calls[: max(0, limit - len(ctx.tool_calls))]
     await runtime._announce(ctx, calls)
     results: dict[str, ToolResult] = {}
     listening = ctx.bus.has_listeners()
-    for call in calls:
+    for call in allowed:
         reason = decisions[call.id]
         if reason is not None:
             found = ctx.tools.resolve(call.name)
@@ -81,7 +95,7 @@ async def resume(runtime: AgentRuntime, ctx: RunContext) -> None:
             if listening:
                 await ctx.emit(ToolStarted(call=call))
                 await ctx.emit(ToolFailed(call=call, result=result))
-    approved = tuple(call for call in calls if decisions[call.id] is None)
+    approved = tuple(call for call in allowed if decisions[call.id] is None)
     if approved:
         executor = ctx.executor
         for call in approved:
@@ -91,7 +105,22 @@ async def resume(runtime: AgentRuntime, ctx: RunContext) -> None:
         finally:
             executor.forget_approvals()
         results.update((call.id, result) for call, result in zip(approved, ran, strict=True))
+    refused = calls[len(allowed) :]
+    if refused:
+        # Decided calls count against ``max_tool_calls`` as a step's do: those beyond it are not run.
+        reason = f"not run: the run reached its limit of {limit} tool calls"
+        refusals = await runtime._refused_results(ctx, refused, reason)
+        results.update((call.id, result) for call, result in zip(refused, refusals, strict=True))
     ctx.record_results(calls, [results[call.id] for call in calls])
+    if point is not None:
+        ctx.restore_point = RestorePoint(ctx.memory.snapshot(), len(ctx.new_items))
+
+
+def check_open_calls(ctx: RunContext) -> tuple[ToolCall, ...]:
+    """The open calls a resumed run's decisions answer (``ApprovalDecisionError`` when they do not match):
+    checked before anything else of the run (its input guardrails) runs. Pure."""
+    assert ctx.decisions is not None
+    return _checked_open_calls(ctx.memory.items, ctx.decisions)
 
 
 def _checked_open_calls(items: Sequence[Any], decisions: Mapping[str, str | None]) -> tuple[ToolCall, ...]:
@@ -121,19 +150,28 @@ def _checked_open_calls(items: Sequence[Any], decisions: Mapping[str, str | None
 
 
 def _ends_turn(item: Any) -> bool:
-    """Whether an item closes the turn before it: a message other than an assistant turn's calls (a user or
-    system message, an assistant's text); tool calls, their outputs and reasoning do not."""
-    if tool_call_ids(item) or tool_output_call_id(item) is not None:
-        return False
+    """Whether an item closes the turn before it: a user, system or developer message. An assistant's text
+    does not (the Responses API may write it before the turn's calls or after them), nor do tool calls, their
+    outputs and reasoning."""
     if isinstance(item, Mapping):
-        return bool(item.get("type", "message" if "role" in item else None) == "message")
-    return True
+        if tool_call_ids(item) or tool_output_call_id(item) is not None:
+            return False
+        kind = item.get("type", "message" if "role" in item else None)
+        return kind == "message" and item.get("role") in _TURN_ROLES
+    return getattr(item, "role", None) in _TURN_ROLES  # a ``Message`` value
 
 
-def _last_user_text(items: Sequence[Any]) -> str:
-    """The text of the conversation's last user message (``""`` without one)."""
+def last_user_text(items: Sequence[Any]) -> str:
+    """The text of the conversation's last message a person wrote (``""`` without one): what a resumed run
+    without input continues (``RunStarted.input``, a planner's goal). A runtime's note written as a user
+    message (a DeepResearch plan with ``plan_role="user"``, an output retry prompt) is skipped.
+
+    >>> items = [{"role": "user", "content": "Refund A1"}, {"role": "user", "content": "Plan:\\n1. A1"}]
+    >>> last_user_text(items)
+    'Refund A1'
+    """
     for item in reversed(items):
-        if isinstance(item, Mapping) and item.get("role") == "user":
+        if isinstance(item, Mapping) and item.get("role") == "user" and not is_runtime_note(item):
             content = item.get("content")
             if isinstance(content, str):
                 return content

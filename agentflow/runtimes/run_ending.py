@@ -2,10 +2,12 @@
 
 Every way a run ends comes here: ``end_finished`` (its answer, or a limit), ``end_cancelled`` (a cancel or the
 deadline), ``fail`` (an exception). Each completes memory first (``settle``: the turn a cut left unhandled,
-the calls still pending, the eager calls of a cut step), then awaits ``RunContext.before_terminal`` (a stored
-session's save), then publishes the terminal event. All of it runs shielded and capped at
-``CLEANUP_SECONDS`` per part, so a run that is being cancelled still ends whole, and nothing here raises
-what went wrong on the way: it is returned, or noted on the run's own error, so the terminal event comes.
+the calls still pending, the eager calls of a cut step; for a guarded run whose guardrails had not given
+their verdict, memory put back as the run found it: ``RunContext.unchecked``), then awaits
+``RunContext.before_terminal`` (a stored session's save), then publishes the terminal event. All of it runs
+shielded and capped at ``CLEANUP_SECONDS`` per part, so a run that is being cancelled still ends whole, and
+nothing here raises what went wrong on the way: it is returned, or noted on the run's own error, so the
+terminal event comes.
 """
 
 from __future__ import annotations
@@ -121,6 +123,12 @@ async def settle(runtime: AgentRuntime, ctx: RunContext, reason: str) -> Excepti
     # subscriber, so a consumer that stopped reading cannot hold the ending up.
     ctx.bus.begin_ending()
     early, ctx.early_calls = ctx.early_calls, None  # calls of the step cut short that started early
+    unchecked = ctx.unchecked
+    if unchecked:
+        # A guardrail's verdict was pending: the turn it held back (step 0's, waiting for the input
+        # guardrails) is not the run's to keep, nor is anything else of it (below).
+        ctx.unchecked = False
+        ctx.unhandled = None
     try:
         try:
             if ctx.unhandled is not None:
@@ -134,13 +142,27 @@ async def settle(runtime: AgentRuntime, ctx: RunContext, reason: str) -> Excepti
             with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
                 await runtime.settle_pending(ctx, reason)
         finally:
-            if early is not None:
-                # Announced, but their turn never reached memory: they end with an event alone.
-                with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
-                    await early.end_unfinished(reason)
+            try:
+                if early is not None:
+                    # Announced, but their turn never reached memory: they end with an event alone.
+                    with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
+                        await early.end_unfinished(reason)
+            finally:
+                if unchecked:  # whatever went wrong above: memory is put back all the same
+                    _forget_unchecked(ctx)
     except Exception as exc:
         return exc
     return None
+
+
+def _forget_unchecked(ctx: RunContext) -> None:
+    """A guarded run ending before its guardrails' verdict (cancelled, timed out, failed, or stopped by one of
+    them) fails closed: memory back at its ``restore_point`` and no ``new_items`` beyond it (a stored session
+    saves none of the run), and no answer in its partial result, since none was checked."""
+    ctx.output = None
+    ctx.output_text = ""
+    ctx.reasoning_text = ctx.refusal = None
+    ctx.roll_back()
 
 
 async def _before_terminal(ctx: RunContext) -> Exception | None:

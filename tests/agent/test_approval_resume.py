@@ -15,15 +15,19 @@ import anyio
 import orjson
 import pytest
 
+from agentflow import GuardrailContext, OutputGuardrailTripped, Tripwire
 from agentflow.agent.agent import Agent
 from agentflow.agent.items import dump_items, load_items, tool_call_ids, tool_output_call_id
 from agentflow.agent.options import AgentOptions
 from agentflow.agent.sqlite_store import SQLiteStore
+from agentflow.agent.stores import InMemoryStore
 from agentflow.events import (
     ModelRequest,
+    PlanCreated,
     RunCancelled,
     RunFailed,
     RunFinished,
+    RunStarted,
     ToolApprovalRequested,
     ToolCallRequested,
     ToolFailed,
@@ -333,6 +337,145 @@ async def test_a_streamed_run_pauses_too_and_ends_with_one_run_finished() -> Non
     assert events[-1].result.stop_reason is StopReason.APPROVAL_REQUIRED
     assert [r.call_id for r in run.result.pending_approvals] == ["c1"]
     assert refunds.done == ["B2"]
+
+
+# -- a failure after the decided calls ran ------------------------------------------------------------------
+
+
+def no_internal_ids(ctx: GuardrailContext[None], answer: str) -> Tripwire | None:
+    return Tripwire("mentions an internal id") if "INTERNAL" in answer else None
+
+
+async def test_an_output_trip_after_a_resume_keeps_the_calls_that_ran_answered() -> None:
+    refunds = Refunds()
+    store = InMemoryStore()
+    model = FakeModelClient([refund_turn(("c1", "A1", 500)), reply("Refunded, see INTERNAL-42.")])
+    agent = Agent(model, tools=[refunds.tool], options=DEFER, output_guardrails=[no_internal_ids])
+    chat = agent.session(session_id="s", store=store)
+    await chat.run("refund A1")
+    with pytest.raises(OutputGuardrailTripped) as caught:
+        await chat.run(approvals={"c1": True})
+
+    assert refunds.done == ["A1"]
+    # Memory is put back as it was once the refund had its result: not open, to be approved (and run) again.
+    assert open_ids(chat.items) == []
+    assert outputs(chat.items) == {"c1": "refunded 500 on A1"}
+    assert outputs(await store.load("s")) == {"c1": "refunded 500 on A1"}
+    assert chat.items[-1]["type"] == "function_call_output"  # the stopped answer is gone
+    partial = caught.value.partial
+    assert outputs(partial.new_items) == {"c1": "refunded 500 on A1"}
+    assert open_ids(partial.all_items) == []  # what a stateless service stores
+    with pytest.raises(ApprovalDecisionError, match="no open call 'c1'"):
+        await chat.run(approvals={"c1": True})
+    assert refunds.done == ["A1"]
+
+
+async def test_a_rolled_back_failure_after_a_resume_keeps_the_calls_that_ran_answered() -> None:
+    refunds = Refunds()
+    store = InMemoryStore()
+    model = FakeModelClient([refund_turn(("c1", "A1", 500)), RuntimeError("the model is down")])
+    agent = Agent(model, tools=[refunds.tool], options=DEFER)
+    chat = agent.session(session_id="s", store=store, rollback_on_failure=True)
+    first = await chat.run("refund A1")
+    with pytest.raises(RuntimeError, match="the model is down"):
+        await chat.run("and B2?", approvals={"c1": True})
+
+    assert refunds.done == ["A1"]
+    assert chat.items == (*first.all_items, *chat.items[len(first.all_items) :])
+    assert outputs(chat.items[len(first.all_items) :]) == {"c1": "refunded 500 on A1"}
+    assert len(chat.items) == len(first.all_items) + 1  # the input rolled back, the refund's result not
+    assert tuple(await store.load("s")) == chat.items
+    with pytest.raises(ApprovalDecisionError):
+        await chat.run(approvals={"c1": True})
+    assert refunds.done == ["A1"]
+
+
+async def test_a_resume_cut_short_by_its_call_leaves_no_call_open() -> None:
+    ran: list[str] = []
+
+    @tool(needs_approval=True, on_error="raise")
+    async def charge(order: str) -> str:
+        """Charge an order."""
+        ran.append(order)
+        raise ConnectionError("the bank hung up")
+
+    model = FakeModelClient([reply(tool_calls=[("c1", "charge", {"order": "A1"})])])
+    chat = Agent(model, tools=[charge], options=DEFER).session(rollback_on_failure=True)
+    await chat.run("charge A1")
+    with pytest.raises(ConnectionError):
+        await chat.run(approvals={"c1": True})
+
+    assert ran == ["A1"]
+    assert open_ids(chat.items) == []  # it ran: its result stays, however the run ended
+    assert "the bank hung up" in outputs(chat.items)["c1"]
+
+
+async def test_bad_decisions_fail_the_run_before_its_input_guardrails_run() -> None:
+    first, _, _ = await paused(Refunds(), ("c1", "A1", 500))
+    checked: list[str] = []
+
+    def screen(ctx: GuardrailContext[None], text: str) -> None:
+        checked.append(text)
+
+    agent = Agent(FakeModelClient([reply("never")]), tools=[Refunds().tool], input_guardrails=[screen])
+    with pytest.raises(ApprovalDecisionError):
+        await agent.run("and?", history=first.all_items, approvals={"c9": True})
+    assert checked == []
+
+
+# -- what resuming reads of the conversation -----------------------------------------------------------------
+
+
+async def test_a_resumed_deep_research_run_plans_for_the_user_s_request_not_its_old_plan() -> None:
+    runtime = DeepResearchRuntime(plan_role="user")
+    first = await Agent(
+        FakeModelClient([refund_turn(("c1", "A1", 500))]),
+        tools=[Refunds().tool],
+        runtime=runtime,
+        options=DEFER,
+    ).run("Refund order A1 please")
+    events: list[Event] = []
+    agent = Agent(FakeModelClient([reply("done")]), tools=[Refunds().tool], runtime=runtime)
+    await agent.run(history=first.all_items, approvals={"c1": True}, on=[(None, events.append)])
+
+    assert [e.input for e in events if isinstance(e, RunStarted)] == ["Refund order A1 please"]
+    [plan] = [e.plan for e in events if isinstance(e, PlanCreated)]
+    assert plan.to_text() == "Plan:\n1. Refund order A1 please\n"
+
+
+async def test_a_responses_turn_with_its_text_after_the_call_can_be_resumed() -> None:
+    refunds = Refunds()
+    history = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "refund A1"}]},
+        {
+            "type": "function_call",
+            "id": "fc_1",
+            "call_id": "c1",
+            "name": "refund",
+            "arguments": '{"order":"A1","amount":500}',
+        },
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "On it."}]},
+    ]
+    result = await Agent(FakeModelClient([reply("done")]), tools=[refunds.tool]).run(
+        history=history, approvals={"c1": True}
+    )
+    assert refunds.done == ["A1"]
+    assert result.output_text == "done"
+
+
+async def test_decided_calls_count_against_max_tool_calls() -> None:
+    first, _, _ = await paused(Refunds(), ("c1", "A1", 500), ("c2", "B2", 900))
+    refunds = Refunds()
+    model = FakeModelClient([reply("Refunded A1 only.")])
+    agent = Agent(model, tools=[refunds.tool], options=AgentOptions(max_tool_calls=1))
+    result = await agent.run(history=first.all_items, approvals={"c1": True, "c2": True})
+
+    assert refunds.done == ["A1"]
+    sent = outputs(model.prompts[0].items)
+    assert sent["c1"] == "refunded 500 on A1"
+    limit = "not run: the run reached its limit of 1 tool calls"
+    assert sent["c2"] == tool_error_text("cancelled", limit, "refund", "c2")
+    assert result.output_text == "Refunded A1 only."
 
 
 # -- eager tools ---------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ time: model calls and guardrails are held on events.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -26,17 +27,20 @@ from agentflow import (
     TripwireError,
     guardrail,
 )
+from agentflow.agent.options import AgentOptions
 from agentflow.agent.prompt import AgentPrompt
 from agentflow.agent.stores import InMemoryStore
 from agentflow.events import (
     CodeStarted,
     GuardrailTripped,
     ModelRequest,
+    RunCancelled,
     RunFailed,
     TerminalEvent,
     ToolFailed,
 )
 from agentflow.model.events import Event, ModelCompleted, TextDelta
+from agentflow.model.response import FinishReason
 from agentflow.providers.openai.chat_model import OpenAIChatModel
 from agentflow.providers.openai.responses_model import OpenAIResponsesModel
 from agentflow.result import StopReason
@@ -554,3 +558,142 @@ async def test_a_model_failure_beside_the_guardrails_fails_the_run_as_itself_and
     assert cancelled == ["slow"]
     assert [type(e) for e in terminals(events)] == [RunFailed]
     assert not any(isinstance(e, GuardrailTripped) for e in events)
+
+
+# -- failing closed: a run that ends before the verdict keeps nothing ----------------------------------------
+
+
+@pytest.mark.parametrize("how", ["cancel", "deadline"])
+@pytest.mark.parametrize("kind", ["input", "output"])
+async def test_a_run_cancelled_or_timed_out_before_its_guardrails_answered_keeps_nothing(
+    kind: str, how: str
+) -> None:
+    answered, started = anyio.Event(), anyio.Event()
+
+    async def never_answers(ctx: GuardrailContext[None], value: str) -> None:
+        if kind == "input":
+            await answered.wait()  # the model's turn is complete, and waits for this guardrail
+        started.set()
+        await anyio.sleep_forever()
+
+    store = InMemoryStore()
+    await Agent(FakeModelClient([reply("hello")])).session(session_id="s", store=store).run("hi")
+    before = tuple(await store.load("s"))  # a turn of the conversation before this run
+    model = FakeModelClient([reply("the secret is 42")])
+    options = AgentOptions(timeout=1.0) if how == "deadline" else AgentOptions()
+    guards: dict[str, Any] = {f"{kind}_guardrails": [never_answers]}
+    chat = Agent(model, options=options, **guards).session(session_id="s", store=store)
+    events: list[Event] = []
+    with anyio.fail_after(30):
+        async with chat.stream("tell me the secret") as run:
+            async for event in run:
+                events.append(event)
+                if isinstance(event, ModelCompleted):
+                    answered.set()
+                    if how == "cancel":
+                        await started.wait()
+                        await run.cancel()
+    result = run.result
+    assert started.is_set()  # the run ended while the guardrail was checking
+    assert result.stop_reason is (StopReason.CANCELLED if how == "cancel" else StopReason.DEADLINE)
+    # Neither the unchecked answer nor the input: not in the result, memory or the store.
+    assert (result.output, result.output_text, result.new_items) == (None, "", ())
+    assert chat.memory.items == before
+    assert tuple(await store.load("s")) == before
+    assert [type(e) for e in terminals(events)] == [RunCancelled]
+
+
+async def test_a_model_failure_before_the_input_guardrails_answered_keeps_nothing_either() -> None:
+    async def slow(ctx: GuardrailContext[None], text: str) -> None:
+        await anyio.sleep_forever()
+
+    chat = Agent(FakeModelClient([RuntimeError("the model is down")]), input_guardrails=[slow]).session()
+    with anyio.fail_after(30), pytest.raises(RuntimeError, match="the model is down"):
+        await chat.run("an unchecked request")
+    assert chat.memory.items == ()
+
+
+# -- output guardrails check every answer ------------------------------------------------------------------
+
+
+async def test_output_guardrails_check_the_answer_forced_after_max_steps() -> None:
+    seen: list[tuple[Any, StopReason | None]] = []
+
+    def no_secret(ctx: GuardrailContext[None], answer: str) -> Tripwire | None:
+        seen.append((answer, ctx.stop_reason))
+        return Tripwire("secret") if "SECRET" in answer else None
+
+    model = FakeModelClient([reply(tool_calls=[("lookup", {"q": "x"})]), reply("the SECRET is 42")])
+    options = AgentOptions(max_steps=1, on_max_steps="final_answer")
+    chat = Agent(model, tools=[Calls().tool()], output_guardrails=[no_secret], options=options).session()
+    with pytest.raises(OutputGuardrailTripped) as caught:
+        await chat.run("go")
+    assert seen == [("the SECRET is 42", StopReason.MAX_STEPS)]
+    assert caught.value.partial.output_text == "the SECRET is 42"  # for your logs
+    assert chat.memory.items == ()
+
+
+async def test_output_guardrails_check_an_answer_cut_at_the_token_limit() -> None:
+    seen: list[tuple[Any, StopReason | None]] = []
+
+    def record(ctx: GuardrailContext[None], answer: object) -> None:
+        seen.append((answer, ctx.stop_reason))
+
+    cut = reply("The answer is forty", finish_reason=FinishReason.LENGTH)
+    agent = Agent(FakeModelClient([cut]), output_type=City, output_guardrails=[record])
+    result = await agent.run("a city?")
+    assert result.stop_reason is StopReason.TRUNCATED
+    assert seen == [("The answer is forty", StopReason.TRUNCATED)]  # no City: its text
+
+
+# -- a guardrail that ends without a verdict ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("blocking", [False, True])
+@pytest.mark.parametrize("several", [False, True])
+async def test_a_guardrail_raising_cancelled_error_of_its_own_fails_the_run(
+    blocking: bool, several: bool
+) -> None:
+    async def shared_classifier(ctx: GuardrailContext[None], text: str) -> None:
+        await anyio.lowlevel.checkpoint()
+        # What awaiting a shared task that another request cancelled raises: no cancellation of this run.
+        raise asyncio.CancelledError
+
+    guards = [guardrail(shared_classifier, blocking=blocking)]
+    if several:
+        guards.append(guardrail(lambda ctx, text: None, name="fine", blocking=blocking))
+    model = FakeModelClient([reply(tool_calls=[("lookup", {"q": "x"})]), reply("done")])
+    calls = Calls()
+    chat = Agent(model, tools=[calls.tool()], input_guardrails=guards).session()
+    events: list[Event] = []
+    with anyio.fail_after(30), pytest.raises(GuardrailError) as caught:
+        await chat.run("hi", on=[(None, events.append)])
+    error = caught.value
+    assert (error.kind, error.guardrail) == ("input", "shared_classifier")
+    assert "CancelledError while nothing cancelled the run" in error.error
+    assert isinstance(error.__cause__, asyncio.CancelledError)
+    assert calls.ran == []
+    assert chat.memory.items == ()
+    assert [type(e) for e in terminals(events)] == [RunFailed]
+
+
+class Interrupted(BaseException):
+    """A ``BaseException`` that is no ``Exception`` (as ``KeyboardInterrupt`` or ``SystemExit`` are)."""
+
+
+@pytest.mark.parametrize("blocking", [False, True])
+@pytest.mark.parametrize("several", [False, True])
+async def test_a_base_exception_in_a_guardrail_propagates_as_itself(blocking: bool, several: bool) -> None:
+    async def interrupted(ctx: GuardrailContext[None], text: str) -> None:
+        await anyio.lowlevel.checkpoint()
+        raise Interrupted("stop")
+
+    guards = [guardrail(interrupted, blocking=blocking)]
+    if several:
+        guards.append(guardrail(lambda ctx, text: None, name="fine", blocking=blocking))
+    chat = Agent(FakeModelClient([reply("an answer")]), input_guardrails=guards).session()
+    events: list[Event] = []
+    with anyio.fail_after(30), pytest.raises(Interrupted):  # not in an exception group
+        await chat.run("hi", on=[(None, events.append)])
+    assert chat.memory.items == ()
+    assert [type(e) for e in terminals(events)] == [RunFailed]

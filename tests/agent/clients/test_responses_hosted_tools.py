@@ -123,6 +123,16 @@ def test_an_agent_over_chat_completions_refuses_hosted_tools_when_built() -> Non
     Agent(model, tools=[add])  # function tools alone are fine
 
 
+def test_overriding_the_model_of_an_agent_with_hosted_tools_with_a_chat_one_is_refused() -> None:
+    responses = OpenAIResponsesModel(model="gpt-4.1", api_key="sk-test")
+    agent = Agent(responses, tools=[add, WEB_SEARCH])
+    chat = OpenAIChatModel(model="gpt-4.1", api_key="sk-test")
+    with pytest.raises(TypeError, match=r"'web_search'.*Responses API only"), agent.override(model=chat):
+        pass  # pragma: no cover - refused
+    with agent.override(tools=[add]), agent.override(model=OpenAIChatModel(model="m", api_key="sk-test")):
+        pass  # no hosted tools in the overriding tools: a Chat model is fine
+
+
 def test_a_chat_prompt_with_hosted_tools_is_refused_before_sending() -> None:
     prompt = AgentPrompt(model="m", items=[user_item("hi")], hosted_tools=[WEB_SEARCH])
     with pytest.raises(TypeError, match=r"hosted tools \('web_search'\) have no Chat Completions form"):
