@@ -56,6 +56,7 @@ from .turns import Turns
 
 if TYPE_CHECKING:
     from ..tools.tool import Tool
+    from ..tools.toolsets import ToolsetBlocks
     from .stores import SessionStore
 
 __all__ = ["Agent", "AgentInput", "ModelLike", "as_model_client", "run_sync"]
@@ -712,8 +713,8 @@ class Agent(RunStarter[OutputT]):
 
     # -- resources -------------------------------------------------------------------------------------------
 
-    _toolset_blocks: tuple[contextlib.AsyncExitStack, ...] = ()
-    """The toolsets each ``async with agent:`` block entered, innermost last (see ``__aenter__``)."""
+    _toolset_blocks: ToolsetBlocks | None = None
+    """The toolsets each open ``async with agent:`` block entered, per task (see ``__aenter__``)."""
 
     async def aclose(self) -> None:
         """Close the model client (and its HTTP connections); ``async with agent:`` does it on leaving.
@@ -727,21 +728,27 @@ class Agent(RunStarter[OutputT]):
 
     async def __aenter__(self) -> Agent[OutputT]:
         """Enter the agent's toolsets that need it (``Agent(tools=[server])``: an MCP server connects), for
-        the block; a server entered already (``async with server:``, another agent's block) is shared, and
-        stays connected until its outermost block ends."""
-        if self.tools.toolsets:
-            from ..tools.toolsets import enter_toolsets
+        the block: those of the ``agent.override(tools=...)`` in force, if any. A server entered already
+        (``async with server:``, another agent's block, another task's) is shared, and stays connected until
+        its last block ends. Blocks of one agent may overlap in different tasks (each request of a web
+        service); each leaves what it entered."""
+        found = active_override(self)
+        registry = found.tools if found is not None and found.tools is not None else self.tools
+        if registry.toolsets:
+            from ..tools.toolsets import ToolsetBlocks, enter_toolsets
 
-            self._toolset_blocks = (*self._toolset_blocks, await enter_toolsets(self.tools.toolsets))
+            stack = await enter_toolsets(registry.toolsets)
+            if self._toolset_blocks is None:
+                self._toolset_blocks = ToolsetBlocks()
+            self._toolset_blocks.push(stack)
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         try:
-            if self._toolset_blocks:
-                *outer, entered = self._toolset_blocks
-                self._toolset_blocks = tuple(outer)
+            entered = self._toolset_blocks.pop() if self._toolset_blocks is not None else None
+            if entered is not None:
                 await entered.aclose()
         finally:
             await self.aclose()

@@ -1,8 +1,8 @@
 """An MCP ``CallToolResult`` as the value an agentflow tool returns (and so the text the model reads).
 
-- ``isError``: the call fails with ``RejectCall`` carrying the result's text, so the model gets the server's
-  message as its ``TOOL_ERROR`` (what MCP means by it: an error the model may correct) whatever the tool's
-  ``on_error``;
+- ``isError``: the call fails with ``RejectCall`` carrying the result's text (its structured content as JSON
+  when it has no text block), so the model gets the server's message as its ``TOOL_ERROR`` (what MCP means by
+  it: an error the model may correct) whatever the tool's ``on_error``;
 - structured content, when the result has some and ``structured`` is on (the default): that JSON value,
   which the model reads as compact JSON and CodeAct code gets as a Python value. The text blocks are left out:
   MCP asks servers to repeat the structured result there as text, for clients without structured content.
@@ -52,7 +52,12 @@ def result_value(result: CallToolResult, *, structured: bool = True, unwrap: boo
     3
     """
     if result.is_error:
-        message = "\n".join(_lines(result.content))
+        lines = _lines(result.content)
+        if result.structured_content is not None and not any(
+            isinstance(b, TextContent) for b in result.content
+        ):
+            lines.insert(0, output_text(result.structured_content))  # the only account of the error there is
+        message = "\n".join(lines)
         raise RejectCall(message or "the MCP tool reported an error without a message")
     if structured and result.structured_content is not None:
         value = result.structured_content

@@ -7,7 +7,8 @@ for agentflow's validator, and changed only where it has to be:
 - the root is an object schema: ``"type": "object"`` when it says no type, ``"properties": {}`` when it has
   none (OpenAI refuses a function whose parameters have no ``properties``);
 - ``$schema`` and ``$id`` are dropped (``$id`` would make references resolve against a URL);
-- draft-07 ``definitions`` become ``$defs``, and every local reference points into ``$defs``: one to another
+- draft-07 ``definitions`` become ``$defs`` (one whose name a different ``$defs`` schema has is renamed
+  ``definitions.<name>``), and every local reference points into ``$defs``: one to another
   place of the document (``#/properties/a``, as zod-to-json-schema writes a schema used twice, or ``#``)
   gets a definition of its own, a copy of what it pointed at;
 - a reference that is not local (``https://…``, ``other.json``) or points nowhere is removed, leaving the
@@ -23,7 +24,7 @@ import copy
 import re
 from collections.abc import Mapping
 from typing import Any, Final
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 __all__ = ["tool_parameters"]
 
@@ -54,21 +55,50 @@ def tool_parameters(schema: Any) -> dict[str, Any]:
     if root["type"] == "object" and not isinstance(root.get("properties"), Mapping):
         root["properties"] = {}
     legacy = root.pop("definitions", None)
+    renamed: dict[str, str] = {}
     if isinstance(legacy, Mapping):
         defs = root.get(_DEFS)
-        merged = dict(legacy)
-        if isinstance(defs, Mapping):
-            merged.update(defs)  # a name in both: ``$defs`` is the newer spelling, and wins
+        merged = dict(defs) if isinstance(defs, Mapping) else {}
+        for name, definition in legacy.items():
+            if name in merged and merged[name] != definition:
+                # Two schemas of one name: the draft-07 one gets another, its references follow it.
+                new = _unused(merged, f"definitions.{name}")
+                renamed[name] = new
+                merged[new] = definition
+            else:
+                merged.setdefault(name, definition)
         root[_DEFS] = merged
-    _References(root).rewrite()
+    _References(root, renamed).rewrite()
     return root
+
+
+def _unused(taken: Mapping[str, Any] | set[str], wanted: str) -> str:
+    """``wanted`` made safe for a definition's name (and a pointer), numbered until no name in ``taken``."""
+    base = _UNSAFE.sub("_", wanted).strip("_") or "ref"
+    name, n = base, 1
+    while name in taken:
+        n += 1
+        name = f"{base}_{n}"
+    return name
+
+
+def _token(name: str) -> str:
+    """``name`` as a step of a JSON pointer in a URI fragment: ``~`` and ``/`` escaped (``~0``, ``~1``),
+    then what a URI may not hold percent-encoded.
+
+    >>> _token("a/b~c d")
+    'a~1b~0c%20d'
+    """
+    return quote(name.replace("~", "~0").replace("/", "~1"), safe="!$&'()*+,;=:@")
 
 
 class _References:
     """Rewrites every ``$ref`` of one schema document to point into its root's ``$defs`` (see the module)."""
 
-    def __init__(self, root: dict[str, Any]) -> None:
+    def __init__(self, root: dict[str, Any], renamed: Mapping[str, str]) -> None:
         self._root = root
+        self._renamed = renamed
+        """Draft-07 definitions given another name in ``$defs`` (a ``$defs`` one had theirs)."""
         self._document = copy.deepcopy(root)  # what pointers resolve against, whatever the rewrite changes
         existing = root.get(_DEFS)
         self._names: set[str] = set(existing) if isinstance(existing, Mapping) else set()
@@ -112,32 +142,27 @@ class _References:
         if not target.startswith("#"):
             return None
         pointer = unquote(target[1:])
-        if pointer.startswith("/definitions/"):
-            pointer = "/$defs/" + pointer[len("/definitions/") :]
+        if pointer and not pointer.startswith("/"):
+            return None  # an anchor (``#node``): nothing here defines one
         parts = [p.replace("~1", "/").replace("~0", "~") for p in pointer.split("/")[1:]] if pointer else []
+        if len(parts) >= 2 and parts[0] == "definitions":
+            parts = [_DEFS, self._renamed.get(parts[1], parts[1]), *parts[2:]]
         if len(parts) == 2 and parts[0] == _DEFS:
-            return _DEFS_PREFIX + parts[1] if parts[1] in self._names else None
-        known = self._by_pointer.get(pointer)
+            return _DEFS_PREFIX + _token(parts[1]) if parts[1] in self._names else None
+        key = "/".join(parts)
+        known = self._by_pointer.get(key)
         if known is not None:
             return _DEFS_PREFIX + known
         found = _resolve(self._document, parts)
         if found is None:
             return None
-        name = self._fresh_name(".".join(parts) or "root")
-        self._by_pointer[pointer] = name
+        name = _unused(self._names, ".".join(parts) or "root")
+        self._names.add(name)
+        self._by_pointer[key] = name
         if not parts:
             found = {k: v for k, v in found.items() if k != _DEFS}  # the root's definitions stay at the root
         self._added[name] = copy.deepcopy(found)
         return _DEFS_PREFIX + name
-
-    def _fresh_name(self, wanted: str) -> str:
-        base = _UNSAFE.sub("_", wanted).strip("_") or "ref"
-        name, n = base, 1
-        while name in self._names:
-            n += 1
-            name = f"{base}_{n}"
-        self._names.add(name)
-        return name
 
 
 def _resolve(document: Any, parts: list[str]) -> dict[str, Any] | None:

@@ -1,12 +1,15 @@
 """``MCPServerBase``: one connection to an MCP server, its tools as agentflow tools, and their calls.
 
-The connection lives in a task of its own, started by ``async with server:`` in a task group that block owns:
-the ``mcp`` package's tasks and cancel scopes stay inside that task, so a connection that dies (the process
-exits, the HTTP session ends) fails the calls made after it with ``MCPConnectionError`` instead of cancelling
-the code in the block. Leaving the block closes the connection and waits for it to be closed (the ``mcp``
-package stops a stdio server's process, shielded from cancellation), whether the block ends normally, with
-an error, or cancelled. Nested ``async with`` blocks on one server share its connection (the outermost one
-opens and closes it, and must be the one in which the others nest).
+``async with server:`` connects (``connection.Connection``: the ``mcp`` package's client runs in an asyncio
+task of its own, so its tasks and cancel scopes belong to no caller) and leaving the block closes the
+connection and waits until it is closed (the ``mcp`` package stops a stdio server's process, shielded from
+cancellation), whether the block ends normally, with an error, or cancelled. Blocks may nest and overlap, in
+one task or in many (the requests of a web service, each in ``async with agent:``): they share one
+connection, opened by the first block to enter (the others wait for it: a lock) and closed when the last one
+leaves, whichever task that is. A connection that dies (the process exits, the HTTP session ends) fails the
+listings and calls made after it with ``MCPConnectionError`` instead of cancelling the code in the blocks;
+the next block to enter connects again. The connection belongs to the event loop it was opened in: using it
+from another raises at once.
 
 Calls are the ``mcp`` package's: a call cancelled (a run cancelled, agentflow's tool timeout) is cancelled
 on the server too (``notifications/cancelled``), and the connection stays usable. The transports (stdio, HTTP)
@@ -15,14 +18,14 @@ are the subclasses' job: ``_transport``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Collection
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Collection
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Self, TypedDict
 
 import anyio
-import anyio.abc
 from mcp import Client
 from mcp.client._transport import Transport
 from mcp.shared.exceptions import MCPError
@@ -31,6 +34,7 @@ from mcp_types import Tool as MCPTool
 
 from ..tools.failures import ToolErrorPolicy
 from ..tools.tool import Tool
+from .connection import Connection
 from .errors import MCPConnectionError, MCPRequestError, connection_error, request_error
 from .tools import ToolFilter, build_tools
 
@@ -105,20 +109,19 @@ class MCPServerBase:
     """
 
     __slots__ = (
+        "_built",
         "_cache",
-        "_client",
-        "_closing",
+        "_connection",
         "_entered",
+        "_entry_lock",
         "_exclude",
         "_filter",
         "_include",
         "_list_lock",
-        "_lost",
         "_name",
         "_on_error",
         "_prefix",
         "_structured",
-        "_task_group",
         "_timeout",
         "_tool_timeout",
         "_tools",
@@ -151,12 +154,14 @@ class MCPServerBase:
         self._on_error = on_error
         self._timeout = _check_timeout(timeout, "timeout")
         self._entered = 0
-        self._task_group: anyio.abc.TaskGroup | None = None
-        self._client: Client | None = None
-        self._closing: anyio.Event | None = None
-        self._lost: BaseException | None = None
+        self._connection: Connection | None = None
+        self._entry_lock = anyio.Lock()
+        self._list_lock = anyio.Lock()
         self._tools: list[Tool[..., Any]] | None = None
-        self._list_lock: anyio.Lock | None = None
+        self._built: dict[bytes, Tool[..., Any]] = {}
+        """The last listing's tools by their definitions: a listing finding a definition unchanged reuses its
+        ``Tool`` (compiling a schema's validator is most of a tool's cost, and a run's registry is kept while
+        its tools are the same objects)."""
 
     # --- what the subclasses provide -------------------------------------------------------------
 
@@ -187,82 +192,92 @@ class MCPServerBase:
     @property
     def connected(self) -> bool:
         """Whether the server is connected (inside ``async with``, and the connection was not lost)."""
-        return self._client is not None and self._lost is None
+        connection = self._connection
+        return connection is not None and connection.lost is None
 
     @property
     def server_info(self) -> Implementation | None:
         """The name and version the server gave when it connected (``None`` outside ``async with``, or when it
         gave none)."""
-        return self._client.server_info if self._client is not None else None
+        client = self._connection.client if self._connection is not None else None
+        return client.server_info if client is not None else None
 
     @property
     def instructions(self) -> str | None:
         """The instructions the server gave for using it (worth adding to an agent's), if any."""
-        return self._client.instructions if self._client is not None else None
+        client = self._connection.client if self._connection is not None else None
+        return client.instructions if client is not None else None
 
     async def __aenter__(self) -> Self:
-        if self._entered:
+        async with self._entry_lock:  # one block connects; the others entering meanwhile wait for it
+            current = self._connection
+            if current is not None and current.loop.is_closed():
+                # Its loop ended without the block being left (a ``run_sync`` or ``asyncio.run`` that
+                # returned): nothing of it can be closed or used any more.
+                self._connection, self._entered, self._tools = None, 0, None
+                current = None
+            if current is not None:
+                self._check_loop(current)
+                if current.lost is None:
+                    self._entered += 1
+                    return self
+                # Lost under the blocks still open: connect again, for them too.
+                await current.close()
+                self._tools = None
+            self._connection = await self._open()
             self._entered += 1
-            return self
-        task_group = anyio.create_task_group()
-        await task_group.__aenter__()
-        self._closing = anyio.Event()
-        self._lost = None
-        try:
-            with anyio.fail_after(self._timeout):
-                self._client = await task_group.start(self._connection, self._closing)
-        except BaseException as exc:
-            task_group.cancel_scope.cancel()
-            await task_group.__aexit__(None, None, None)
-            self._closing = None
-            if isinstance(exc, anyio.get_cancelled_exc_class()):
-                raise
-            if isinstance(exc, Exception):
-                raise connection_error(  # noqa: B904 (its cause is set)
-                    self._name, exc, command=self._command(), detail=self._failure_detail()
-                )
-            raise
-        self._task_group = task_group
-        self._list_lock = anyio.Lock()
-        self._entered = 1
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self._entered > 1:
-            self._entered -= 1
+        connection = self._connection
+        if connection is not None and connection.loop.is_closed():
+            self._connection, self._entered, self._tools = None, 0, None  # nothing of it left to close
             return
-        task_group, closing = self._task_group, self._closing
-        self._entered = 0
-        self._task_group = self._closing = self._client = self._lost = None
+        if connection is not None:
+            self._check_loop(connection)
+        if self._entered <= 0:
+            raise RuntimeError(f"{self!r} was left more often than it was entered ('async with server:')")
+        # No lock, and no await before the connection is detached: a block cancelled while leaving cannot
+        # wait for a lock, and one entering from now on opens a new connection rather than get this one.
+        self._entered -= 1
+        if self._entered:
+            return
+        self._connection = None
         self._tools = None  # the next connection may find other tools (a restarted server)
-        assert task_group is not None
-        assert closing is not None
-        closing.set()
-        # The block's own exception is not the task group's to raise (it would come out in an ExceptionGroup):
-        # the connection closes the same way however the block ended, and the exception goes on from here.
-        await task_group.__aexit__(None, None, None)
+        if connection is not None:
+            # The block's own exception is not the connection's: it closes the same way however the block
+            # ended, and the exception goes on from here.
+            await connection.close()
 
-    async def _connection(
-        self, closing: anyio.Event, *, task_status: anyio.abc.TaskStatus[Client] = anyio.TASK_STATUS_IGNORED
-    ) -> None:
-        """The connection's task: connects, hands the client over, and stays until ``closing`` is set."""
-        started = False
+    async def _open(self) -> Connection:
+        connection = Connection()
         try:
-            async with (
-                self._transport() as transport,
-                Client(transport, client_info=_agentflow_info(), message_handler=self._on_message) as client,
-            ):
-                task_status.started(client)
-                started = True
-                await closing.wait()
+            await connection.open(self._client_context, self._timeout, self._name)
         except Exception as exc:
-            if not started:
-                raise  # to ``__aenter__``, which reports it
-            # The connection died under the block: calls from now on say so, the block goes on.
-            self._lost = exc
-            _log.warning("MCP server %r: the connection was lost: %r", self._name, exc)
+            raise connection_error(  # noqa: B904 (its cause is set)
+                self._name, exc, command=self._command(), detail=self._failure_detail()
+            )
+        return connection
+
+    @asynccontextmanager
+    async def _client_context(self) -> AsyncIterator[Client]:
+        """The client of one connection, entered in the connection's task (the transport may own resources,
+        such as an HTTP client, that live as long as the connection)."""
+        async with (
+            self._transport() as transport,
+            Client(transport, client_info=_agentflow_info(), message_handler=self._on_message) as client,
+        ):
+            yield client
+
+    def _check_loop(self, connection: Connection) -> None:
+        if connection.loop is not asyncio.get_running_loop():
+            raise MCPConnectionError(
+                self._name,
+                "connected in another event loop (another thread, or another asyncio.run / run_sync): a "
+                "connection can only be used in the loop that opened it; connect it in this one",
+            )
 
     async def _on_message(self, message: IncomingMessage) -> None:
         """What the server sends unasked. ``notifications/tools/list_changed`` forgets the cached tools, so
@@ -272,16 +287,23 @@ class MCPServerBase:
         if isinstance(message, ToolListChangedNotification):
             self._tools = None
 
-    def _connected_client(self) -> Client:
-        if self._lost is not None:
-            raise MCPConnectionError(self._name, "the connection was lost") from self._lost
-        if self._client is None:
+    def _connected(self) -> Connection:
+        """The connection, usable here and now: else ``MCPConnectionError`` saying why not."""
+        connection = self._connection
+        if connection is None or connection.client is None:
             raise MCPConnectionError(
                 self._name,
                 "not connected: use it inside 'async with server:' (which connects it), or, for an agent "
                 "given the server (Agent(tools=[server])), 'async with agent:'",
             )
-        return self._client
+        self._check_loop(connection)
+        if connection.lost is not None:
+            raise MCPConnectionError(
+                self._name,
+                "the connection was lost (a new 'async with server:' or 'async with agent:' block connects "
+                "again)",
+            ) from connection.lost
+        return connection
 
     # --- tools ------------------------------------------------------------------------------------
 
@@ -291,14 +313,14 @@ class MCPServerBase:
         server.tools()])``, fixed then).
 
         Listed once per connection when ``cache_tools`` is on; ``refresh=True`` lists them again. Raises
-        ``MCPConnectionError`` outside ``async with`` and ``MCPRequestError`` if the server refuses the
-        request or does not answer within ``timeout``.
+        ``MCPConnectionError`` outside ``async with``, once the connection is lost (never the tools of a dead
+        connection), or in another event loop than the connection's, and ``MCPRequestError`` if the server
+        refuses the request or does not answer within ``timeout``.
         """
+        connection = self._connected()
         cached = self._tools
         if cached is not None and not refresh:
             return list(cached)
-        self._connected_client()
-        assert self._list_lock is not None
         async with self._list_lock:
             if self._tools is not None and not refresh:  # listed while this call waited for the lock
                 return list(self._tools)
@@ -309,8 +331,9 @@ class MCPServerBase:
                 structured=self._structured,
                 timeout=self._tool_timeout,
                 on_error=self._on_error,
+                known=self._built,
             )
-            if self._cache and self._client is not None:
+            if self._cache and self._connection is connection:
                 self._tools = tools
         return list(tools)
 
@@ -320,7 +343,9 @@ class MCPServerBase:
 
     async def list_tools(self) -> list[MCPTool]:
         """The MCP definitions of the server's tools that the filters let through, listed now (every page)."""
-        client = self._connected_client()
+        connection = self._connected()
+        client = connection.client
+        assert client is not None
         found: list[MCPTool] = []
         cursor: str | None = None
         try:
@@ -332,7 +357,7 @@ class MCPServerBase:
                     if cursor is None:
                         break
         except MCPError as exc:
-            raise self._failed("tools/list", exc)  # noqa: B904 (its cause is set)
+            raise self._failed(connection, "tools/list", exc)  # noqa: B904 (its cause is set)
         except TimeoutError:
             raise MCPRequestError(
                 self._name, f"tools/list got no answer within {self._timeout:g} s"
@@ -366,16 +391,18 @@ class MCPServerBase:
         (images, embedded resources). Raises ``MCPConnectionError`` when not connected or when the connection
         is lost, and ``MCPRequestError`` when the server answers with a protocol error (an unknown tool).
         """
-        client = self._connected_client()
+        connection = self._connected()
+        client = connection.client
+        assert client is not None
         try:
             return await client.call_tool(name, arguments, progress_callback=progress)
         except MCPError as exc:
-            raise self._failed(f"tools/call {name!r}", exc)  # noqa: B904 (its cause is set)
+            raise self._failed(connection, f"tools/call {name!r}", exc)  # noqa: B904 (its cause is set)
 
-    def _failed(self, what: str, exc: MCPError) -> Exception:
+    def _failed(self, connection: Connection, what: str, exc: MCPError) -> Exception:
         error = request_error(self._name, what, exc)
-        if isinstance(error, MCPConnectionError):
-            self._lost = error  # the calls after this one fail at once, and ``connected`` says so
+        if isinstance(error, MCPConnectionError) and connection.lost is None:
+            connection.lost = error  # the calls after this one fail at once, and ``connected`` says so
         return error
 
     def __repr__(self) -> str:

@@ -4,8 +4,10 @@ Each tool keeps the server's schema (made ready by ``schema.tool_parameters``), 
 model's arguments against it before anything is sent; a schema its validator cannot compile (a regular
 expression Python does not read, say) leaves the arguments to the server's own validation, with a warning.
 The model-facing name is the server's, with the server's ``tool_prefix`` and ``_`` before it, and any
-character a model API refuses in a name (``.``, ``/``…) replaced with ``_``; the call uses the server's own
-name. Progress the server reports during a call becomes ``ToolProgress`` events, when anyone listens.
+character a model API refuses in a name (``.``, ``/``…) replaced with ``_`` (and a hash of the server's name
+added when that makes it another tool's: ``a.b`` beside ``a_b``); the call uses the server's own name. A
+listing that finds a tool's definition unchanged reuses its ``Tool``. Progress the server reports during a
+call becomes ``ToolProgress`` events, when anyone listens.
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ import contextlib
 import hashlib
 import logging
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Final
 
 import mcp_types
+import orjson
 
 from ..model.tools import ToolSpec
 from ..tools.arguments import ArgumentParser
@@ -56,12 +60,18 @@ def tool_name(name: str, prefix: str | None) -> str:
     >>> len(tool_name("x" * 80, None))
     64
     """
-    full = _INVALID.sub("_", name if prefix is None else f"{prefix}_{name}") or "_"
-    if len(full) <= _MAX_NAME:
-        return full
+    full = name if prefix is None else f"{prefix}_{name}"
+    safe = _INVALID.sub("_", full) or "_"
+    if len(safe) <= _MAX_NAME:
+        return safe
     # Cut, with a hash of the whole so that two long names sharing a start stay apart.
+    return _hashed(safe, full)
+
+
+def _hashed(safe: str, full: str) -> str:
+    """``safe`` (cut to fit) with a hash of ``full``, the name as the server spells it, prefixed."""
     digest = hashlib.sha256(full.encode()).hexdigest()[:8]
-    return f"{full[: _MAX_NAME - 9]}_{digest}"
+    return f"{safe[: _MAX_NAME - 9]}_{digest}"
 
 
 def build_tools(
@@ -72,12 +82,27 @@ def build_tools(
     structured: bool,
     timeout: float | None,
     on_error: ToolErrorPolicy | None,
+    known: dict[bytes, Tool[..., Any]] | None = None,
 ) -> list[Tool[..., Any]]:
-    """One agentflow ``Tool`` per definition; ``MCPServerError`` if two end up with the same name."""
+    """One agentflow ``Tool`` per definition; ``MCPServerError`` if two end up with the same name.
+
+    Two names that differ only by characters replaced with ``_`` (``a.b`` and ``a_b``) stay apart: each one
+    that was changed gets a hash of the server's name at its end (``a_b_1c2d3e4f``), the other keeps its own.
+    ``known`` (updated in place) holds the tools of the last listing by their definitions: one unchanged since
+    is reused, not built again.
+    """
+    definitions = list(definitions)
+    names = [tool_name(d.name, prefix) for d in definitions]
+    counts = Counter(names)
+    if len(counts) < len(names):
+        for i, (definition, name) in enumerate(zip(definitions, names, strict=True)):
+            full = definition.name if prefix is None else f"{prefix}_{definition.name}"
+            if counts[name] > 1 and name != full:
+                names[i] = _hashed(name, full)
     tools: dict[str, Tool[..., Any]] = {}
     remote: dict[str, str] = {}
-    for definition in definitions:
-        name = tool_name(definition.name, prefix)
+    built: dict[bytes, Tool[..., Any]] = {}
+    for definition, name in zip(definitions, names, strict=True):
         if name in tools:
             raise MCPServerError(
                 server.name,
@@ -85,10 +110,34 @@ def build_tools(
                 "leave one out with exclude=[...]",
             )
         remote[name] = definition.name
-        tools[name] = _tool(
-            server, definition, name, structured=structured, timeout=timeout, on_error=on_error
-        )
+        key = _key(definition, name) if known is not None else None
+        found = known.get(key) if known is not None and key is not None else None
+        if found is None:
+            found = _tool(server, definition, name, structured=structured, timeout=timeout, on_error=on_error)
+        if key is not None:
+            built[key] = found
+        tools[name] = found
+    if known is not None:
+        known.clear()
+        known.update(built)
     return list(tools.values())
+
+
+def _key(definition: mcp_types.Tool, name: str) -> bytes | None:
+    """What a built tool depends on of its definition, as bytes to look it up by (None: not JSON)."""
+    try:
+        return orjson.dumps(
+            [
+                name,
+                definition.name,
+                definition.title,
+                definition.description,
+                definition.input_schema,
+                definition.output_schema,
+            ]
+        )
+    except TypeError:  # orjson.JSONEncodeError: a schema holding something JSON has not
+        return None
 
 
 def _tool(
@@ -138,7 +187,8 @@ def _tool(
 
 
 class _Call:
-    """The function of a tool: calls the server's tool ``remote`` with the validated arguments."""
+    """The function of a tool: calls the server's tool ``remote`` with the validated arguments (``self`` is
+    positional-only: a tool may have an argument named ``self``)."""
 
     __slots__ = ("_remote", "_server", "_structured", "_unwrap")
 
@@ -148,7 +198,7 @@ class _Call:
         self._structured = structured
         self._unwrap = unwrap
 
-    async def __call__(self, **arguments: Any) -> Any:
+    async def __call__(self, /, **arguments: Any) -> Any:
         """Call the MCP server's tool."""
         result = await self._server.call_tool(self._remote, arguments)
         return result_value(result, structured=self._structured, unwrap=self._unwrap)
@@ -163,7 +213,7 @@ class _ProgressCall(_Call):
     __slots__ = ()
 
     async def __call__(  # type: ignore[override]
-        self, agentflow_mcp_context: ToolContext, **arguments: Any
+        self, /, agentflow_mcp_context: ToolContext, **arguments: Any
     ) -> Any:
         """Call the MCP server's tool."""
         # Without a listener, no progress is asked for: the server sends none.

@@ -12,13 +12,21 @@ A run whose tools include no toolset pays nothing for any of this (one check whe
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 from .tool import Tool
 
-__all__ = ["ToolNameConflictError", "Toolset", "describe_toolset", "enter_toolsets", "is_toolset"]
+__all__ = [
+    "ToolNameConflictError",
+    "Toolset",
+    "ToolsetBlocks",
+    "describe_toolset",
+    "enter_toolsets",
+    "is_toolset",
+]
 
 
 @runtime_checkable
@@ -122,3 +130,41 @@ async def enter_toolsets(toolsets: Iterable[object]) -> AsyncExitStack:
                 await stack.enter_async_context(toolset)
         undo.pop_all()
     return stack
+
+
+class ToolsetBlocks:
+    """The toolsets each open ``async with agent:`` block entered, kept per task: blocks of one agent in
+    different tasks (the requests of a web service) overlap in any order, and each block must leave what it
+    entered, not what the last block to enter did (an ``agent.override(tools=...)`` makes them differ).
+
+    A block left in another task than the one it entered (an application's start-up and shutdown hooks) is
+    found when it is the only one open; among several, which one it was cannot be told: ``RuntimeError``.
+    """
+
+    __slots__ = ("_open",)
+
+    def __init__(self) -> None:
+        self._open: dict[asyncio.Task[Any] | None, list[AsyncExitStack]] = {}
+
+    def push(self, stack: AsyncExitStack) -> None:
+        """Note a block that entered the toolsets ``stack`` will leave."""
+        self._open.setdefault(asyncio.current_task(), []).append(stack)
+
+    def pop(self) -> AsyncExitStack | None:
+        """The stack of the block leaving now (this task's innermost), or None if no block entered any."""
+        task = asyncio.current_task()
+        stacks = self._open.get(task)
+        if stacks is None:
+            if not self._open:
+                return None
+            if len(self._open) > 1 or sum(map(len, self._open.values())) > 1:
+                raise RuntimeError(
+                    "an 'async with agent:' block was left in another task than the one that entered it, "
+                    "while blocks of other tasks are open: which toolsets to leave cannot be told (enter and "
+                    "leave each block in one task)"
+                )
+            task, stacks = next(iter(self._open.items()))
+        stack = stacks.pop()
+        if not stacks:
+            del self._open[task]
+        return stack

@@ -167,6 +167,21 @@ def build() -> MCPServer:
         """A tool whose schema is replaced with a loose, hand-written one below."""
         return f"tags={tags} more={more}"
 
+    @server.tool()
+    def introduce(self: str) -> str:
+        """Says who it is: an argument named as a Python method's first parameter."""
+        return f"I am {self}"
+
+    @server.tool()
+    def introduce_twice(self: str, agentflow_mcp_context: str) -> str:
+        """An argument named as the parameter agentflow's tool functions take their context by."""
+        return f"I am {self} ({agentflow_mcp_context})"
+
+    @server.tool()
+    def refuse_structured() -> CallToolResult:
+        """An isError result whose only account of the error is its structured content."""
+        return CallToolResult(content=[], structured_content={"error": "quota exceeded"}, is_error=True)
+
     @server.custom_route("/denied", methods=["GET", "POST", "DELETE"])
     async def denied(request: Request) -> Response:
         """An endpoint that wants a token the client does not have."""

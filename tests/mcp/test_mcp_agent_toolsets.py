@@ -165,8 +165,9 @@ async def test_a_handshake_era_server_s_tools_list_changed_reaches_the_next_run(
     )
     agent = Agent(model, tools=[server])
     async with agent:
-        assert server._client is not None
-        assert server._client.protocol_version < "2026"
+        assert server._connection is not None
+        assert server._connection.client is not None
+        assert server._connection.client.protocol_version < "2026"
         try:
             await agent.run("add a tool")
             assert offered(model) == ["register_announced"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+import mcp_types
 import pytest
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
@@ -18,9 +19,11 @@ from mcp_types import (
     TextContent,
 )
 
+from agentflow.agent.agent import Agent
 from agentflow.mcp import MCPConnectionError, MCPRequestError, result_value, tool_parameters
 from agentflow.mcp.errors import connection_error, request_error
-from agentflow.mcp.tools import tool_name
+from agentflow.mcp.tools import build_tools, tool_name
+from agentflow.testing.fake import FakeModelClient, reply
 from agentflow.tools import RejectCall
 from agentflow.tools.arguments import ArgumentParser, ToolArgumentsError
 
@@ -89,16 +92,49 @@ def test_a_remote_or_dangling_reference_is_dropped_and_never_fetched() -> None:
     assert _errors(schema, '{"remote": 1}') == "arguments.remote must be string, got the number 1"
 
 
-def test_defs_win_over_definitions_of_the_same_name_and_data_keywords_are_left_alone() -> None:
+def test_a_definition_and_a_def_of_one_name_both_stay_and_data_keywords_are_left_alone() -> None:
     schema = {
         "type": "object",
-        "definitions": {"A": {"type": "string"}, "B": {"type": "integer"}},
-        "$defs": {"A": {"type": "boolean"}},
-        "properties": {"a": {"$ref": "#/definitions/A", "default": {"$ref": "#/nowhere"}}},
+        "definitions": {"A": {"type": "string"}, "B": {"type": "integer"}, "C": {"type": "null"}},
+        "$defs": {"A": {"type": "boolean"}, "C": {"type": "null"}},
+        "properties": {
+            "a": {"$ref": "#/definitions/A", "default": {"$ref": "#/nowhere"}},
+            "b": {"$ref": "#/$defs/A"},
+            "c": {"$ref": "#/definitions/C"},
+        },
     }
     parameters = tool_parameters(schema)
-    assert parameters["$defs"] == {"A": {"type": "boolean"}, "B": {"type": "integer"}}
-    assert parameters["properties"]["a"] == {"$ref": "#/$defs/A", "default": {"$ref": "#/nowhere"}}
+    assert parameters["$defs"] == {
+        "A": {"type": "boolean"},
+        "C": {"type": "null"},
+        "definitions.A": {"type": "string"},
+        "B": {"type": "integer"},
+    }
+    assert parameters["properties"] == {
+        "a": {"$ref": "#/$defs/definitions.A", "default": {"$ref": "#/nowhere"}},
+        "b": {"$ref": "#/$defs/A"},
+        "c": {"$ref": "#/$defs/C"},  # the same schema in both: one is enough
+    }
+    assert _errors(schema, '{"a": true, "b": "x"}') == (
+        'arguments.a must be string, got true; arguments.b must be boolean, got the string "x"'
+    )
+
+
+def test_a_definition_whose_name_needs_escaping_is_referred_to_by_an_escaped_pointer() -> None:
+    schema = {
+        "type": "object",
+        "$defs": {"a/b": {"type": "integer"}, "c~d e": {"type": "boolean"}},
+        "properties": {"x": {"$ref": "#/$defs/a~1b"}, "y": {"$ref": "#/$defs/c~0d%20e"}, "z": {"$ref": "#z"}},
+    }
+    parameters = tool_parameters(schema)
+    assert parameters["properties"] == {
+        "x": {"$ref": "#/$defs/a~1b"},
+        "y": {"$ref": "#/$defs/c~0d%20e"},
+        "z": {},  # an anchor nothing defines: dropped, not taken for the root
+    }
+    assert _errors(schema, '{"x": "s", "y": 1}') == (
+        'arguments.x must be integer, got the string "s"; arguments.y must be boolean, got the number 1'
+    )
 
 
 def test_text_blocks_are_joined_and_other_blocks_described() -> None:
@@ -143,6 +179,61 @@ def test_an_error_result_rejects_the_call_with_its_text() -> None:
     assert caught.value.message == "quota exceeded"
     with pytest.raises(RejectCall, match="without a message"):
         result_value(CallToolResult(content=[], is_error=True))
+
+
+def test_an_error_result_with_only_structured_content_rejects_the_call_with_that_content() -> None:
+    result = CallToolResult(
+        content=[ImageContent(data="AAAA", mime_type="image/gif")],
+        structured_content={"error": "quota exceeded", "retry_after": 30},
+        is_error=True,
+    )
+    with pytest.raises(RejectCall) as caught:
+        result_value(result)
+    assert caught.value.message == (
+        '{"error":"quota exceeded","retry_after":30}\n[image: image/gif, 3 bytes, not shown]'
+    )
+
+
+class _Server:
+    name = "fake"
+
+    async def call_tool(self, name: str, arguments: Any = None, *, progress: Any = None) -> CallToolResult:
+        return CallToolResult(content=[TextContent(text=f"{name} called")])
+
+
+def _build(*definitions: mcp_types.Tool, known: dict[bytes, Any] | None = None) -> list[Any]:
+    server: Any = _Server()
+    return build_tools(
+        server, definitions, prefix=None, structured=True, timeout=None, on_error=None, known=known
+    )
+
+
+async def test_names_that_clash_once_made_valid_get_a_hash_and_calls_use_the_server_s() -> None:
+    dotted, plain, slashed = (mcp_types.Tool(name=n, input_schema={}) for n in ("a.b", "a_b", "a/b"))
+    tools = _build(dotted, plain, slashed)
+    names = [t.name for t in tools]
+    assert names[1] == "a_b"  # its own name: left as it is
+    assert [n[:4] for n in names] == ["a_b_", "a_b", "a_b_"]
+    assert len(set(names)) == 3
+    model = FakeModelClient([reply(tool_calls=[(n, {}) for n in names]), reply("done")])
+    result = await Agent(model, tools=tools).run("go")
+    assert [r.output for r in result.tool_results] == ["a.b called", "a_b called", "a/b called"]
+    assert [t.name for t in _build(dotted)] == ["a_b"]  # no clash: no hash
+
+
+def test_a_listing_reuses_the_tools_whose_definitions_are_unchanged() -> None:
+    known: dict[bytes, Any] = {}
+    add = mcp_types.Tool(
+        name="add", description="Add.", input_schema={"properties": {"a": {"type": "integer"}}}
+    )
+    echo = mcp_types.Tool(name="echo", description="Echo.", input_schema={})
+    first = _build(add, echo, known=known)
+    changed = mcp_types.Tool(name="echo", description="Echo it.", input_schema={})
+    second = _build(add, changed, known=known)
+    assert second[0] is first[0]
+    assert second[1] is not first[1]
+    assert second[1].description == "Echo it."
+    assert len(known) == 2  # only the last listing's tools are kept
 
 
 def test_tool_names_are_made_valid_for_model_apis() -> None:

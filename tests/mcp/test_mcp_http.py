@@ -184,6 +184,32 @@ async def test_an_is_error_result_fails_the_call_with_the_server_s_message(http_
     assert result.output_text == "done"
 
 
+async def test_an_is_error_result_with_only_structured_content_gives_the_model_that_content(
+    http_url: str,
+) -> None:
+    async with MCPServerStreamableHTTP(http_url, include=["refuse_structured"]) as server:
+        result = await _run(server, ("refuse_structured", {}))
+    assert result.tool_results[0].error == '{"error":"quota exceeded"}'
+
+
+async def test_arguments_named_self_or_like_the_context_parameter_reach_the_server(http_url: str) -> None:
+    async with MCPServerStreamableHTTP(http_url, include=["introduce", "introduce_twice"]) as server:
+        result = await _run(
+            server,
+            ("introduce", {"self": "me"}),
+            ("introduce_twice", {"self": "me", "agentflow_mcp_context": "again"}),
+        )
+    assert [r.output for r in result.tool_results] == ["I am me", "I am me (again)"]
+
+
+async def test_a_listing_reuses_the_tools_whose_definitions_did_not_change(http_url: str) -> None:
+    server = MCPServerStreamableHTTP(http_url, include=["add", "echo"], cache_tools=False)
+    async with server:
+        first, second = await server.tools(), await server.tools()
+    assert [t.name for t in second] == ["add", "echo"]
+    assert all(a is b for a, b in zip(first, second, strict=True))
+
+
 async def test_structured_content_is_what_the_model_reads(http_url: str) -> None:
     async with (
         MCPServerStreamableHTTP(http_url, include=["forecast", "add"]) as structured,

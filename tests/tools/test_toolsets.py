@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
+import anyio
 import pytest
 
 from agentflow.agent.agent import Agent
@@ -182,6 +183,52 @@ async def test_async_with_agent_enters_its_toolsets_and_a_shared_one_stays_enter
         assert (await first.run("go")).tool_results[0].output == "B"
     assert toolset.entered == 0
     assert model.closed
+
+
+async def test_overlapping_blocks_in_different_tasks_each_leave_the_toolsets_they_entered() -> None:
+    own, other = FakeToolset(shout, name="own"), FakeToolset(whisper, name="other")
+    agent = Agent(FakeModelClient([]), tools=[own])
+    first_in, second_in, first_out = anyio.Event(), anyio.Event(), anyio.Event()
+    inside: list[tuple[int, int]] = []
+
+    async def first() -> None:
+        with agent.override(tools=[other]):
+            async with agent:  # enters the override's toolsets, not the agent's
+                inside.append((own.entered, other.entered))
+                first_in.set()
+                await second_in.wait()
+        first_out.set()
+
+    async def second() -> None:
+        await first_in.wait()
+        async with agent:
+            second_in.set()
+            await first_out.wait()
+            inside.append((own.entered, other.entered))  # the first block left its own, not this one's
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(first)
+        tasks.start_soon(second)
+    assert inside == [(0, 1), (1, 0)]
+    assert own.entered == other.entered == 0
+
+
+async def test_a_block_left_in_another_task_leaves_the_only_one_open_and_refuses_to_guess() -> None:
+    toolset = FakeToolset(shout)
+    agent = Agent(FakeModelClient([]), tools=[toolset])
+    async with anyio.create_task_group() as tasks:  # start-up and shutdown hooks in tasks of their own
+        tasks.start_soon(agent.__aenter__)
+    assert toolset.entered == 1
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(agent.__aexit__, None, None, None)
+    assert toolset.entered == 0
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(agent.__aenter__)
+        tasks.start_soon(agent.__aenter__)
+    with pytest.raises(RuntimeError, match="left in another task than the one that entered it"):
+        await agent.__aexit__(None, None, None)
+    assert toolset.entered == 2
 
 
 async def test_a_streamed_run_a_session_and_an_override_use_the_run_s_tools() -> None:
