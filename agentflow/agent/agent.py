@@ -31,7 +31,7 @@ import attrs
 
 from ..bus import EventBus, EventTypes, Policy, normalise_event_types
 from ..model.events import Event, ReasoningDelta, RefusalDelta, TextDelta, ToolCallArgumentsDelta
-from ..model.messages import Message, UserMessage
+from ..model.messages import Message
 from ..model.protocol import ChatModel
 from ..result import OutputT
 from ..runtimes import AgentRuntime, resolve_runtime
@@ -43,7 +43,7 @@ from ..tools.approval import NeedsApproval
 from ..tools.registry import ToolLike, ToolRegistry
 from .chat_client import ChatModelClient
 from .client_base import ProtocolClient
-from .items import user_item
+from .items import item_text, user_item
 from .memory import InMemoryMemory, Memory, check_memory
 from .options import AgentOptions, ModelSettings, explain_keywords, merge_settings
 from .overrides import active_override, override
@@ -118,24 +118,6 @@ def _model_name_given(name: str) -> str:
     )
 
 
-def _item_text(item: Any) -> str:
-    if isinstance(item, UserMessage):
-        return item.text
-    if isinstance(item, Message):
-        return getattr(item, "text", None) or ""
-    if isinstance(item, Mapping):
-        content = item.get("content")
-        if isinstance(content, str):
-            return content
-        if isinstance(content, Sequence):
-            return "".join(
-                str(p.get("text", ""))
-                for p in content
-                if isinstance(p, Mapping) and isinstance(p.get("text"), str)
-            )
-    return ""
-
-
 def input_items(value: AgentInput) -> tuple[str, tuple[Any, ...]]:
     """The run input as ``(text for RunStarted, items for memory)``.
 
@@ -145,7 +127,7 @@ def input_items(value: AgentInput) -> tuple[str, tuple[Any, ...]]:
     if isinstance(value, str):
         return value, (user_item(value),)
     if isinstance(value, Message | Mapping):
-        return _item_text(value), (value,)
+        return item_text(value), (value,)
     if isinstance(value, Sequence) and not isinstance(value, bytes):
         items = tuple(value)
         if not items:
@@ -155,7 +137,7 @@ def input_items(value: AgentInput) -> tuple[str, tuple[Any, ...]]:
                 raise TypeError(
                     f"run input item {index} is a {type(item).__name__}; items are dicts or Message values"
                 )
-        return _item_text(items[-1]), items
+        return item_text(items[-1]), items
     raise TypeError(
         f"the run input must be text, a Message, an item dict or a list of items, not {type(value).__name__}"
     )

@@ -46,6 +46,7 @@ __all__ = [
     "is_system_item",
     "is_tool_output_item",
     "is_user_item",
+    "item_text",
     "message_item",
     "message_to_item",
     "system_item",
@@ -58,6 +59,32 @@ __all__ = [
 
 Item: TypeAlias = Mapping[str, Any] | Message
 """One conversation item: a Responses-shaped dict or a ``Message``."""
+
+
+def item_text(item: Any) -> str:
+    """The text an item holds: a message's text, its text parts joined; ``""`` for anything else.
+
+    >>> item_text({"role": "user", "content": [{"type": "input_text", "text": "Hi"}, {"type": "input_file"}]})
+    'Hi'
+    >>> item_text(UserMessage("Hello"))
+    'Hello'
+    """
+    if isinstance(item, UserMessage):
+        return item.text
+    if isinstance(item, Message):
+        return getattr(item, "text", None) or ""
+    if isinstance(item, Mapping):
+        content = item.get("content")
+        if isinstance(content, str):
+            return content
+        if isinstance(content, Sequence):
+            return "".join(
+                str(p.get("text", ""))
+                for p in content
+                if isinstance(p, Mapping) and isinstance(p.get("text"), str)
+            )
+    return ""
+
 
 _MESSAGE_TYPES = (SystemMessage, DeveloperMessage, UserMessage, AiMessage, ToolResultMessage)
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..agent.items import is_runtime_note, tool_call_ids, tool_output_call_id
+from ..agent.items import is_runtime_note, item_text, tool_call_ids, tool_output_call_id
 from ..events import ToolFailed, ToolStarted
 from ..model.messages import ToolCall
 from ..result import StopReason, ToolResult
@@ -172,14 +172,5 @@ def last_user_text(items: Sequence[Any]) -> str:
     """
     for item in reversed(items):
         if isinstance(item, Mapping) and item.get("role") == "user" and not is_runtime_note(item):
-            content = item.get("content")
-            if isinstance(content, str):
-                return content
-            if isinstance(content, Sequence):
-                return "".join(
-                    str(part.get("text", ""))
-                    for part in content
-                    if isinstance(part, Mapping) and isinstance(part.get("text"), str)
-                )
-            return ""
+            return item_text(item)
     return ""
