@@ -697,9 +697,12 @@ class Agent(RunStarter[OutputT]):
 
     _toolset_blocks: ToolsetBlocks | None = None
     """The toolsets each open ``async with agent:`` block entered, per task (see ``__aenter__``)."""
+    _open_blocks = 0
+    """How many ``async with agent:`` blocks are open: the last one to leave closes the model client."""
 
     async def aclose(self) -> None:
-        """Close the model client (and its HTTP connections); ``async with agent:`` does it on leaving.
+        """Close the model client (and its HTTP connections); the last ``async with agent:`` block does it on
+        leaving.
 
         The model is closed even if other agents use it too, and their runs in flight in this event loop then
         fail with a connection error (other loops' connection pools are left alone): for a model shared by
@@ -712,8 +715,9 @@ class Agent(RunStarter[OutputT]):
         """Enter the agent's toolsets that need it (``Agent(tools=[server])``: an MCP server connects), for
         the block: those of the ``agent.override(tools=...)`` in force, if any. A server entered already
         (``async with server:``, another agent's block, another task's) is shared, and stays connected until
-        its last block ends. Blocks of one agent may overlap in different tasks (each request of a web
-        service); each leaves what it entered."""
+        its last block ends. Blocks of one agent may overlap, nested or in different tasks (each request of a
+        web service): each leaves what it entered, and the last one to leave closes the model client
+        (``aclose``), so no block closes it under another's runs."""
         found = active_override(self)
         registry = found.tools if found is not None and found.tools is not None else self.tools
         if registry.toolsets:
@@ -723,14 +727,17 @@ class Agent(RunStarter[OutputT]):
             if self._toolset_blocks is None:
                 self._toolset_blocks = ToolsetBlocks()
             self._toolset_blocks.push(stack)
+        self._open_blocks += 1
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        self._open_blocks -= 1
         try:
             entered = self._toolset_blocks.pop() if self._toolset_blocks is not None else None
             if entered is not None:
                 await entered.aclose()
         finally:
-            await self.aclose()
+            if self._open_blocks == 0:
+                await self.aclose()

@@ -292,8 +292,8 @@ async def _check(guard: Guardrail, view: GuardrailContext[Any], value: Any) -> G
     return GuardrailError(
         kind,
         guard.name,
-        f"nothing it may return: it returned a {type(verdict).__name__} (return None to pass, "
-        "Tripwire('why') to stop the run)",
+        f"returned a {type(verdict).__name__}, which gives no verdict (return None to pass, Tripwire('why') "
+        "to stop the run)",
     )
 
 

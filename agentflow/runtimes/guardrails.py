@@ -258,9 +258,10 @@ class GuardrailError(AgentRunError):
     def __init__(
         self, kind: GuardrailKind, guardrail: str, error: str, partial: AgentResult | None = None
     ) -> None:
+        # ``error`` says what went wrong: what it raised, or (from "returned") a value it may not return.
+        what = error if error.startswith("returned ") else f"raised {error}"
         super().__init__(
-            f"{kind} guardrail {guardrail} raised {error}; return Tripwire('why') from it to stop the run on "
-            "purpose",
+            f"{kind} guardrail {guardrail} {what}; return Tripwire('why') from it to stop the run on purpose",
             partial if partial is not None else AgentResult("", "", StopReason.ERROR),
         )
         self.kind = kind

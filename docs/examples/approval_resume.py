@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentflow import Agent, AgentOptions, OpenAIChatModel, StopReason, dump_items, load_items, tool
+from agentflow import (
+    Agent,
+    AgentOptions,
+    OpenAIChatModel,
+    StopReason,
+    dump_items,
+    load_items,
+    run_result,
+    tool,
+)
 from agentflow.runtimes.calls import open_tool_calls
 from agentflow.testing import Reply, ScriptedServer
 
@@ -44,9 +53,17 @@ async def decide(agent: Agent, chat_id: str, decisions: dict[str, bool | str]) -
     told); the approved calls run, then the model goes on. A decision that matches no open call, or an open
     call left undecided, is ``ApprovalDecisionError`` (a ``ValueError``: the service's 409)."""
     history = load_items(STORE[chat_id])
-    result = await agent.run(
-        history=history, approvals=decisions, options=AgentOptions(tool_approval="defer")
-    )
+    try:
+        result = await agent.run(
+            history=history, approvals=decisions, options=AgentOptions(tool_approval="defer")
+        )
+    except Exception as exc:
+        # The decided calls ran (or were denied) before the failure: store that, or the stored calls stay
+        # open and the next approval would run them again.
+        partial = run_result(exc)
+        if partial is not None:
+            STORE[chat_id] = dump_items(partial.all_items)
+        raise
     return answer(chat_id, result)
 
 

@@ -352,7 +352,7 @@ async def test_a_guardrail_that_raises_or_returns_a_bool_fails_the_run_with_a_gu
         return True
 
     agent = Agent(FakeModelClient([reply("x")]), output_guardrails=[boolean])  # type: ignore[list-item]
-    with pytest.raises(GuardrailError, match=r"returned a bool \(return None to pass, Tripwire"):
+    with pytest.raises(GuardrailError, match=r"guardrail \w+ returned a bool, which gives no verdict"):
         await agent.run("hi")
 
 
