@@ -274,6 +274,7 @@ class Agent(RunStarter[OutputT]):
       first model call (the first step's tools wait for them), and of its final answer. A ``Tripwire`` fails
       the run with ``InputGuardrailTripped`` / ``OutputGuardrailTripped`` and leaves memory as the run found
       it (``agentflow.runtimes.guardrails``; ``guardrail(fn, blocking=True)`` runs one before the model call).
+      A run may add its own after them (``run(x, input_guardrails=[...])``).
 
     A run's dependencies (a database pool, the user a request is for) are passed per run,
     ``agent.run(x, deps=...)``, and reach its tools (``ToolContext.deps``), output validators
@@ -535,11 +536,15 @@ class Agent(RunStarter[OutputT]):
         tools: Iterable[ToolLike] | ToolRegistry | None = None,
         settings: ModelSettings | None = None,
         options: AgentOptions | None = None,
+        input_guardrails: Iterable[GuardrailLike] | None = None,
+        output_guardrails: Iterable[GuardrailLike] | None = None,
     ) -> contextlib.AbstractContextManager[None]:
         """Within the block, runs of this agent use ``model``, ``tools``, ``settings`` (merged over the
-        agent's, as a run's are) or ``options`` (in place of the agent's) — those given; for tests of code
-        that builds its agents itself. Only the task that enters the block, and tasks it starts there, see
-        it (``agentflow.agent.overrides``); the agent itself is left as it is.
+        agent's, as a run's are), ``options`` (in place of the agent's) or ``input_guardrails`` /
+        ``output_guardrails`` (in place of the agent's of that kind: ``[]`` switches them off; a run's own
+        come on top) — those given; for tests of code that builds its agents itself. Only the task that
+        enters the block, and tasks it starts there, see it (``agentflow.agent.overrides``); the agent itself
+        is left as it is.
 
         >>> from agentflow.testing.fake import FakeModelClient, reply
         >>> agent = Agent(FakeModelClient([]))
@@ -547,7 +552,15 @@ class Agent(RunStarter[OutputT]):
         ...     agent.run_sync("Hello").output_text
         'Hi!'
         """
-        return override(self, model=model, tools=tools, settings=settings, options=options)
+        return override(
+            self,
+            model=model,
+            tools=tools,
+            settings=settings,
+            options=options,
+            input_guardrails=input_guardrails,
+            output_guardrails=output_guardrails,
+        )
 
     def _output_type(self, value: Any) -> OutputType[Any] | None:
         """``value`` as this agent's runs can use it (``TypeError`` for a runtime or settings that cannot)."""
@@ -603,12 +616,26 @@ class Agent(RunStarter[OutputT]):
         deps: Any = None,
         inherited_headers: Mapping[str, str] | None = None,
         decisions: Mapping[str, str | None] | None = None,
+        input_guardrails: tuple[Guardrail, ...] | None = None,
+        output_guardrails: tuple[Guardrail, ...] | None = None,
     ) -> AgentRun[Any]:
         spec = self.output_type if output_type is AGENT_DEFAULT else self._output_type(output_type)
         run_settings, run_options = self.settings, self.options
         model, tools = self.model_client, self.tools
+        guardrails = self._guardrails
         override = active_override(self)
         if override is not None:  # ``agent.override()`` (tests): the block's values, then the run's
+            if override.input_guardrails is not None or override.output_guardrails is not None:
+                guardrails = Guardrails.added(  # each kind given replaces the agent's
+                    self.name,
+                    None,
+                    override.input_guardrails
+                    if override.input_guardrails is not None
+                    else self.input_guardrails,
+                    override.output_guardrails
+                    if override.output_guardrails is not None
+                    else self.output_guardrails,
+                )
             if override.model is not None:
                 model = override.model
             if override.tools is not None:  # an empty registry too: "no tools" is a value to test with
@@ -617,6 +644,10 @@ class Agent(RunStarter[OutputT]):
                 run_settings = _merged_settings(run_settings, override.settings, spec)
             if override.options is not None:
                 run_options = override.options
+        if input_guardrails is not None or output_guardrails is not None:
+            # The run's own (``run(x, input_guardrails=...)``), after the agent's: its policy, then the
+            # request's checks. Without any, the agent's value built once (``None``: nothing to check).
+            guardrails = Guardrails.added(self.name, guardrails, input_guardrails, output_guardrails)
         run_headers = _NO_HEADERS
         if settings is not None or options is not None:  # the run's own (rare): nothing to build otherwise
             run_settings, run_options = self._run_config(settings, options, spec, run_settings, run_options)
@@ -679,7 +710,7 @@ class Agent(RunStarter[OutputT]):
             deps=deps,
             run_headers=run_headers,
             prompt_functions=self._prompt_functions,
-            guardrails=self._guardrails,
+            guardrails=guardrails,
             decisions=decisions,
         )
         return AgentRun(

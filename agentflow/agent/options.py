@@ -149,8 +149,6 @@ _AGENT_ONLY = frozenset(
         "runtime",
         "memory",
         "name",
-        "input_guardrails",
-        "output_guardrails",
     )
 )
 _WHOLE = {

@@ -1,4 +1,5 @@
-"""``Agent.override()``: runs of an agent with another model, tools, settings or options in a block (tests).
+"""``Agent.override()``: runs of an agent with another model, tools, settings, options or guardrails in a
+block (tests).
 
 An application builds its agents once (often at import); its tests want the same agents over a
 ``FakeModelClient`` or a ``ScriptedServer`` without a way in. ``with agent.override(model=fake):`` gives
@@ -8,7 +9,10 @@ as another agent's tool) the values given, and leaves the agent itself untouched
 The overrides live in a ``ContextVar``: they apply to the task that entered the block and to the tasks it
 starts from inside it (which copy its context), never to other tasks, so concurrent tests, or requests served
 meanwhile, are not affected. Blocks nest; the innermost value of each field wins. Only what is given is
-replaced. The cost to a run outside any block is one ``ContextVar.get``.
+replaced: ``input_guardrails=`` and ``output_guardrails=`` each replace the agent's of that kind (``[]``
+switches them off; a fake stands in for a classifier that calls a model), and a run's own guardrails
+(``agent.run(x, input_guardrails=[...])``) still come on top. The cost to a run outside any block is one
+``ContextVar.get``.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from ..runtimes.guardrails import Guardrail, GuardrailFunction, check_guardrails
 from ..tools.registry import ToolLike, ToolRegistry
 from .options import AgentOptions, ModelSettings
 
@@ -38,6 +43,8 @@ class Override:
     tools: ToolRegistry | None = None
     settings: ModelSettings | None = None
     options: AgentOptions | None = None
+    input_guardrails: tuple[Guardrail, ...] | None = None
+    output_guardrails: tuple[Guardrail, ...] | None = None
 
 
 _ACTIVE: ContextVar[dict[int, tuple[Agent[Any], Override]] | None] = ContextVar(
@@ -64,12 +71,16 @@ def override(
     tools: Iterable[ToolLike] | ToolRegistry | None = None,
     settings: ModelSettings | None = None,
     options: AgentOptions | None = None,
+    input_guardrails: Iterable[GuardrailFunction | Guardrail] | None = None,
+    output_guardrails: Iterable[GuardrailFunction | Guardrail] | None = None,
 ) -> Iterator[None]:
     """``Agent.override``: see the module docstring."""
     from .agent import _checked, as_model_client, check_hosted_tools  # the agent module imports this one
 
     settings = None if settings is None else _checked(settings, ModelSettings)
     options = None if options is None else _checked(options, AgentOptions)
+    inputs = None if input_guardrails is None else check_guardrails("input", input_guardrails)
+    outputs = None if output_guardrails is None else check_guardrails("output", output_guardrails)
     active = _ACTIVE.get() or {}
     outer = active.get(id(agent))
     base = outer[1] if outer is not None and outer[0] is agent else Override()
@@ -84,6 +95,8 @@ def override(
         tools=registry,
         settings=settings if settings is not None else base.settings,
         options=options if options is not None else base.options,
+        input_guardrails=inputs if inputs is not None else base.input_guardrails,
+        output_guardrails=outputs if outputs is not None else base.output_guardrails,
     )
     token = _ACTIVE.set({**active, id(agent): (agent, chosen)})
     try:

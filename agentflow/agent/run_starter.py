@@ -22,6 +22,7 @@ from ..bus import (
     normalise_event_types,
 )
 from ..result import AgentResult, OutputT
+from ..runtimes.guardrails import check_guardrails
 from ..runtimes.output import AGENT_DEFAULT, AgentDefault, OutputType, TypeForm
 from .item_checks import check_items
 from .item_shapes import to_items
@@ -31,7 +32,7 @@ from .run import AgentRun
 
 if TYPE_CHECKING:
     from ..tools.approval import ApprovalDecisions
-    from .agent import Agent, AgentInput
+    from .agent import Agent, AgentInput, GuardrailLike
     from .memory import Memory
     from .options import AgentOptions, ModelSettings
     from .turns import Turns
@@ -57,7 +58,8 @@ class RunStarter(Generic[OutputT]):
     Every way of starting a run takes ``on=[(types, callback), …]``: callbacks for that run alone, as
     ``agent.on`` registers them for every run (see ``EventBus.on``), checked at the call (``TypeError``);
     ``settings=`` / ``options=``: that run's model settings (merged over the agent's) and limits (in
-    place of the agent's); and ``deps=``: that run's dependencies (see ``run``). A keyword none of them
+    place of the agent's); ``deps=``: that run's dependencies (see ``run``); and ``input_guardrails=`` /
+    ``output_guardrails=``: that run's own guardrails, after the agent's (see ``run``). A keyword none of them
     takes is told where it belongs (``temperature=0``: ``settings=ModelSettings(temperature=0)``; see
     ``explain_keywords``).
     """
@@ -89,6 +91,8 @@ class RunStarter(Generic[OutputT]):
         options: AgentOptions | None = ...,
         deps: Any = ...,
         approvals: ApprovalDecisions | None = ...,
+        input_guardrails: Iterable[GuardrailLike] | None = ...,
+        output_guardrails: Iterable[GuardrailLike] | None = ...,
     ) -> AgentRun[OutputT]: ...
 
     @overload
@@ -107,6 +111,8 @@ class RunStarter(Generic[OutputT]):
         options: AgentOptions | None = ...,
         deps: Any = ...,
         approvals: ApprovalDecisions | None = ...,
+        input_guardrails: Iterable[GuardrailLike] | None = ...,
+        output_guardrails: Iterable[GuardrailLike] | None = ...,
     ) -> AgentRun[str]: ...
 
     @overload
@@ -125,6 +131,8 @@ class RunStarter(Generic[OutputT]):
         options: AgentOptions | None = ...,
         deps: Any = ...,
         approvals: ApprovalDecisions | None = ...,
+        input_guardrails: Iterable[GuardrailLike] | None = ...,
+        output_guardrails: Iterable[GuardrailLike] | None = ...,
     ) -> AgentRun[_T]: ...
 
     @overload
@@ -143,6 +151,8 @@ class RunStarter(Generic[OutputT]):
         options: AgentOptions | None = ...,
         deps: Any = ...,
         approvals: ApprovalDecisions | None = ...,
+        input_guardrails: Iterable[GuardrailLike] | None = ...,
+        output_guardrails: Iterable[GuardrailLike] | None = ...,
     ) -> AgentRun[Any]: ...
 
     @explain_keywords("run")
@@ -161,6 +171,8 @@ class RunStarter(Generic[OutputT]):
         options: AgentOptions | None = None,
         deps: Any = None,
         approvals: ApprovalDecisions | None = None,
+        input_guardrails: Iterable[GuardrailLike] | None = None,
+        output_guardrails: Iterable[GuardrailLike] | None = None,
     ) -> AgentRun[Any]:
         """A run whose events you iterate: ``async with agent.stream(x) as run: async for event in run``.
 
@@ -168,7 +180,8 @@ class RunStarter(Generic[OutputT]):
         or a tuple of those), ``buffer``/``policy`` shape the subscription (see ``EventBus.subscribe``); all
         three are checked here, not when the block is entered. Model calls stream unless ``options.stream``
         is ``False``. ``output_type`` replaces the agent's for this run (``None``: the answer's text).
-        ``history``, ``on``, ``settings``, ``options``, ``deps`` and ``approvals`` are as for ``run``.
+        ``history``, ``on``, ``settings``, ``options``, ``deps``, ``approvals``, ``input_guardrails`` and
+        ``output_guardrails`` are as for ``run``.
         """
         kinds = normalise_event_types(types)
         check_subscription_options(buffer, policy)
@@ -191,6 +204,12 @@ class RunStarter(Generic[OutputT]):
             session_id=self._session_id(),
             deps=deps,
             decisions=None if approvals is None else _decisions(approvals),
+            input_guardrails=None
+            if input_guardrails is None
+            else check_guardrails("input", input_guardrails),
+            output_guardrails=None
+            if output_guardrails is None
+            else check_guardrails("output", output_guardrails),
         )
 
     @overload
@@ -206,6 +225,8 @@ class RunStarter(Generic[OutputT]):
         options: AgentOptions | None = ...,
         deps: Any = ...,
         approvals: ApprovalDecisions | None = ...,
+        input_guardrails: Iterable[GuardrailLike] | None = ...,
+        output_guardrails: Iterable[GuardrailLike] | None = ...,
     ) -> AgentResult[OutputT]: ...
 
     @overload
@@ -221,6 +242,8 @@ class RunStarter(Generic[OutputT]):
         options: AgentOptions | None = ...,
         deps: Any = ...,
         approvals: ApprovalDecisions | None = ...,
+        input_guardrails: Iterable[GuardrailLike] | None = ...,
+        output_guardrails: Iterable[GuardrailLike] | None = ...,
     ) -> AgentResult[str]: ...
 
     @overload
@@ -236,6 +259,8 @@ class RunStarter(Generic[OutputT]):
         options: AgentOptions | None = ...,
         deps: Any = ...,
         approvals: ApprovalDecisions | None = ...,
+        input_guardrails: Iterable[GuardrailLike] | None = ...,
+        output_guardrails: Iterable[GuardrailLike] | None = ...,
     ) -> AgentResult[_T]: ...
 
     @overload
@@ -251,6 +276,8 @@ class RunStarter(Generic[OutputT]):
         options: AgentOptions | None = ...,
         deps: Any = ...,
         approvals: ApprovalDecisions | None = ...,
+        input_guardrails: Iterable[GuardrailLike] | None = ...,
+        output_guardrails: Iterable[GuardrailLike] | None = ...,
     ) -> AgentResult[Any]: ...
 
     @explain_keywords("run")
@@ -266,6 +293,8 @@ class RunStarter(Generic[OutputT]):
         options: AgentOptions | None = None,
         deps: Any = None,
         approvals: ApprovalDecisions | None = None,
+        input_guardrails: Iterable[GuardrailLike] | None = None,
+        output_guardrails: Iterable[GuardrailLike] | None = None,
     ) -> AgentResult[Any]:
         """Run to the end and return the result.
 
@@ -306,6 +335,13 @@ class RunStarter(Generic[OutputT]):
         the conversation left open needs a decision, and every decision an open call
         (``ApprovalDecisionError`` otherwise, before anything runs). See ``agentflow.runtimes.resume``.
 
+        ``input_guardrails`` / ``output_guardrails``: this run's own guardrails (the Agents SDK's
+        ``RunConfig(input_guardrails=...)``), checked here (``TypeError``, ``ValueError``) and run *in
+        addition to* the agent's (or those of an ``agent.override`` in force), after them in order: the
+        application's policy, then the request's checks (a per-tenant rule, a check for this endpoint). A run
+        that trips one fails as one of the agent's would (``InputGuardrailTripped``…). ``None`` (default):
+        the agent's alone.
+
         A failed run raises its exception (a ``ModelError``, ``MaxStepsExceeded``…); a run cut short by
         ``options.timeout`` returns its partial result (``StopReason.DEADLINE``); cancelling the calling task
         cancels the run cleanly and re-raises the cancellation.
@@ -326,6 +362,12 @@ class RunStarter(Generic[OutputT]):
             session_id=self._session_id(),
             deps=deps,
             decisions=None if approvals is None else _decisions(approvals),
+            input_guardrails=None
+            if input_guardrails is None
+            else check_guardrails("input", input_guardrails),
+            output_guardrails=None
+            if output_guardrails is None
+            else check_guardrails("output", output_guardrails),
         )
         return await run._run_here()
 
@@ -342,6 +384,8 @@ class RunStarter(Generic[OutputT]):
         options: AgentOptions | None = ...,
         deps: Any = ...,
         approvals: ApprovalDecisions | None = ...,
+        input_guardrails: Iterable[GuardrailLike] | None = ...,
+        output_guardrails: Iterable[GuardrailLike] | None = ...,
     ) -> AgentResult[OutputT]: ...
 
     @overload
@@ -357,6 +401,8 @@ class RunStarter(Generic[OutputT]):
         options: AgentOptions | None = ...,
         deps: Any = ...,
         approvals: ApprovalDecisions | None = ...,
+        input_guardrails: Iterable[GuardrailLike] | None = ...,
+        output_guardrails: Iterable[GuardrailLike] | None = ...,
     ) -> AgentResult[str]: ...
 
     @overload
@@ -372,6 +418,8 @@ class RunStarter(Generic[OutputT]):
         options: AgentOptions | None = ...,
         deps: Any = ...,
         approvals: ApprovalDecisions | None = ...,
+        input_guardrails: Iterable[GuardrailLike] | None = ...,
+        output_guardrails: Iterable[GuardrailLike] | None = ...,
     ) -> AgentResult[_T]: ...
 
     @overload
@@ -387,6 +435,8 @@ class RunStarter(Generic[OutputT]):
         options: AgentOptions | None = ...,
         deps: Any = ...,
         approvals: ApprovalDecisions | None = ...,
+        input_guardrails: Iterable[GuardrailLike] | None = ...,
+        output_guardrails: Iterable[GuardrailLike] | None = ...,
     ) -> AgentResult[Any]: ...
 
     @explain_keywords("run")
@@ -402,6 +452,8 @@ class RunStarter(Generic[OutputT]):
         options: AgentOptions | None = None,
         deps: Any = None,
         approvals: ApprovalDecisions | None = None,
+        input_guardrails: Iterable[GuardrailLike] | None = None,
+        output_guardrails: Iterable[GuardrailLike] | None = None,
     ) -> AgentResult[Any]:
         """``run`` for scripts and notebooks without a running event loop (see ``agentflow.run_sync``)."""
         return run_sync(
@@ -415,6 +467,8 @@ class RunStarter(Generic[OutputT]):
             options=options,
             deps=deps,
             approvals=approvals,
+            input_guardrails=input_guardrails,
+            output_guardrails=output_guardrails,
         )
 
 
@@ -486,6 +540,8 @@ def run_sync(
     options: AgentOptions | None = ...,
     deps: Any = ...,
     approvals: ApprovalDecisions | None = ...,
+    input_guardrails: Iterable[GuardrailLike] | None = ...,
+    output_guardrails: Iterable[GuardrailLike] | None = ...,
 ) -> AgentResult[_T]: ...
 
 
@@ -502,6 +558,8 @@ def run_sync(
     options: AgentOptions | None = ...,
     deps: Any = ...,
     approvals: ApprovalDecisions | None = ...,
+    input_guardrails: Iterable[GuardrailLike] | None = ...,
+    output_guardrails: Iterable[GuardrailLike] | None = ...,
 ) -> AgentResult[str]: ...
 
 
@@ -518,6 +576,8 @@ def run_sync(
     options: AgentOptions | None = ...,
     deps: Any = ...,
     approvals: ApprovalDecisions | None = ...,
+    input_guardrails: Iterable[GuardrailLike] | None = ...,
+    output_guardrails: Iterable[GuardrailLike] | None = ...,
 ) -> AgentResult[_U]: ...
 
 
@@ -534,6 +594,8 @@ def run_sync(
     options: AgentOptions | None = ...,
     deps: Any = ...,
     approvals: ApprovalDecisions | None = ...,
+    input_guardrails: Iterable[GuardrailLike] | None = ...,
+    output_guardrails: Iterable[GuardrailLike] | None = ...,
 ) -> AgentResult[Any]: ...
 
 
@@ -550,14 +612,16 @@ def run_sync(
     options: AgentOptions | None = None,
     deps: Any = None,
     approvals: ApprovalDecisions | None = None,
+    input_guardrails: Iterable[GuardrailLike] | None = None,
+    output_guardrails: Iterable[GuardrailLike] | None = None,
 ) -> AgentResult[Any]:
     """Run an agent (or a session's next turn) from synchronous code, in a fresh event loop.
 
     For scripts and notebooks without a running loop. The connections of the model the run used (the
     agent's, or an ``agent.override``'s) are closed before it returns, since they belong to that loop (the
     next call opens new ones). Inside async code, ``await agent.run(...)`` instead. ``run_id``,
-    ``output_type``, ``history``, ``on``, ``settings``, ``options``, ``deps`` and ``approvals`` are as for
-    ``agent.run``.
+    ``output_type``, ``history``, ``on``, ``settings``, ``options``, ``deps``, ``approvals``,
+    ``input_guardrails`` and ``output_guardrails`` are as for ``agent.run``.
     """
     agent = target._run_on()[0]
     override = active_override(agent)
@@ -576,6 +640,8 @@ def run_sync(
                 options=options,
                 deps=deps,
                 approvals=approvals,
+                input_guardrails=input_guardrails,
+                output_guardrails=output_guardrails,
             )
             return result
         finally:

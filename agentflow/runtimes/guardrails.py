@@ -1,5 +1,7 @@
 """Guardrails: your own policy checks that stop a run, on its input (beside the first model call) or on its
-final answer. ``Agent(model, input_guardrails=[fn], output_guardrails=[fn])``.
+final answer. ``Agent(model, input_guardrails=[fn], output_guardrails=[fn])``; a run adds its own after the
+agent's (``agent.run(x, input_guardrails=[fn])``), and ``agent.override(input_guardrails=[])`` replaces the
+agent's in a test.
 
 A guardrail is a plain function, sync or async, of a ``GuardrailContext`` and the value it checks (the run's
 input text for an input guardrail, the final answer for an output one: the ``output_type`` value, else the
@@ -58,6 +60,7 @@ __all__ = [
     "OutputGuardrailTripped",
     "Tripwire",
     "TripwireError",
+    "check_guardrails",
     "guardrail",
 ]
 
@@ -272,9 +275,16 @@ class GuardrailError(AgentRunError):
         return (type(self), (self.kind, self.guardrail, self.error, self.partial))
 
 
-def _guardrails(
+def check_guardrails(
     kind: GuardrailKind, values: Iterable[GuardrailFunction | Guardrail]
 ) -> tuple[Guardrail, ...]:
+    """``input_guardrails=`` / ``output_guardrails=`` (``kind``) as ``Guardrail`` values, checked when they
+    are given (the agent's, a run's, an ``agent.override``'s): ``TypeError`` for what is not a list of
+    guardrail functions, ``ValueError`` for a ``blocking`` output guardrail.
+
+    >>> [g.name for g in check_guardrails("input", [lambda ctx, text: None])]
+    ['<lambda>']
+    """
     if isinstance(values, str | bytes) or not isinstance(values, Iterable):
         raise TypeError(
             f"{kind}_guardrails must be a list of guardrail functions, got {type(values).__name__}"
@@ -293,7 +303,9 @@ def _guardrails(
 @attrs.frozen
 class Guardrails:
     """An agent's guardrails (``Agent(input_guardrails=..., output_guardrails=...)``), checked; what its runs
-    get as ``RunContext.guardrails``. ``of`` gives ``None`` for an agent without any: its runs pay nothing."""
+    get as ``RunContext.guardrails``. ``of`` gives ``None`` for an agent without any: its runs pay nothing.
+    A run that gives guardrails of its own, or runs in an ``agent.override`` that does, gets a value made for
+    it (``added``); any other run gets the agent's, built once."""
 
     agent: str
     input: tuple[Guardrail, ...] = ()
@@ -310,5 +322,27 @@ class Guardrails:
         >>> Guardrails.of("a", [], ()) is None
         True
         """
-        inputs, outputs = _guardrails("input", input), _guardrails("output", output)
+        inputs, outputs = check_guardrails("input", input), check_guardrails("output", output)
         return Guardrails(agent, inputs, outputs) if inputs or outputs else None
+
+    @staticmethod
+    def added(
+        agent: str,
+        base: Guardrails | None,
+        input: tuple[Guardrail, ...] | None,
+        output: tuple[Guardrail, ...] | None,
+    ) -> Guardrails | None:
+        """``base`` (the agent's, or an ``agent.override``'s; ``None``: none) with a run's own checked
+        guardrails after its own (``agent.run(x, input_guardrails=[...])``): the agent's policy, then the
+        request's checks. ``base`` itself when the run adds none; ``None`` when there are none at all.
+
+        >>> g = check_guardrails("input", [lambda ctx, text: None])
+        >>> Guardrails.added("a", None, g, None).input == g, Guardrails.added("a", None, (), None)
+        (True, None)
+        """
+        if not input and not output:
+            return base
+        inputs, outputs = input or (), output or ()
+        if base is not None:
+            inputs, outputs = base.input + inputs, base.output + outputs
+        return Guardrails(agent, inputs, outputs)
