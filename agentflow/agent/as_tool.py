@@ -7,7 +7,8 @@ of the parent, the parent's deadline, the call's timeout. The nested run's usage
 (``ToolContext.add_usage``), and its token budget is capped by what the parent has left. Its events reach
 the parent's listeners as ``ToolProgress`` only when the parent has some, so an unobserved parent's sub-runs
 build no events either. It runs with the parent's ``deps`` (or what ``as_tool(deps=fn)`` makes of them) and
-sends the parent run's own HTTP headers (``ToolContext.extra_headers``) under the sub-agent's own.
+sends the parent run's own HTTP headers (``ToolContext.extra_headers``) under the sub-agent's own. Its tools'
+calls that need approval go to the parent's decider when its agent has none (``agent_tool``).
 
 This module builds the tool and runs the nested run; it must not reach into the parent's run beyond its
 ``ToolContext``, nor change how runs work: ``return_direct`` (the sub-agent's answer as the caller's) is
@@ -16,17 +17,20 @@ a flag on the tool, which the caller's runtime reads like any tool's.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from ..events import ToolApprovalRequested
 from ..model.events import Event
 from ..model.tools import ToolSpec
 from ..result import AgentResult, StopReason
+from ..runtimes.context import RunContext
 from ..runtimes.guardrails import TripwireError
-from ..tools.approval import ApprovalNotDeferrableError, NeedsApproval
+from ..tools.approval import ApprovalNotDeferrableError, NeedsApproval, ToolApprovals
 from ..tools.context import ToolContext
 from ..tools.outcome import exception_message
 from ..tools.schema import shape_of
@@ -105,8 +109,10 @@ def agent_tool(
     """The ``Tool`` that ``Agent.as_tool`` returns (see there). ``needs_approval`` is ``@tool``'s: each call
     (each nested run) waits for the calling run's decision before it starts; ``attrs.evolve(agent.as_tool(
     ...), needs_approval=True)`` sets it as well. A tool of the nested run that needs approval is decided by
-    the nested agent's own ``AgentOptions.tool_approval``: a nested run has no handle to approve through, and
-    cannot pause (``"defer"``: ``ApprovalNotDeferrableError`` fails the calling run too)."""
+    the nested agent's own ``AgentOptions.tool_approval``, else by the calling run's decider (its function,
+    or ``approve`` on its handle under the id ``<call id>/<sub-call id>``:
+    ``ToolApprovals.sub_run_approver``); a nested run cannot pause (``"defer"``, its own or its caller's:
+    ``ApprovalNotDeferrableError`` fails the calling run too)."""
     tool_name = _tool_name(agent, name)
     if description is None:
         raise TypeError(
@@ -214,6 +220,15 @@ class _AgentCall:
             inherited_headers=headers,
         )
         ctx = run.ctx
+        if ctx.tools.has_approval and context is not None and ctx.options.tool_approval is None:
+            # Its agent has nobody to decide its calls: the calling run's decider does (its function, or
+            # ``approve`` on its handle). Its own ``tool_approval`` wins; a run without such tools pays this
+            # one check.
+            caller = _caller_approvals(context)
+            if caller is not None:
+                ctx.options = attrs.evolve(
+                    ctx.options, tool_approval=caller.sub_run_approver(context.call_id)
+                )
         if listeners is not None and ctx.options.stream is None:  # the run's (an override's, say)
             # Someone watches: the sub-agent's text as it is written, as ``agent.stream()`` would give it.
             ctx.stream_model = True
@@ -250,6 +265,31 @@ class _AgentCall:
             # limit, a refusal or a filter has none.
             raise AgentToolError(_stopped(self._name, result), result)
         return result.output
+
+
+def _caller_approvals(context: ToolContext) -> ToolApprovals | None:
+    """The approvals of the run that made the call ``context`` is of, built now if its own tools need none;
+    ``None`` when that run has nobody to decide (no ``tool_approval``, no handle: ``agent.run()``)."""
+    # A ``ToolContext`` has no public link to its run; the usage sink the run wires into it holds the run
+    # (weakly). Only a sub-run with tools that need approval and no decider of its own comes here.
+    ref = getattr(context._usage, "_run", None)
+    parent = ref() if callable(ref) else None
+    if not isinstance(parent, RunContext):
+        return None
+    if parent.options.tool_approval is None and parent.cancel_scope is None:
+        return None
+    approvals = parent.approvals
+    if approvals is None:
+        # Its own tools need no approval, so it has none yet: the ones ``RunContext.executor`` would build,
+        # which ``AgentRun.approve`` / ``deny`` / ``pending_approvals`` answer through.
+        publish = parent.bus.publish
+        approvals = parent.approvals = ToolApprovals(
+            parent.options.tool_approval,
+            functools.partial(publish, owned=True),
+            waits=parent.cancel_scope is not None,
+            heard=functools.partial(parent.bus.listens_to, ToolApprovalRequested),
+        )
+    return approvals
 
 
 class _Forward:

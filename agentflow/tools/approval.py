@@ -21,6 +21,10 @@ concurrency slot or starts its time limit:
   ``check_decisions``; ``agentflow.runtimes.resume`` acts on them). A run that cannot pause (an agent's run
   as another's tool, CodeAct's code calling a tool) fails with ``ApprovalNotDeferrableError`` instead.
 
+A run of an agent used as a tool (``agentflow.agent.as_tool``) whose agent has no ``tool_approval`` of its own
+asks the calling run's ``ToolApprovals`` (``sub_run_approver``): the caller's function decides, or the
+caller's handle, under the id ``<calling call id>/<sub-call id>``; a deferring caller cannot (as above).
+
 A denied call does not run: it gets ``ToolStarted`` and ``ToolFailed`` like any failed call, its result a
 ``TOOL_ERROR`` of type ``denied`` carrying the reason, fed back to the model. A decision that cannot be made
 (the approval function or the ``needs_approval`` predicate raises, or returns something else than it must)
@@ -136,7 +140,8 @@ ApprovalDecisions: TypeAlias = Mapping[str, "bool | str"]
 
 class ApprovalRequiredError(Exception):
     """A call needs approval and the run has no way to ask for it: no ``tool_approval`` function, and no
-    handle anyone could approve through (``agent.run()``, a sub-agent's run). The run fails with it.
+    handle anyone could approve through (``agent.run()``; a sub-agent's run whose calling run has neither).
+    The run fails with it.
 
     ``call`` is the call, ``tool`` its tool's name.
     """
@@ -415,6 +420,11 @@ class ToolApprovals:
         (or the ``TypeError`` for an answer it may not give): the run must end with it. Cancelled while it
         waits, it leaves nothing waiting.
         """
+        return await self._decide(request, request)
+
+    async def _decide(self, request: ToolApprovalRequest, asked: ToolApprovalRequest) -> str | None:
+        """``decide``: ``request`` is what is announced and waits (under its call's id), ``asked`` what the
+        approval function gets (the same, but for a sub-run's call: ``sub_run_approver``)."""
         approver = self._approver
         if approver is None:
             if not self._waits:
@@ -424,10 +434,22 @@ class ToolApprovals:
             return await self._wait(request)
         assert not isinstance(approver, str)  # a deferring run's calls go to ``defer``
         await self._emit(ToolApprovalRequested(call=request.call, tool=request.tool))
-        verdict = approver(request)
+        verdict = approver(asked)
         if inspect.isawaitable(verdict):
             verdict = await verdict
         return _verdict(verdict, request.call)
+
+    def sub_run_approver(self, call_id: str) -> ToolApprover:
+        """The ``tool_approval`` of a sub-run this run's call ``call_id`` started (an agent used as a tool,
+        whose agent has no ``tool_approval`` of its own): this run decides the sub-run's calls, as its own.
+
+        An approval function gets the sub-run's ``ToolApprovalRequest`` as it is. What is announced here
+        (``ToolApprovalRequested`` on this run's bus), listed in ``pending`` and answered by ``approve`` /
+        ``deny`` is the call under the id ``<call_id>/<its own id>``: ids a model makes up (``call_1``) repeat
+        across agents, and a parent's call and its sub-run's, or two sub-runs', must not take each other's
+        decision. A deferring run (``"defer"``) cannot decide them: ``ApprovalNotDeferrableError``.
+        """
+        return _SubRunApprover(self, call_id)
 
     async def _wait(self, request: ToolApprovalRequest) -> str | None:
         call_id = request.call.id
@@ -484,6 +506,27 @@ class ToolApprovals:
             f"no tool call {call_id!r} waits for approval in this run (waiting: {waiting}); a call waits "
             "from its ToolApprovalRequested event until it is decided or the run ends"
         )
+
+
+class _SubRunApprover:
+    """``ToolApprovals.sub_run_approver``: a sub-run's calls, decided by its calling run's approvals."""
+
+    __slots__ = ("_approvals", "_call_id")
+
+    def __init__(self, approvals: ToolApprovals, call_id: str) -> None:
+        self._approvals = approvals
+        self._call_id = call_id
+
+    async def __call__(self, request: ToolApprovalRequest) -> bool | str:
+        approvals = self._approvals
+        if approvals.defers:
+            raise ApprovalNotDeferrableError(
+                request.call, request.tool, "a run of an agent used as another agent's tool"
+            )
+        call = request.call
+        shown = attrs.evolve(request, call=attrs.evolve(call, id=f"{self._call_id}/{call.id}"))
+        denial = await approvals._decide(shown, request)
+        return True if denial is None else denial
 
 
 def asks_approval(needs: NeedsApproval, kwargs: Mapping[str, Any], tool: str) -> bool:
