@@ -81,6 +81,7 @@ _LAZY: dict[str, str] = {
     "ModelRequest": "agentflow.events",
     "OutputRejected": "agentflow.events",
     "GuardrailTripped": "agentflow.events",
+    "HandedOff": "agentflow.events",
     "ToolCallRequested": "agentflow.events",
     "ToolApprovalRequested": "agentflow.events",
     "ToolStarted": "agentflow.events",
@@ -136,6 +137,9 @@ _LAZY: dict[str, str] = {
     "check_items": "agentflow.agent.item_checks",
     "Agent": "agentflow.agent.agent",
     "Agents": "agentflow.agent.agents",
+    "Handoff": "agentflow.agent.handoffs",
+    "handoff": "agentflow.agent.handoffs",
+    "without_tool_calls": "agentflow.agent.handoffs",
     "run_sync": "agentflow.agent.agent",
     "AgentOptions": "agentflow.agent.options",
     "ModelSettings": "agentflow.agent.options",
@@ -269,6 +273,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
     from .agent.as_tool import AgentToolError
     from .agent.chat_client import ChatModelClient
     from .agent.fallback_client import FallbackModelClient
+    from .agent.handoffs import Handoff, handoff, without_tool_calls
     from .agent.item_checks import HistoryError, check_items
     from .agent.item_json import dump_items, load_items
     from .agent.memory import InMemoryMemory, Memory, WindowedMemory
@@ -296,6 +301,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
         CodeOutput,
         CodeStarted,
         GuardrailTripped,
+        HandedOff,
         ModelRequest,
         OutputRejected,
         PlanCreated,
@@ -443,6 +449,8 @@ __all__ = [
     "GuardrailContext",
     "GuardrailError",
     "GuardrailTripped",
+    "HandedOff",
+    "Handoff",
     "HistoryError",
     "HttpTransport",
     "ImagePart",
@@ -570,6 +578,7 @@ __all__ = [
     "dump_items",
     "encode_sse",
     "guardrail",
+    "handoff",
     "load_items",
     "may_succeed_elsewhere",
     "open_tool_calls",
@@ -579,4 +588,5 @@ __all__ = [
     "run_sync",
     "sse_stream",
     "tool",
+    "without_tool_calls",
 ]

@@ -43,6 +43,7 @@ __all__ = [
     "CodeStarted",
     "Event",
     "GuardrailTripped",
+    "HandedOff",
     "ModelCompleted",
     "ModelEvent",
     "ModelRequest",
@@ -247,6 +248,18 @@ class PlanUpdated(RunEvent):
 
 
 @attrs.frozen
+class HandedOff(RunEvent):
+    """The run went over from the agent named ``source`` to the one named ``target``, whose call ``call_id``
+    asked for it (``Agent(handoffs=...)``): published after the step of that call ends, before the target's
+    first step (``StepStarted``), once the target has the run.
+    """
+
+    source: str
+    target: str
+    call_id: str
+
+
+@attrs.frozen
 class OutputRejected(RunEvent):
     """The model's final answer did not match the agent's ``output_type``; ``error`` says why.
 
@@ -343,6 +356,7 @@ AgentEvent: TypeAlias = (
     | CodeExecuted
     | PlanCreated
     | PlanUpdated
+    | HandedOff
     | OutputRejected
     | GuardrailTripped
     | StepFinished

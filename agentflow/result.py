@@ -118,6 +118,9 @@ class AgentResult(Generic[OutputT]):
     ``arguments``; its ``deps`` left out). ``all_items`` ends with their turn, the calls without outputs
     (the step's other calls have theirs): store it, and resume with ``approvals=`` (see
     ``agentflow.runtimes.resume``). Empty for every other run."""
+    agent_name: str | None = attrs.field(default=None, kw_only=True)
+    """The name of the agent the run ended with: its own agent's, or the one a handoff gave the run to
+    (``Agent(handoffs=...)``); ``None`` for a result not made by an agent's run."""
     history: tuple[Any, ...] = attrs.field(default=(), kw_only=True, repr=False, metadata=NOT_IN_JSON)
     """The conversation the run continued: its memory's items before it wrote its input — ``history=`` (as
     checked and converted), a session's memory (after its store's load), ``()`` for a run from empty

@@ -57,6 +57,7 @@ from .turns import Turns
 if TYPE_CHECKING:
     from ..tools.tool import Tool
     from ..tools.toolsets import ToolsetBlocks
+    from .handoffs import Handoff
     from .stores import SessionStore
 
 __all__ = ["Agent", "AgentInput", "ModelLike", "as_model_client", "run_sync"]
@@ -304,6 +305,7 @@ class Agent(RunStarter[OutputT]):
         output_type: None = ...,
         input_guardrails: Iterable[GuardrailLike] = ...,
         output_guardrails: Iterable[GuardrailLike] = ...,
+        handoffs: Iterable[Agent[Any] | Handoff] = ...,
     ) -> None: ...
 
     @overload
@@ -322,6 +324,7 @@ class Agent(RunStarter[OutputT]):
         output_type: type[_T] | OutputType[_T],
         input_guardrails: Iterable[GuardrailLike] = ...,
         output_guardrails: Iterable[GuardrailLike] = ...,
+        handoffs: Iterable[Agent[Any] | Handoff] = ...,
     ) -> None: ...
 
     @overload
@@ -340,6 +343,7 @@ class Agent(RunStarter[OutputT]):
         output_type: TypeForm,
         input_guardrails: Iterable[GuardrailLike] = ...,
         output_guardrails: Iterable[GuardrailLike] = ...,
+        handoffs: Iterable[Agent[Any] | Handoff] = ...,
     ) -> None: ...
 
     @explain_keywords("run")
@@ -358,10 +362,12 @@ class Agent(RunStarter[OutputT]):
         output_type: Any = None,
         input_guardrails: Iterable[GuardrailLike] = (),
         output_guardrails: Iterable[GuardrailLike] = (),
+        handoffs: Iterable[Agent[Any] | Handoff] = (),
     ) -> None:
         self.model_client = as_model_client(model)
         self.runtime = resolve_runtime(runtime)
-        self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+        self._own_tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+        self.tools = self._own_tools
         check_hosted_tools(self.tools, self.model_client)
         self.system_prompt: str | PromptFunction | None = check_prompt("system_prompt", system_prompt)
         self.instructions: str | PromptFunction | None = check_prompt("instructions", instructions)
@@ -387,6 +393,33 @@ class Agent(RunStarter[OutputT]):
             _check_factory(memory)
             self._memory_factory = memory if isinstance(memory, type) else _SyncMemoryFactory(memory)
         self._listeners: list[tuple[EventTypes, Callable[[Any], Any]]] = []
+        self.handoffs = handoffs
+
+    @property
+    def handoffs(self) -> tuple[Handoff, ...]:
+        """The agents this one may hand its run over to (``Agent(handoffs=...)``), each as a ``Handoff``.
+
+        Settable, for agents that hand over to each other (a triage and its specialists, each able to hand
+        back): ``billing.handoffs = [triage]`` once both exist. Each handoff is a tool of this agent's
+        (``transfer_to_…`` in ``tools``); runs started afterwards use them. See ``agentflow.agent.handoffs``.
+        """
+        return self._handoff_list
+
+    @handoffs.setter
+    def handoffs(self, value: Iterable[Agent[Any] | Handoff]) -> None:
+        if isinstance(value, tuple) and not value:
+            found: tuple[Handoff, ...] = ()
+        else:
+            from .handoffs import handoffs_of  # loaded only for agents with handoffs
+
+            found = handoffs_of(self.runtime, value)
+        self.tools = self._own_tools.with_tools(h.tool for h in found) if found else self._own_tools
+        self._handoff_list = found
+        self._handoffs: Mapping[str, Handoff] | None = {h.tool_name: h for h in found} or None
+
+    def _with_handoff_tools(self, tools: ToolRegistry) -> ToolRegistry:
+        """``tools`` (an ``agent.override``'s) with this agent's handoff tools after them."""
+        return tools.with_tools(h.tool for h in self._handoff_list) if self._handoff_list else tools
 
     def __repr__(self) -> str:
         return f"Agent({self.name!r}, runtime={self.runtime!r}, tools={list(self.tools.names)!r})"
@@ -639,7 +672,7 @@ class Agent(RunStarter[OutputT]):
             if override.model is not None:
                 model = override.model
             if override.tools is not None:  # an empty registry too: "no tools" is a value to test with
-                tools = override.tools
+                tools = self._with_handoff_tools(override.tools)
             if override.settings is not None:
                 run_settings = _merged_settings(run_settings, override.settings, spec)
             if override.options is not None:
@@ -712,6 +745,9 @@ class Agent(RunStarter[OutputT]):
             prompt_functions=self._prompt_functions,
             guardrails=guardrails,
             decisions=decisions,
+            agent_name=self.name,
+            handoffs=self._handoffs,
+            run_settings=settings,
         )
         return AgentRun(
             self.runtime,
@@ -749,15 +785,16 @@ class Agent(RunStarter[OutputT]):
         its last block ends. Blocks of one agent may overlap, nested or in different tasks (each request of a
         web service): each leaves what it entered, and the last one to leave closes the model client
         (``aclose``), so no block closes it under another's runs."""
+        from ..tools.toolsets import ToolsetBlocks, enter_toolsets
+
         found = active_override(self)
         registry = found.tools if found is not None and found.tools is not None else self.tools
-        if registry.toolsets:
-            from ..tools.toolsets import ToolsetBlocks, enter_toolsets
-
-            stack = await enter_toolsets(registry.toolsets)
-            if self._toolset_blocks is None:
-                self._toolset_blocks = ToolsetBlocks()
-            self._toolset_blocks.push(stack)
+        # Every block notes what it entered, nothing included: a block that entered no toolset (under an
+        # override without any) must not leave, on its way out, the toolsets another block entered.
+        stack = await enter_toolsets(registry.toolsets) if registry.toolsets else contextlib.AsyncExitStack()
+        if self._toolset_blocks is None:
+            self._toolset_blocks = ToolsetBlocks()
+        self._toolset_blocks.push(stack)
         self._open_blocks += 1
         return self
 

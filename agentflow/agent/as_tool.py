@@ -18,7 +18,6 @@ a flag on the tool, which the caller's runtime reads like any tool's.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +34,7 @@ from ..tools.context import ToolContext
 from ..tools.outcome import exception_message
 from ..tools.schema import shape_of
 from ..tools.tool import Tool, ToolReturns
+from .agent_names import function_style
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -50,8 +50,6 @@ INPUT_DESCRIPTION = (
 
 _MAX_LAST_MESSAGE = 1_000
 """How much of a stopped sub-run's last text the parent's model is shown (the whole error is cut at 2,000)."""
-
-_NOT_NAME = re.compile(r"[^A-Za-z0-9_-]+")
 
 
 class AgentToolError(Exception):
@@ -78,19 +76,7 @@ def _tool_name(agent: Agent[Any], name: str | None) -> str:
     """
     if name is not None:
         return name  # ``Tool`` checks it, with the message every tool name gets
-    own = agent.name
-    derived = _NOT_NAME.sub("_", own).strip("_").lower()[:64]
-    if own == agent.runtime.name:
-        raise TypeError(
-            f"as_tool() needs name=: this agent has no name of its own ({own!r}), and the model tells its "
-            "tools apart by name; pass as_tool(name='researcher', description=...) or Agent(name=...)"
-        )
-    if not derived:
-        raise TypeError(
-            f"as_tool() needs name=: the agent's name {own!r} has no letters or digits a tool name may hold "
-            "(ASCII letters, digits, _ and -); pass as_tool(name='researcher', description=...)"
-        )
-    return derived
+    return function_style(agent, "as_tool()", "name=", "as_tool(name='researcher', description=...)")
 
 
 def agent_tool(

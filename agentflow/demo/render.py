@@ -23,6 +23,7 @@ from ..agent.prompt import AgentModelResult
 from ..events import (
     CodeExecuted,
     GuardrailTripped,
+    HandedOff,
     PlanCreated,
     PlanUpdated,
     RunCancelled,
@@ -193,6 +194,8 @@ class Renderer:
             self.line(f"-- step {event.step + 1} --", "dim")
         elif isinstance(event, PlanCreated | PlanUpdated):
             self.plan(event.plan, updated=isinstance(event, PlanUpdated))
+        elif isinstance(event, HandedOff):
+            self.line(f"=> {event.source} hands the conversation over to {event.target}", "bold")
         elif isinstance(event, ToolCallRequested):
             call = event.call
             arguments = _clip(call.arguments or "{}", _ARGUMENTS_CHARS)

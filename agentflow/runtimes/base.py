@@ -73,7 +73,8 @@ from .calls import complete_tool_calls, patch_memory_items
 from .context import NO_USAGE, RunContext
 from .eager_calls import act_with_early, refuse_with_early, run_early_step, starts_early
 from .errors import MaxStepsExceeded
-from .guarded import guarded_run
+from .guarded import guarded_run, hold_answer
+from .handing_off import hand_over
 from .model_calls import blocking_call, publish_turn, streamed_call
 from .output import OutputType, OutputValidationError
 from .output_validators import RejectOutput, validate
@@ -252,17 +253,24 @@ class AgentRuntime:
         return result
 
     async def run_loop(self, ctx: RunContext) -> AgentResult:
-        """Run steps until one returns a stop reason, or handle ``max_steps`` exhaustion."""
+        """Run steps until one returns a stop reason, or handle ``max_steps`` exhaustion.
+
+        A step that hands the run over to another agent (``Agent(handoffs=...)``) makes the next steps that
+        agent's, on its runtime (``agentflow.runtimes.handing_off``); the run's limits count on.
+        """
+        runtime = self
         max_steps = ctx.options.max_steps
         while max_steps is None or ctx.step < max_steps:
             if ctx.token_budget_reached:
                 # Tokens spent outside the steps (a DeepResearch plan or re-plan) count against the budget
                 # too: no model call once it is reached.
                 return ctx.result_for(StopReason.MAX_TOKENS)
-            stop = await self.run_step(ctx)
+            stop = await runtime.run_step(ctx)
             if stop is not None:
                 return ctx.result_for(stop)
-        return await self.on_max_steps(ctx)
+            if ctx.handoff is not None:
+                runtime = await hand_over(ctx)
+        return await runtime.on_max_steps(ctx)
 
     async def on_max_steps(self, ctx: RunContext) -> AgentResult:
         """``max_steps`` used up: stop, make one last tool-less call, or raise (``options.on_max_steps``)."""
@@ -311,12 +319,18 @@ class AgentRuntime:
                 await guard.passed.wait()
             ctx.unhandled = None  # handled from here on
             stop = await self.handle_model_result(ctx, result, final=final)
+        if ctx.guardrails is not None:
+            hold_answer(ctx, stop, final=final)  # before anything more can be cut: StepFinished may wait
         if ctx.bus.has_listeners():
             await ctx.emit(StepFinished(tool_calls=len(ctx.tool_calls) - calls_before, usage=ctx.step_usage))
         ctx.step += 1
         return stop
 
     # -- hooks -----------------------------------------------------------------------------------------------
+
+    async def take_over(self, ctx: RunContext) -> None:
+        """A handoff gave this runtime's agent the run (``Agent(handoffs=...)``), before its first step: the
+        conversation and the run's input are in memory already. Nothing here; DeepResearch plans."""
 
     async def start(self, ctx: RunContext) -> None:
         """Before the first step: write the run's input to memory (``RunContext.remember_input``: a call
@@ -343,6 +357,9 @@ class AgentRuntime:
         """
         s = ctx.settings
         items = ctx.memory.items
+        view = ctx.item_view
+        if view is not None:  # a handoff's ``input_filter``: what this agent is shown of the conversation
+            items = (*view[0], *items[view[1] :])
         if ctx.output_retry is not None:
             items = (*items, ctx.output_retry)  # a rejected answer's retry prompt: in memory once answered
         tools = ctx.tools.specs
@@ -529,7 +546,7 @@ class AgentRuntime:
         (``agentflow.runtimes.resume``).
         """
         early = ctx.early_calls
-        if early is not None and early.calls:
+        if (early is not None and early.calls) or ctx.handoffs is not None:
             return await act_with_early(self, ctx, calls, early)
         limit = ctx.options.max_tool_calls
         allowed = calls

@@ -37,6 +37,7 @@ from .errors import ToolRetriesExceeded
 from .output import OutputType
 
 if TYPE_CHECKING:
+    from ..agent.handoffs import Handoff
     from .eager_calls import EarlyCalls
     from .guarded import InputCheck
     from .guardrails import Guardrails
@@ -236,6 +237,23 @@ class RunContext:
     it for a run with tools whose runtime hands tool errors to code: ``tool_errors_reach_code``)."""
     runtime_state: object = attrs.field(default=None, repr=False)
     """Anything else a runtime keeps for this run (CodeAct: its code executor and the code step in flight)."""
+    agent_name: str | None = None
+    """The name of the agent whose turn it is: the run's own, then the one a handoff gave the run to
+    (``AgentResult.agent_name``)."""
+    handoffs: Mapping[str, Handoff] | None = attrs.field(default=None, repr=False)
+    """The current agent's handoffs by their tool's name (``Agent(handoffs=...)``); ``None`` for an agent
+    without any, whose steps never look for one (``agentflow.runtimes.handing_off``)."""
+    handoff: Handoff | None = attrs.field(default=None, init=False, repr=False)
+    """The handoff a step's call asked for and got (its result is in memory): the loop hands the run over
+    before the next step."""
+    handoff_call: str | None = attrs.field(default=None, init=False, repr=False)
+    """The id of the call that asked for ``handoff`` (``HandedOff.call_id``)."""
+    run_settings: ModelSettings | None = attrs.field(default=None, repr=False)
+    """The run's own ``settings=`` (``agent.run(x, settings=...)``), kept for a handoff: merged over the next
+    agent's, as they were over the first one's. ``None`` when the run brought none."""
+    item_view: tuple[tuple[Any, ...], int] | None = attrs.field(default=None, init=False, repr=False)
+    """What the model is shown of memory after a handoff with an ``input_filter``: its items (the filtered
+    conversation), then memory's from that index on (what the run added since). ``None``: memory as it is."""
     decisions: Mapping[str, str | None] | None = attrs.field(default=None, repr=False)
     """A resumed run's decisions on the calls its conversation left open (``approvals=``, checked:
     ``check_decisions``): call id → ``None`` (approved) or the denial's text. ``None`` for any other run,
@@ -250,6 +268,10 @@ class RunContext:
     _model_name: str | None = attrs.field(default=None, init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
+        self.refresh_model_name()
+
+    def refresh_model_name(self) -> None:
+        """Read the default model name of ``model`` again (after a handoff gave the run another client)."""
         # Any model client may say which model it asks for by default (``ProtocolClient.model_name``).
         name = getattr(self.model, "model_name", None)
         self._model_name = name if isinstance(name, str) else None
@@ -310,6 +332,12 @@ class RunContext:
                 retries_exceeded=_retries_exceeded if self.abort_scope is None else None,
             )
         return self._executor
+
+    def reset_executor(self) -> None:
+        """Drop the run's tool executor and approvals, to be built again for new ``tools`` (a handoff's): only
+        between steps, when no call is running or waiting for a decision."""
+        self._executor = None
+        self.approvals = None
 
     def _cannot_pause(self) -> str | None:
         """Why this run cannot pause for a deferred approval (``ApprovalNotDeferrableError``), or ``None``."""
@@ -435,6 +463,7 @@ class RunContext:
             pending = tuple(attrs.evolve(request, deps=None) for request in self.approvals.deferred)
         return AgentResult(
             pending_approvals=pending,
+            agent_name=self.agent_name,
             run_id=self.run_id,
             output_text=self.output_text,
             stop_reason=stop_reason,

@@ -131,6 +131,13 @@ class DeepResearchRuntime(ReActRuntime):
         ctx.runtime_state = state
         await self.planning.plan(ctx, state)
 
+    async def take_over(self, ctx: RunContext) -> None:
+        """A handoff gave this runtime's agent the run: it plans for the run's goal (its input) first, with
+        the conversation so far in memory, as ``start`` does (``PlanCreated``)."""
+        state = PlanState()
+        ctx.runtime_state = state
+        await self.planning.plan(ctx, state)
+
     async def run_step(self, ctx: RunContext, *, final: bool = False) -> StopReason | None:
         """One step of the base loop; then, every ``replan_every`` steps while the run goes on, a re-plan."""
         stop = await super().run_step(ctx, final=final)

@@ -74,6 +74,7 @@ from ..tools.failures import noting_others
 from ..tools.outcome import cancelled_result
 from ..tools.tool import Tool
 from .calls import complete_tool_calls
+from .handing_off import split, take
 from .resume import pause
 
 if TYPE_CHECKING:
@@ -336,23 +337,32 @@ async def run_early_step(runtime: AgentRuntime, ctx: RunContext, prompt: AgentPr
 
 
 async def act_with_early(
-    runtime: AgentRuntime, ctx: RunContext, calls: tuple[ToolCall, ...], early: EarlyCalls
+    runtime: AgentRuntime, ctx: RunContext, calls: tuple[ToolCall, ...], early: EarlyCalls | None
 ) -> StopReason | None:
-    """``AgentRuntime.act`` for a turn some of whose calls may have started early.
+    """``AgentRuntime.act`` for a turn some of whose calls may have started early (``early``), or of an agent
+    with handoffs (``RunContext.handoffs``): the calls are told apart by their index.
 
     The early calls the turn holds run on; the others are announced and run through ``run_tool_calls`` (the
     first ones in call order, as many as ``max_tool_calls`` leaves beside the early ones: the same calls as
     without eager start, since an early call starts only within that room); every result goes to memory in
     call order, those over the limit refused as ``act`` refuses them; a ``return_direct`` tool's result ends
-    the run as in ``act`` (``AgentRuntime.read_tool_answer``), whether its call started early or not.
+    the run as in ``act`` (``AgentRuntime.read_tool_answer``), whether its call started early or not. Of the
+    transfer calls (handoffs) among those run, the first runs and the others are refused
+    (``handing_off.split``); once the results are in memory, one that succeeded hands the run over before the
+    next step (``handing_off.take``) unless the step ends the run.
     """
-    taken = early.take(calls)
+    taken = early.take(calls) if early is not None else {}
     others = [index for index in range(len(calls)) if index not in taken]
     run, refused = others, []
     limit = ctx.options.max_tool_calls
     if limit is not None:
         room = max(0, limit - len(ctx.tool_calls) - len(taken))
         run, refused = others[:room], others[room:]
+    handoffs = ctx.handoffs
+    extra: list[int] = []
+    extra_reason = ""
+    if handoffs is not None:
+        run, extra, extra_reason = split(handoffs, calls, run)
     await runtime._announce(ctx, calls, taken)
     results: list[ToolResult | None] = [None] * len(calls)
     if run:
@@ -361,6 +371,10 @@ async def act_with_early(
             results[index] = result
     for index, started in taken.items():
         results[index] = await started.outcome()
+    if extra:
+        answers = await runtime._refused_results(ctx, tuple(calls[i] for i in extra), extra_reason)
+        for index, result in zip(extra, answers, strict=True):
+            results[index] = result
     if refused:
         reason = f"not run: the run reached its limit of {limit} tool calls"
         answers = await runtime._refused_results(ctx, tuple(calls[i] for i in refused), reason)
@@ -373,7 +387,11 @@ async def act_with_early(
     ctx.record_results(calls, done)
     if ctx.tools.has_return_direct and await runtime.read_tool_answer(ctx, done):
         return StopReason.FINAL_ANSWER
-    return StopReason.MAX_TOOL_CALLS if refused else None
+    if refused:
+        return StopReason.MAX_TOOL_CALLS
+    if handoffs is not None:
+        take(ctx, handoffs, done)
+    return None
 
 
 async def refuse_with_early(

@@ -133,6 +133,7 @@ async def guarded_run(runtime: AgentRuntime, ctx: RunContext, guards: Guardrails
         assert result is not None
         answer = _answer(result) if guards.output else _NO_ANSWER
         if answer is _NO_ANSWER:
+            ctx.unchecked = False  # held by the last step (``hold_answer``), with nothing to check after all
             return result
         ctx.unchecked = True  # until the answer passes, a cancel or the deadline keeps none of the run
         failure = await _first_failure(ctx, guards, guards.output, "output", answer, result.stop_reason)
@@ -141,6 +142,19 @@ async def guarded_run(runtime: AgentRuntime, ctx: RunContext, guards: Guardrails
             return result
     await _forget(runtime, ctx, failure, result)
     raise failure
+
+
+def hold_answer(ctx: RunContext, stop: StopReason | None, *, final: bool) -> None:
+    """After a step of a run with guardrails: if its text may be what the run ends with (the step ends the
+    run, or is its last by ``max_steps``) and output guardrails will check it, the verdict is pending from
+    now on (``RunContext.unchecked``), so a cancel or the deadline landing before the check (while
+    ``StepFinished`` is published, say) keeps none of the run."""
+    guards = ctx.guardrails
+    if guards is None or not guards.output:
+        return
+    max_steps = ctx.options.max_steps
+    if stop is not None or final or (max_steps is not None and ctx.step + 1 >= max_steps):
+        ctx.unchecked = True
 
 
 def _answer(result: AgentResult) -> Any:

@@ -190,6 +190,16 @@ class ToolRegistry:
         self._listed = (listed, registry)
         return registry
 
+    def with_tools(self, tools: Iterable[Tool[..., Any]]) -> ToolRegistry:
+        """A registry of this one's tools, hosted tools and toolsets, then ``tools`` (an agent's handoff
+        tools); ``ValueError`` when two of them share a name, as for any registry.
+
+        >>> from agentflow.tools.tool import tool
+        >>> ToolRegistry([tool(lambda: 1, name="one")]).with_tools([tool(lambda: 2, name="two")]).names
+        ('one', 'two')
+        """
+        return ToolRegistry((*self._tools.values(), *self._hosted, *self._toolsets, *tools))
+
     def __bool__(self) -> bool:
         """Whether a run may have tools: some of this registry's own, or toolsets (which a run lists)."""
         return bool(self._tools) or bool(self._toolsets)

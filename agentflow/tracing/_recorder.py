@@ -9,6 +9,7 @@ span starts when the event that begins its operation is published and ends at th
       ToolStarted → execute_tool {tool}                      ends at ToolSucceeded / ToolFailed
         ToolProgress → a span event on it (the first ``MAX_PROGRESS_EVENTS``)
       CodeStarted → execute_code ⊃ its tool calls            ends at CodeExecuted
+      HandedOff, OutputRejected, GuardrailTripped → span events on the run's span
 
 Rules it keeps, whatever order the events come in:
 
@@ -45,6 +46,7 @@ from ..events import (
     CodeExecuted,
     CodeStarted,
     GuardrailTripped,
+    HandedOff,
     ModelRequest,
     OutputRejected,
     PlanCreated,
@@ -95,6 +97,7 @@ TRACED_EVENTS: tuple[type[Event], ...] = (
     CodeExecuted,
     OutputRejected,
     GuardrailTripped,
+    HandedOff,
     RunFinished,
     RunFailed,
     RunCancelled,
@@ -206,6 +209,7 @@ class RunRecorder:
             CodeExecuted: self._code_executed,
             OutputRejected: self._output_rejected,
             GuardrailTripped: self._guardrail_tripped,
+            HandedOff: self._handed_off,
             RunFinished: self._run_ended,
             RunFailed: self._run_ended,
             RunCancelled: self._run_ended,
@@ -243,8 +247,10 @@ class RunRecorder:
 
     # -- runs ------------------------------------------------------------------------------------------------
 
-    def _run_facts(self) -> ModelFacts:
-        agent = self._agent
+    def _run_facts(self, agent: Agent[Any] | None = None) -> ModelFacts:
+        """The model facts of a run of the recorded agent, or of ``agent`` (one a handoff gave the run to)."""
+        if agent is None:
+            agent = self._agent
         override = active_override(agent)
         client: object = agent.model_client
         settings_model = agent.settings.model
@@ -384,6 +390,23 @@ class RunRecorder:
         run = self._run_of(event)
         if run is not None:
             run.span.add_event(attr.GUARDRAIL_TRIPPED, attributes)
+
+    def _handed_off(self, event: HandedOff) -> None:
+        # Agent names and a call id: no content. The run's span stays one: the run goes on, its next model
+        # calls the target's (its model's facts, when the target is found among the handoffs).
+        run = self._run_of(event)
+        if run is not None:
+            target = _handoff_target(self._agent, event.target)
+            if target is not None:
+                run.facts = self._run_facts(target)
+            run.span.add_event(
+                attr.HANDED_OFF,
+                {
+                    attr.HANDOFF_SOURCE: event.source,
+                    attr.HANDOFF_TARGET: event.target,
+                    attr.HANDOFF_CALL_ID: event.call_id,
+                },
+            )
 
     # -- model calls and plans -------------------------------------------------------------------------------
 
@@ -633,3 +656,18 @@ def _interrupt(span: Span, error_type: str | None) -> None:
 
 def _ignore(event: Event) -> None:
     pass
+
+
+def _handoff_target(agent: Agent[Any], name: str) -> Agent[Any] | None:
+    """The agent named ``name`` among those ``agent`` hands over to, directly or through others."""
+    seen = {id(agent)}
+    queue = [agent]
+    while queue:
+        for handoff in queue.pop().handoffs:
+            found = handoff.agent
+            if found.name == name:
+                return found
+            if id(found) not in seen:
+                seen.add(id(found))
+                queue.append(found)
+    return None

@@ -13,6 +13,7 @@ from agentflow.events import (
     CodeOutput,
     CodeStarted,
     GuardrailTripped,
+    HandedOff,
     ModelCompleted,
     ModelRequest,
     ModelRetry,
@@ -86,6 +87,7 @@ def describe(event: AgentEvent) -> str:
             | CodeExecuted()
             | PlanCreated()
             | PlanUpdated()
+            | HandedOff()
             | OutputRejected()
             | GuardrailTripped()
             | StepFinished()

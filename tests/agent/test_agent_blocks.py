@@ -54,3 +54,63 @@ async def test_a_request_leaving_its_block_does_not_close_the_model_under_anothe
                 tg.start_soon(first)
                 tg.start_soon(second)
     assert answers == {"second": "quick", "first": "slow answer"}
+
+
+class _Server:
+    """A toolset that counts the blocks it is entered for, and lists tools only while entered."""
+
+    name = "srv"
+
+    def __init__(self) -> None:
+        self.entered = 0
+
+    async def __aenter__(self) -> _Server:
+        self.entered += 1
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.entered -= 1
+
+    async def tools(self) -> list[object]:
+        if not self.entered:
+            raise RuntimeError("not connected")
+        return []
+
+
+def _ping() -> str:
+    """Ping."""
+    return "pong"
+
+
+async def test_a_block_that_entered_no_toolset_leaves_none_of_another_block_s() -> None:
+    server = _Server()
+    agent = Agent(FakeModelClient([reply("a")]), tools=[server])
+    async with agent:
+        with agent.override(tools=[_ping]):
+            async with agent:  # under the override: no toolset to enter
+                pass
+        assert server.entered == 1  # the outer block's server is still connected
+        assert (await agent.run("hi")).output_text == "a"
+    assert server.entered == 0
+
+
+async def test_blocks_in_other_tasks_leave_their_own_toolsets() -> None:
+    server = _Server()
+    agent = Agent(FakeModelClient([]), tools=[server])
+    plain_in, plain_out = anyio.Event(), anyio.Event()
+
+    async def plain() -> None:
+        with agent.override(tools=[_ping]):
+            async with agent:
+                plain_in.set()
+                await plain_out.wait()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(plain)
+        await plain_in.wait()
+        async with agent:
+            assert server.entered == 1
+            plain_out.set()
+            await anyio.wait_all_tasks_blocked()  # the plain block leaves while this one is open
+            assert server.entered == 1
+    assert server.entered == 0

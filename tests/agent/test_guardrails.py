@@ -36,6 +36,7 @@ from agentflow.events import (
     ModelRequest,
     RunCancelled,
     RunFailed,
+    StepFinished,
     TerminalEvent,
     ToolFailed,
 )
@@ -601,6 +602,37 @@ async def test_a_run_cancelled_or_timed_out_before_its_guardrails_answered_keeps
     assert chat.memory.items == before
     assert tuple(await store.load("s")) == before
     assert [type(e) for e in terminals(events)] == [RunCancelled]
+
+
+@pytest.mark.parametrize("how", ["cancel", "deadline"])
+async def test_a_run_cut_after_its_answer_but_before_the_output_guardrails_keeps_nothing(how: str) -> None:
+    # The cut lands while the answering step's ``StepFinished`` is published (a slow listener), before the
+    # output guardrails are even called: the answer is in memory already, and must not stay there.
+    checked: list[str] = []
+    reached = anyio.Event()
+
+    def no_answers(ctx: GuardrailContext[None], answer: str) -> Tripwire:
+        checked.append(answer)
+        return Tripwire("never shown")
+
+    async def slow_listener(event: StepFinished) -> None:
+        reached.set()
+        await anyio.sleep_forever()
+
+    options = AgentOptions(timeout=0.5) if how == "deadline" else AgentOptions()
+    agent = Agent(FakeModelClient([reply("SECRET ANSWER")]), output_guardrails=[no_answers], options=options)
+    chat = agent.session()
+    with anyio.fail_after(30):
+        async with chat.stream("hi", on=[(StepFinished, slow_listener)]) as run:
+            async for event in run:
+                if how == "cancel" and isinstance(event, ModelCompleted):
+                    await reached.wait()
+                    await run.cancel()
+    result = run.result
+    assert result.stop_reason is (StopReason.CANCELLED if how == "cancel" else StopReason.DEADLINE)
+    assert checked == []
+    assert (result.output, result.output_text, result.new_items) == (None, "", ())
+    assert chat.memory.items == ()
 
 
 async def test_a_model_failure_before_the_input_guardrails_answered_keeps_nothing_either() -> None:

@@ -13,6 +13,7 @@ from agentflow.cli import CliConfig, ConfigError, build_parser, resolve_config
 from agentflow.demo.render import Renderer, json_line, use_color
 from agentflow.events import (
     CodeExecuted,
+    HandedOff,
     PlanCreated,
     PlanUpdated,
     RunCancelled,
@@ -86,6 +87,18 @@ def test_a_run_is_rendered_as_a_readable_transcript() -> None:
         "It is 42.\n"
         "== done: final_answer, 2 steps, 1 tool call\n"
         "   120 in / 30 out / 150 total tokens (10 reasoning)\n"
+    )
+
+
+def test_a_handoff_is_a_line_between_the_two_agents_steps() -> None:
+    events: list[Event] = [
+        StepStarted(step=0),
+        HandedOff(source="Triage", target="Billing", call_id="call_1"),
+        StepStarted(step=1),
+        TextDelta("Refunded."),
+    ]
+    assert render(events) == (
+        "-- step 1 --\n=> Triage hands the conversation over to Billing\n-- step 2 --\nRefunded.\n"
     )
 
 

@@ -1,0 +1,430 @@
+"""Handoffs: ``Agent(handoffs=[...])`` gives the rest of a run to another agent.
+
+The target runs the next steps with its own model, tools, prompts, settings and handoffs, on the same
+conversation and in the same run (id, events, limits, output type, guardrails); ``HandedOff`` is published
+between the two steps and ``AgentResult.agent_name`` names the agent the run ended with.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import attrs
+import pytest
+
+from agentflow import (
+    Agent,
+    AgentOptions,
+    Handoff,
+    HistoryError,
+    ModelSettings,
+    OpenAIChatModel,
+    OpenAIResponsesModel,
+    OutputGuardrailTripped,
+    Tripwire,
+    handoff,
+    tool,
+    without_tool_calls,
+)
+from agentflow.events import (
+    HandedOff,
+    PlanCreated,
+    RunCancelled,
+    RunFinished,
+    RunStarted,
+    StepFinished,
+    StepStarted,
+    ToolFailed,
+    ToolSucceeded,
+)
+from agentflow.model.events import Event, TextDelta
+from agentflow.result import StopReason
+from agentflow.runtimes.deep_research import DeepResearchRuntime
+from agentflow.testing import Reply, ScriptedServer
+from agentflow.testing.fake import FakeModelClient, reply
+
+
+@tool
+def lookup(order: str) -> str:
+    """Look up an order."""
+    return f"order {order}: shipped"
+
+
+@tool(return_direct=True)
+def status(order: str) -> str:
+    """The status of an order, as the answer."""
+    return f"order {order} is on its way"
+
+
+def _texts(items: Any) -> list[str]:
+    """Each item as a short label: role or type, and its text or call names."""
+    labels = []
+    for item in items:
+        if item.get("tool_calls"):
+            labels.append("calls " + ",".join(c["function"]["name"] for c in item["tool_calls"]))
+        elif item.get("type") == "function_call_output":
+            labels.append("output " + item["output"])
+        else:
+            labels.append(f"{item['role']} {item['content'][0]['text']}")
+    return labels
+
+
+def _pair(
+    triage_script: list[Any], billing_script: list[Any], **triage: Any
+) -> tuple[Agent[Any], Agent[str], FakeModelClient, FakeModelClient]:
+    billing_model = FakeModelClient(billing_script)
+    billing = Agent(billing_model, name="Billing", system_prompt="You handle billing.", tools=[lookup])
+    triage_model = FakeModelClient(triage_script)
+    agent = Agent(triage_model, name="Triage", system_prompt="Route.", handoffs=[billing], **triage)
+    return agent, billing, triage_model, billing_model
+
+
+async def test_the_target_answers_on_the_whole_conversation_with_its_own_prompt_and_tools() -> None:
+    agent, _, triage_model, billing_model = _pair(
+        [reply("Let me pass you on.", tool_calls=[("transfer_to_billing", {})])],
+        [reply(tool_calls=[("lookup", {"order": "7"})]), reply("Order 7 shipped; refund on its way.")],
+    )
+    assert agent.tools.names == ("transfer_to_billing",)
+    assert triage_model.remaining == 1
+    result = await agent.run("Where is my refund for order 7?")
+    assert result.output == "Order 7 shipped; refund on its way."
+    assert result.stop_reason is StopReason.FINAL_ANSWER
+    assert (result.agent_name, result.steps) == ("Billing", 3)
+    first = billing_model.prompts[0]
+    assert str(first.system_prompt).startswith("You handle billing.")
+    assert [t.name for t in first.tools] == ["lookup"]  # its own tools; it has no handoffs
+    assert _texts(first.items) == [
+        "user Where is my refund for order 7?",
+        "calls transfer_to_billing",
+        "output Handed the conversation over to Billing.",
+    ]
+    assert _texts(result.new_items)[-3:] == [
+        "calls lookup",
+        "output order 7: shipped",
+        "assistant Order 7 shipped; refund on its way.",
+    ]
+
+
+async def test_handed_off_comes_between_the_two_agents_steps() -> None:
+    agent, *_ = _pair([reply(tool_calls=[("c9", "transfer_to_billing", {})])], [reply("Done.")])
+    events: list[Event] = []
+    async with agent.stream("refund please") as run:
+        events = [e async for e in run]
+    kinds = [type(e).__name__ for e in events if not isinstance(e, TextDelta)]
+    at = kinds.index("HandedOff")
+    assert kinds[at - 1 : at + 2] == ["StepFinished", "HandedOff", "StepStarted"]
+    handed = events[[type(e) for e in events].index(HandedOff)]
+    assert isinstance(handed, HandedOff)
+    assert (handed.source, handed.target, handed.call_id) == ("Triage", "Billing", "c9")
+    assert handed.to_dict()["type"] == "handed_off"
+    assert sum(isinstance(e, RunStarted) for e in events) == 1  # one run, one id
+    assert len({e.run_id for e in events}) == 1
+    finished = events[-1]
+    assert isinstance(finished, RunFinished)
+    assert finished.result.agent_name == "Billing"
+
+
+async def test_a_turn_hands_over_once_the_other_transfers_are_refused_and_its_other_calls_run() -> None:
+    other = Agent(FakeModelClient([]), name="Sales")
+    billing_model = FakeModelClient([reply("Billing here.")])
+    billing = Agent(billing_model, name="Billing")
+    agent = Agent(
+        FakeModelClient(
+            [
+                reply(
+                    tool_calls=[
+                        ("c1", "lookup", {"order": "1"}),
+                        ("c2", "transfer_to_billing", {}),
+                        ("c3", "transfer_to_sales", {}),
+                    ]
+                )
+            ]
+        ),
+        name="Triage",
+        tools=[lookup],
+        handoffs=[billing, other],
+    )
+    events: list[Event] = []
+    async with agent.stream("hi") as run:
+        events = [e async for e in run]
+    result = run.result
+    assert result.agent_name == "Billing"
+    outputs = {r.call_id: (r.ok, r.output) for r in result.tool_results}
+    assert outputs["c1"] == (True, "order 1: shipped")
+    assert outputs["c2"] == (True, "Handed the conversation over to Billing.")
+    assert outputs["c3"][0] is False
+    assert "hands the conversation over to Billing already" in outputs["c3"][1]
+    assert [e.call.id for e in events if isinstance(e, ToolFailed)] == ["c3"]
+    assert sorted(e.call.id for e in events if isinstance(e, ToolSucceeded)) == ["c1", "c2"]
+
+
+async def test_the_run_keeps_its_output_type_options_and_guardrails() -> None:
+    @attrs.frozen
+    class Refund:
+        order: str
+        amount: int
+
+    seen: list[Any] = []
+
+    def record(ctx: Any, answer: Any) -> None:
+        seen.append(answer)
+
+    billing = Agent(FakeModelClient([reply('{"order": "7", "amount": 12}')]), name="Billing")
+    agent = Agent(
+        FakeModelClient([reply(tool_calls=[("transfer_to_billing", {})])]),
+        name="Triage",
+        output_type=Refund,
+        output_guardrails=[record],
+        handoffs=[billing],
+    )
+    result = await agent.run("refund order 7")
+    assert result.output == Refund("7", 12)
+    assert seen == [Refund("7", 12)]
+
+
+async def test_the_entry_agent_s_output_guardrails_check_the_target_s_answer() -> None:
+    def no_secrets(ctx: Any, answer: str) -> Tripwire | None:
+        return Tripwire("secret") if "SECRET" in answer else None
+
+    billing = Agent(FakeModelClient([reply("the SECRET is 42")]), name="Billing")
+    agent = Agent(
+        FakeModelClient([reply(tool_calls=[("transfer_to_billing", {})])]),
+        name="Triage",
+        output_guardrails=[no_secrets],
+        handoffs=[billing],
+    )
+    chat = agent.session()
+    with pytest.raises(OutputGuardrailTripped):
+        await chat.run("tell me")
+    assert chat.memory.items == ()
+
+
+async def test_limits_count_across_the_agents() -> None:
+    agent, _, _, billing_model = _pair(
+        [reply(tool_calls=[("transfer_to_billing", {})])],
+        [reply(tool_calls=[("lookup", {"order": "1"})]), reply("never asked")],
+        options=AgentOptions(max_steps=2),
+    )
+    result = await agent.run("hi")
+    assert result.stop_reason is StopReason.MAX_STEPS
+    assert (result.steps, result.agent_name, len(billing_model.prompts)) == (2, "Billing", 1)
+
+
+async def test_agents_may_hand_back_and_forth() -> None:
+    triage_model = FakeModelClient(
+        [reply(tool_calls=[("transfer_to_billing", {})]), reply("Triage again: anything else?")]
+    )
+    triage = Agent(triage_model, name="Triage")
+    billing = Agent(FakeModelClient([reply(tool_calls=[("transfer_to_triage", {})])]), name="Billing")
+    triage.handoffs = [billing]
+    billing.handoffs = [triage]  # a cycle: set once both exist
+    assert [h.tool_name for h in triage.handoffs] == ["transfer_to_billing"]
+    assert billing.tools.names == ("transfer_to_triage",)
+    events: list[Event] = []
+    async with triage.stream("hi") as run:
+        events = [e async for e in run]
+    hops = [(e.source, e.target) for e in events if isinstance(e, HandedOff)]
+    assert hops == [("Triage", "Billing"), ("Billing", "Triage")]
+    assert run.result.output == "Triage again: anything else?"
+    assert run.result.agent_name == "Triage"
+    assert [t.name for t in triage_model.prompts[1].tools] == ["transfer_to_billing"]
+
+
+async def test_an_input_filter_changes_what_the_target_is_shown_not_memory() -> None:
+    billing_model = FakeModelClient([reply("Billing: how can I help?"), reply("Sure.")])
+    billing = Agent(billing_model, name="Billing")
+    triage = Agent(
+        FakeModelClient(
+            [
+                reply("Checking.", tool_calls=[("lookup", {"order": "1"})]),
+                reply(tool_calls=[("transfer_to_billing", {})]),
+            ]
+        ),
+        name="Triage",
+        tools=[lookup],
+        handoffs=[handoff(billing, input_filter=without_tool_calls)],
+    )
+    chat = triage.session()
+    result = await chat.run("my order")
+    assert result.agent_name == "Billing"
+    assert _texts(billing_model.prompts[0].items) == ["user my order", "assistant Checking."]
+    assert len(chat.memory.items) == 6  # everything: input, two turns of calls, two outputs, the answer
+    # The next turn of the session is the entry agent's again, on the whole conversation.
+    triage_next = FakeModelClient([reply("Triage here.")])
+    with triage.override(model=triage_next):
+        await chat.run("thanks")
+    assert len(triage_next.prompts[0].items) == 7
+
+
+async def test_an_input_filter_returning_a_broken_conversation_fails_the_run() -> None:
+    def keep_outputs_only(items: tuple[Any, ...]) -> list[Any]:
+        return [item for item in items if item.get("type") == "function_call_output"]
+
+    billing = Agent(FakeModelClient([reply("never")]), name="Billing")
+    agent = Agent(
+        FakeModelClient([reply(tool_calls=[("transfer_to_billing", {})])]),
+        name="Triage",
+        handoffs=[handoff(billing, input_filter=keep_outputs_only)],
+    )
+    with pytest.raises(HistoryError, match="input_filter of the handoff to 'Billing'"):
+        await agent.run("hi")
+
+
+async def test_a_return_direct_answer_in_the_same_turn_ends_the_run_without_handing_over() -> None:
+    agent, _, _, billing_model = _pair(
+        [reply(tool_calls=[("status", {"order": "3"}), ("transfer_to_billing", {})])], [], tools=[status]
+    )
+    result = await agent.run("where is order 3?")
+    assert (result.output, result.agent_name) == ("order 3 is on its way", "Triage")
+    assert billing_model.prompts == []
+
+
+async def test_the_run_s_settings_and_headers_go_over_the_target_s_own() -> None:
+    billing_model = FakeModelClient([reply("ok")])
+    billing = Agent(
+        billing_model,
+        name="Billing",
+        settings=ModelSettings(model="billing-model", temperature=0.9, extra_headers={"x-agent": "billing"}),
+    )
+    agent = Agent(
+        FakeModelClient([reply(tool_calls=[("transfer_to_billing", {})])]),
+        name="Triage",
+        settings=ModelSettings(model="triage-model", extra_headers={"x-agent": "triage"}),
+        handoffs=[billing],
+    )
+    run_settings = ModelSettings(temperature=0.0, extra_headers={"x-request": "r1"})
+    await agent.run("hi", settings=run_settings)
+    prompt = billing_model.prompts[0]
+    assert (prompt.model, prompt.temperature) == ("billing-model", 0.0)
+    assert prompt.extra_headers == {"x-request": "r1", "x-agent": "billing"}
+
+
+async def test_an_override_of_the_target_applies() -> None:
+    billing = Agent(FakeModelClient([]), name="Billing")
+    agent = Agent(
+        FakeModelClient([reply(tool_calls=[("transfer_to_billing", {})])]), name="Triage", handoffs=[billing]
+    )
+    stand_in = FakeModelClient([reply("from the stand-in")])
+    with billing.override(model=stand_in):
+        assert (await agent.run("hi")).output == "from the stand-in"
+
+
+async def test_a_deep_research_target_plans_for_the_run_s_goal_first() -> None:
+    researcher = Agent(
+        FakeModelClient([reply("Findings.")]), name="Researcher", runtime=DeepResearchRuntime()
+    )
+    agent = Agent(
+        FakeModelClient([reply(tool_calls=[("transfer_to_researcher", {})])]),
+        name="Triage",
+        handoffs=[researcher],
+    )
+    events: list[Event] = []
+    async with agent.stream("compare the two offers") as run:
+        events = [e async for e in run if not isinstance(e, TextDelta)]
+    kinds = [type(e) for e in events]
+    assert kinds.index(HandedOff) < kinds.index(PlanCreated) < len(kinds) - kinds[::-1].index(StepStarted)
+    plan = events[kinds.index(PlanCreated)]
+    assert isinstance(plan, PlanCreated)
+    assert plan.plan.goal == "compare the two offers"
+    assert run.result.output == "Findings."
+
+
+async def test_cancelling_the_run_while_the_target_answers_leaves_memory_valid() -> None:
+    reached = anyio.Event()
+
+    class Hanging(FakeModelClient):
+        async def create(self, prompt: Any) -> Any:
+            reached.set()
+            await anyio.sleep_forever()
+
+    billing = Agent(Hanging([]), name="Billing")
+    agent = Agent(
+        FakeModelClient([reply(tool_calls=[("transfer_to_billing", {})])]), name="Triage", handoffs=[billing]
+    )
+    chat = agent.session()
+    events: list[Event] = []
+    with anyio.fail_after(30):
+        async with chat.stream("hi", options=AgentOptions(stream=False)) as run:
+            async for event in run:
+                events.append(event)
+                if isinstance(event, StepStarted) and event.step == 1:
+                    await reached.wait()
+                    await run.cancel()
+    assert isinstance(events[-1], RunCancelled)
+    assert run.result.stop_reason is StopReason.CANCELLED
+    assert run.result.agent_name == "Billing"
+    assert _texts(chat.memory.items) == [
+        "user hi",
+        "calls transfer_to_billing",
+        "output Handed the conversation over to Billing.",
+    ]
+
+
+def test_bad_handoffs_are_refused_when_the_agent_is_built() -> None:
+    model = FakeModelClient([])
+    named = Agent(model, name="Billing")
+    with pytest.raises(TypeError, match="handoffs must be a list"):
+        Agent(model, handoffs=named)  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match=r"handoffs\[0\] is a str"):
+        Agent(model, handoffs=["billing"])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="no name of its own"):
+        Agent(model, handoffs=[Agent(model)])
+    with pytest.raises(ValueError, match="two handoffs have the tool name 'transfer_to_billing'"):
+        Agent(model, handoffs=[named, Agent(model, name="billing")])
+    with pytest.raises(ValueError, match="two tools are named 'transfer_to_billing'"):
+        Agent(model, tools=[tool(name="transfer_to_billing")(lambda: 1)], handoffs=[named])
+    with pytest.raises(TypeError, match="codeact runtime cannot be handed a run"):
+        Agent(model, handoffs=[Agent(model, name="Coder", runtime="codeact")])
+    with pytest.raises(TypeError, match="codeact runtime cannot hand its run over"):
+        Agent(model, runtime="codeact", handoffs=[named])
+    with pytest.raises(TypeError, match="non-empty str"):
+        handoff(named, description="  ")
+    with pytest.raises(TypeError, match="input_filter"):
+        handoff(named, input_filter="all")  # type: ignore[arg-type]
+    found = handoff(named, tool_name="to_money_people", description="Money questions.")
+    assert isinstance(found, Handoff)
+    assert found.tool.spec.description == "Money questions."
+    assert Agent(model, handoffs=[found]).tools.names == ("to_money_people",)
+
+
+async def test_a_chat_agent_hands_over_to_a_responses_agent_over_http() -> None:
+    chat_turn = Reply(text="Passing you on.", tool_calls=[("transfer_to_billing", {}, "call_t")])
+    async with ScriptedServer([chat_turn, Reply(text="Billing here: refunded.")]) as server:
+        billing = Agent(
+            OpenAIResponsesModel(base_url=server.base_url, model="billing-m", api_key="k"), name="Billing"
+        )
+        triage = Agent(
+            OpenAIChatModel(base_url=server.base_url, model="triage-m", api_key="k"),
+            name="Triage",
+            handoffs=[billing],
+        )
+        async with triage, billing:
+            result = await triage.run("refund me")
+        first, second = server.requests
+    assert (first.api, second.api) == ("chat", "responses")
+    assert result.output == "Billing here: refunded."
+    assert [t["function"]["name"] for t in first.body["tools"]] == ["transfer_to_billing"]
+    assert "tools" not in second.body
+    kinds = [(item.get("type"), item.get("role")) for item in second.body["input"]]
+    assert kinds == [
+        ("message", "user"),
+        ("message", "assistant"),
+        ("function_call", None),
+        ("function_call_output", None),
+    ]
+    assert second.body["input"][2]["call_id"] == "call_t"
+    assert result.agent_name == "Billing"
+
+
+async def test_a_run_without_handoffs_names_its_own_agent() -> None:
+    result = await Agent(FakeModelClient([reply("hi")]), name="Solo").run("hello")
+    assert result.agent_name == "Solo"
+    assert result.to_dict()["agent_name"] == "Solo"
+
+
+async def test_step_finished_of_the_handing_step_counts_its_calls() -> None:
+    agent, *_ = _pair([reply(tool_calls=[("transfer_to_billing", {})])], [reply("ok")])
+    async with agent.stream("hi") as run:
+        finished = [e for e in [e async for e in run] if isinstance(e, StepFinished)]
+    assert [e.tool_calls for e in finished] == [1, 0]
