@@ -152,8 +152,10 @@ _MODEL_FAILURES = {
     "StreamCutOffError": "The model's answer was cut off.",
     "IncompleteResponseError": "The model's answer is incomplete.",
     "ProtocolError": "The model service's answer could not be read.",
+    "AllModelsFailedError": "The model service could not answer.",
 }
-"""Public texts for agentflow's own model errors, by class name (what ``RunFailed.error_type`` holds)."""
+"""Public texts for agentflow's own model errors, by class name (what ``RunFailed.error_type`` holds). Each
+is a model error whether or not its module was imported (a process that only relays events)."""
 
 _GUARDRAIL_STOPS = {
     "InputGuardrailTripped": "The request was stopped by a policy check.",
@@ -175,6 +177,9 @@ _TOOL_FAILURES = {
 # A model error with a status says so first, as ``HTTP 503: …`` (``agentflow.model.errors``): a retry's reason
 # is that message, and the status is all of it a browser gets.
 _HTTP_STATUS = re.compile(r"HTTP ([1-5][0-9][0-9])\b")
+# Where a fallback's last model's failure starts in its ``AllModelsFailedError``'s message: "… (3 of 3) with
+# HTTP 503: …". The last of them in the text is the last model tried, a nested fallback's included.
+_LAST_MEMBER = re.compile(r"\((\d+) of \1\) with ")
 
 
 def public_run_error(error_type: str, status: int | None = None) -> str:
@@ -190,18 +195,32 @@ def public_run_error(error_type: str, status: int | None = None) -> str:
     'The model service returned an error (HTTP 503).'
     >>> public_run_error("SessionStoreError")
     'The run failed.'
+    >>> public_run_error("AllModelsFailedError", 429)
+    'The model service could not answer (HTTP 429).'
 
     A run a guardrail stopped (``InputGuardrailTripped``, ``OutputGuardrailTripped``) says so, without the
     guardrail's reason.
+
+    Every model of a fallback failing (``AllModelsFailedError``) is a model error too. Its ``RunFailed``
+    status is the members' common one, ``None`` when they differ; ``public_event`` then passes the status of
+    the last model tried, the failure that ended the run after every fallback (``None`` if that one had no
+    HTTP status: a timeout, a connection error).
     """
     if error_type in _GUARDRAIL_STOPS:
         return _GUARDRAIL_STOPS[error_type]
-    if error_type not in _model_error_names():
+    if error_type not in _MODEL_FAILURES and error_type not in _model_error_names():
         # The application's own error (a tool's on_error="raise", a session store, a validator), whose text
         # is for its developers; ``error_type`` names it.
         return _RUN_FAILED
     text = _MODEL_FAILURES.get(error_type, "The model service returned an error.")
     return text if status is None else f"{text[:-1]} (HTTP {status})."
+
+
+def _last_member_status(message: str) -> int | None:
+    """The HTTP status of the last model an ``AllModelsFailedError``'s ``message`` names, if it had one."""
+    starts = [match.end() for match in _LAST_MEMBER.finditer(message)]
+    found = _HTTP_STATUS.match(message, starts[-1]) if starts else None
+    return None if found is None else int(found.group(1))
 
 
 def _model_error_names() -> set[str]:
@@ -218,8 +237,9 @@ def _model_error_names() -> set[str]:
 def public_event(event: E) -> E:
     """``event`` as a browser may see it: each failure's own text replaced by a public one.
 
-    - ``RunFailed``: ``error`` becomes ``public_run_error(error_type, status)``; ``error_type``, ``status``
-      and ``retryable`` stay as they are;
+    - ``RunFailed``: ``error`` becomes ``public_run_error(error_type, status)`` (for an
+      ``AllModelsFailedError`` whose members' statuses differ, the last model's status); ``error_type``,
+      ``status`` and ``retryable`` stay as they are;
     - ``ModelRetry``: ``reason`` becomes "The model service returned an error (HTTP 503)." (the status only
       when the reason starts with one), else "The model call failed.";
     - ``ToolFailed``, and a failed tool result in a terminal event's ``result`` / ``partial``: ``error`` and
@@ -247,7 +267,10 @@ def public_event(event: E) -> E:
 
 def _public(event: Event) -> Event:
     if isinstance(event, RunFailed):
-        text = public_run_error(event.error_type, event.status)
+        status = event.status
+        if status is None and event.error_type == "AllModelsFailedError":
+            status = _last_member_status(event.error)  # the members' statuses differ: the last one's
+        text = public_run_error(event.error_type, status)
         partial = None if event.partial is None else _public_result(event.partial, text)
         if partial is not None and event.error_type == "OutputGuardrailTripped":
             # The answer an output guardrail stopped is kept for the server's logs, not shown.

@@ -133,7 +133,9 @@ class Handoff:
             items = ctx.memory.items
             shown = tuple(to_items(tuple(chooser(tuple(items)))))
             check_items(shown, source=f"the input_filter of the handoff to {agent.name!r}")
-            view = (shown, len(items))
+            # Counted in the run's own items, not memory's: a memory that trims (``WindowedMemory``) would
+            # move an index into its items.
+            view = (shown, len(ctx.new_items))
         ctx.model = model
         ctx.refresh_model_name()
         ctx.tools = registry

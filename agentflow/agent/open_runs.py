@@ -41,6 +41,10 @@ class RunIdInUseError(ValueError):
         )
         self.run_id = run_id
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Picklable: ``args`` hold the message, not the constructor's ``run_id``.
+        return (type(self), (self.run_id,), dict(self.__dict__))
+
 
 class OpenRuns:
     """The runs a service is streaming: ``async with runs.track(run):`` around each stream, and

@@ -9,6 +9,8 @@ wrong and writes one message for it. Pure: no I/O.
 
 from __future__ import annotations
 
+from typing import Any
+
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
@@ -29,6 +31,15 @@ class MCPServerError(Exception):
         super().__init__(f"MCP server {server!r}: {message}")
         self.server = server
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Picklable (multiprocessing, task queues): the constructor's arguments, then the attributes set
+        # since (a failed run's ``run_result``, notes).
+        return (type(self), (self.server, self._message()), dict(self.__dict__))
+
+    def _message(self) -> str:
+        """The ``message`` the error was made with: its text without the server's name before it."""
+        return str(self).removeprefix(f"MCP server {self.server!r}: ")
+
 
 class MCPConnectionError(MCPServerError):
     """The server could not be reached or started, did not complete the MCP handshake, or the connection was
@@ -46,6 +57,9 @@ class MCPRequestError(MCPServerError):
     def __init__(self, server: str, message: str, code: int | None = None) -> None:
         super().__init__(server, message)
         self.code = code
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.server, self._message(), self.code), dict(self.__dict__))
 
 
 def leaf_cause(exc: BaseException) -> BaseException:

@@ -6,7 +6,9 @@ for agentflow's validator, and changed only where it has to be:
 
 - the root is an object schema: ``"type": "object"`` when it says no type, ``"properties": {}`` when it has
   none (OpenAI refuses a function whose parameters have no ``properties``);
-- ``$schema`` and ``$id`` are dropped (``$id`` would make references resolve against a URL);
+- ``$schema`` and ``$id`` are dropped (``$id`` would make references resolve against a URL); a property
+  named ``$id`` or ``default`` is a property like any other: the names in ``properties``,
+  ``patternProperties``, ``$defs`` and the like are never taken for keywords;
 - draft-07 ``definitions`` become ``$defs`` (one whose name a different ``$defs`` schema has is renamed
   ``definitions.<name>``), and every local reference points into ``$defs``: one to another
   place of the document (``#/properties/a``, as zod-to-json-schema writes a schema used twice, or ``#``)
@@ -32,6 +34,11 @@ _DEFS: Final = "$defs"
 _DEFS_PREFIX: Final = "#/$defs/"
 _DATA_KEYWORDS: Final = frozenset({"enum", "const", "default", "examples", "example"})
 """Keywords whose values are JSON data, not schemas: a ``$ref`` inside them is no reference."""
+_SCHEMA_MAPS: Final = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+)
+"""Keywords whose values map names to schemas: the names are the user's (a property may be called
+``default`` or ``$id``), so only the schemas under them are walked."""
 _UNSAFE: Final = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
@@ -133,7 +140,10 @@ class _References:
             else:
                 node["$ref"] = resolved
         for key, value in node.items():
-            if key not in _DATA_KEYWORDS:
+            if key in _SCHEMA_MAPS and isinstance(value, dict):
+                for schema in value.values():
+                    self._walk(schema)
+            elif key not in _DATA_KEYWORDS:
                 self._walk(value)
 
     def _local(self, target: str) -> str | None:

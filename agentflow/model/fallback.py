@@ -124,7 +124,13 @@ def may_succeed_elsewhere(error: Exception) -> bool:
 def fallback_predicate(fallback_on: FallbackOn | None) -> Callable[[Exception], bool]:
     """``fallback_on`` as a predicate (``None``: ``may_succeed_elsewhere``), checked.
 
+    A nested fallback's ``AllModelsFailedError`` falls back when it does itself or when any of its errors
+    would, whatever ``fallback_on`` is (a tuple of types names its members' types, not the group's).
+
     >>> fallback_predicate(ServerError)(ServerError("HTTP 500")), fallback_predicate(None)(ValueError("x"))
+    (True, False)
+    >>> nested = AllModelsFailedError("all failed", [ServerError("HTTP 500"), ServerError("HTTP 502")])
+    >>> fallback_predicate(ServerError)(nested), fallback_predicate(RateLimitError)(nested)
     (True, False)
     """
     if fallback_on is None:
@@ -136,13 +142,25 @@ def fallback_predicate(fallback_on: FallbackOn | None) -> Callable[[Exception], 
             if not (isinstance(kind, type) and issubclass(kind, Exception)):
                 raise TypeError(f"fallback_on takes Exception subclasses, got {kind!r}")
         kinds = fallback_on
-        return lambda error: isinstance(error, kinds)
+        return _unwrapping(lambda error: isinstance(error, kinds))
     if isinstance(fallback_on, type) or not callable(fallback_on):
         raise TypeError(
             "fallback_on takes an exception type, a tuple of them, or a function of the exception returning "
             f"True to try the next model, got {fallback_on!r}"
         )
-    return fallback_on
+    return _unwrapping(fallback_on)
+
+
+def _unwrapping(predicate: Callable[[Exception], bool]) -> Callable[[Exception], bool]:
+    """``predicate``, also true for an ``AllModelsFailedError`` with a member (at any depth) it is true for.
+    Called only when a member failed: nothing on the way of a call that succeeds."""
+
+    def check(error: Exception) -> bool:
+        if predicate(error):
+            return True
+        return isinstance(error, AllModelsFailedError) and any(check(inner) for inner in error.exceptions)
+
+    return check
 
 
 def _failure_text(error: Exception) -> str:

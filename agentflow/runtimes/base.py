@@ -258,6 +258,8 @@ class AgentRuntime:
         A step that hands the run over to another agent (``Agent(handoffs=...)``) makes the next steps that
         agent's, on its runtime (``agentflow.runtimes.handing_off``); the run's limits count on.
         """
+        if ctx.answered is not None:  # a resumed run that its approved calls answered
+            return ctx.result_for(ctx.answered)
         runtime = self
         max_steps = ctx.options.max_steps
         while max_steps is None or ctx.step < max_steps:
@@ -338,7 +340,7 @@ class AgentRuntime:
         for approval (``approvals=``) first answers the calls it left open with the decisions
         (``agentflow.runtimes.resume``)."""
         if ctx.decisions is not None:
-            await resume(self, ctx)
+            ctx.answered = await resume(self, ctx)
         ctx.remember_input()
 
     def system_prompt(self, ctx: RunContext) -> str | None:
@@ -359,7 +361,7 @@ class AgentRuntime:
         items = ctx.memory.items
         view = ctx.item_view
         if view is not None:  # a handoff's ``input_filter``: what this agent is shown of the conversation
-            items = (*view[0], *items[view[1] :])
+            items = (*view[0], *ctx.new_items[view[1] :])
         if ctx.output_retry is not None:
             items = (*items, ctx.output_retry)  # a rejected answer's retry prompt: in memory once answered
         tools = ctx.tools.specs

@@ -292,7 +292,7 @@ class CodeActRuntime(AgentRuntime):
     async def start(self, ctx: RunContext) -> None:
         """The user input → memory; with a planner, then the plan → memory and ``PlanCreated``."""
         await super().start(ctx)
-        if self.planning is not None:
+        if self.planning is not None and ctx.answered is None:  # not a resumed run its calls answered
             state = run_state(ctx).planning = PlanState(code_actions=[])
             await self.planning.plan(ctx, state)
 

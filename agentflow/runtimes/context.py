@@ -246,6 +246,9 @@ class RunContext:
     handoff: Handoff | None = attrs.field(default=None, init=False, repr=False)
     """The handoff a step's call asked for and got (its result is in memory): the loop hands the run over
     before the next step."""
+    answered: StopReason | None = attrs.field(default=None, init=False, repr=False)
+    """Why the run ends before its first step, if it does: a resumed run whose approved ``return_direct``
+    call gave the answer (``agentflow.runtimes.resume``)."""
     handoff_call: str | None = attrs.field(default=None, init=False, repr=False)
     """The id of the call that asked for ``handoff`` (``HandedOff.call_id``)."""
     run_settings: ModelSettings | None = attrs.field(default=None, repr=False)
@@ -253,7 +256,8 @@ class RunContext:
     agent's, as they were over the first one's. ``None`` when the run brought none."""
     item_view: tuple[tuple[Any, ...], int] | None = attrs.field(default=None, init=False, repr=False)
     """What the model is shown of memory after a handoff with an ``input_filter``: its items (the filtered
-    conversation), then memory's from that index on (what the run added since). ``None``: memory as it is."""
+    conversation), then the run's ``new_items`` from that index on (what it added since). ``None``: memory as
+    it is."""
     decisions: Mapping[str, str | None] | None = attrs.field(default=None, repr=False)
     """A resumed run's decisions on the calls its conversation left open (``approvals=``, checked:
     ``check_decisions``): call id → ``None`` (approved) or the denial's text. ``None`` for any other run,

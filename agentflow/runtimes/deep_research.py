@@ -127,6 +127,8 @@ class DeepResearchRuntime(ReActRuntime):
     async def start(self, ctx: RunContext) -> None:
         """The user input, then the plan (a ``plan_role`` message) → memory, then ``PlanCreated``."""
         await super().start(ctx)
+        if ctx.answered is not None:
+            return  # a resumed run its approved calls answered: nothing to plan for
         state = PlanState()
         ctx.runtime_state = state
         await self.planning.plan(ctx, state)

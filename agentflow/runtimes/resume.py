@@ -17,7 +17,9 @@ denial in a run does. Each is announced first (``ToolCallRequested``), and count
 ``tool_calls`` and against its ``max_tool_calls``: those beyond the limit get the ``cancelled`` "not run"
 result a step's calls beyond it get (the model, told so, may still answer; a call it makes is refused and
 ends the run with ``MAX_TOOL_CALLS``). Their results go to memory in call order, then the run's input, if
-any, then the loop goes on with the model call. A resumed run without input shows the conversation's last
+any, then the loop goes on with the model call — unless an approved call to a ``return_direct`` tool
+succeeded and the run has no input: its result is then the run's answer (``FINAL_ANSWER``, no model call),
+as when the call is approved inside a run. A resumed run without input shows the conversation's last
 user message as its ``input_text`` (``RunStarted.input``, a planner's goal: ``last_user_text``).
 
 Once written, those results are the run's ``RestorePoint``: a run that fails or is stopped after that
@@ -68,10 +70,15 @@ def pause(ctx: RunContext, calls: Sequence[ToolCall], results: Sequence[ToolResu
     return StopReason.APPROVAL_REQUIRED
 
 
-async def resume(runtime: AgentRuntime, ctx: RunContext) -> None:
+async def resume(runtime: AgentRuntime, ctx: RunContext) -> StopReason | None:
     """Answer the calls the conversation left open with the run's decisions (see the module doc); the run's
     input is written after (``remember_input``). ``ApprovalDecisionError`` before anything runs when they do
-    not match."""
+    not match.
+
+    Returns ``StopReason.FINAL_ANSWER`` when the results answer the run (an approved ``return_direct``
+    tool's, read by ``read_tool_answer`` into ``ctx.output_text`` / ``ctx.output``, in a run without input):
+    the run then ends without a model call, as it does when the call is approved inside a run. ``None``: the
+    run goes on with its input and the model."""
     decisions = ctx.decisions
     assert decisions is not None
     existing = ctx.history_items = ctx.memory.items
@@ -111,9 +118,14 @@ async def resume(runtime: AgentRuntime, ctx: RunContext) -> None:
         reason = f"not run: the run reached its limit of {limit} tool calls"
         refusals = await runtime._refused_results(ctx, refused, reason)
         results.update((call.id, result) for call, result in zip(refused, refusals, strict=True))
-    ctx.record_results(calls, [results[call.id] for call in calls])
+    ordered = [results[call.id] for call in calls]
+    ctx.record_results(calls, ordered)
     if point is not None:
         ctx.restore_point = RestorePoint(ctx.memory.snapshot(), len(ctx.new_items))
+    # A run with input goes on to answer it, whatever the results say: the person asked something new.
+    if ctx.tools.has_return_direct and not ctx.input_items and await runtime.read_tool_answer(ctx, ordered):
+        return StopReason.FINAL_ANSWER
+    return None
 
 
 def check_open_calls(ctx: RunContext) -> tuple[ToolCall, ...]:

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
 from types import MappingProxyType
 from typing import Any, Final, TypeAlias
 
@@ -143,7 +144,8 @@ class ApprovalRequiredError(Exception):
     handle anyone could approve through (``agent.run()``; a sub-agent's run whose calling run has neither).
     The run fails with it.
 
-    ``call`` is the call, ``tool`` its tool's name.
+    ``call`` is the call, ``tool`` its tool's name, ``unheard`` whether the run had a handle but nobody
+    received its ``ToolApprovalRequested`` events.
     """
 
     def __init__(self, call: ToolCall, tool: str, *, unheard: bool = False) -> None:
@@ -164,6 +166,12 @@ class ApprovalRequiredError(Exception):
         )
         self.call = call
         self.tool = tool
+        self.unheard = unheard
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Picklable (multiprocessing, task queues): the constructor's arguments, then the attributes set
+        # since (a failed run's ``run_result``, notes).
+        return (partial(type(self), unheard=self.unheard), (self.call, self.tool), dict(self.__dict__))
 
 
 class ApprovalNotDeferrableError(ApprovalRequiredError, ToolFatalError):
@@ -172,7 +180,8 @@ class ApprovalNotDeferrableError(ApprovalRequiredError, ToolFatalError):
     half-way and go on in another process). The run fails with it, and so does the calling run of an agent
     used as a tool (it is a ``ToolFatalError``): never a silent denial, never a hang.
 
-    ``call`` is the call, ``tool`` its tool's name.
+    ``call`` is the call, ``tool`` its tool's name, ``where`` the run that cannot pause (as the message
+    names it).
     """
 
     def __init__(self, call: ToolCall, tool: str, where: str) -> None:
@@ -185,6 +194,10 @@ class ApprovalNotDeferrableError(ApprovalRequiredError, ToolFatalError):
         )
         self.call = call
         self.tool = tool
+        self.where = where
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.call, self.tool, self.where), dict(self.__dict__))
 
 
 class ApprovalDecisionError(ValueError):
@@ -216,6 +229,11 @@ class ApprovalDecisionError(ValueError):
         self.unknown = unknown
         """The decided ids that match no open call."""
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Picklable: the constructor takes keywords only, and the message as it was.
+        rebuild = partial(type(self), undecided=self.undecided, unknown=self.unknown, message=str(self))
+        return (rebuild, (), dict(self.__dict__))
+
 
 class ApprovalNotPendingError(KeyError):
     """``run.approve`` / ``run.deny`` for a call id that waits for no decision: unknown to the run, already
@@ -228,6 +246,9 @@ class ApprovalNotPendingError(KeyError):
 
     def __str__(self) -> str:
         return self.message  # not KeyError's repr of its argument
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.call_id, self.message), dict(self.__dict__))
 
 
 def check_needs_approval(value: object) -> NeedsApproval:

@@ -73,6 +73,11 @@ class ToolNameConflictError(ValueError):
             f"the tool out of one (an MCP server's exclude=[{name!r}])"
         )
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Picklable (multiprocessing, task queues): the constructor's arguments, then the attributes set
+        # since (a failed run's ``run_result``, notes).
+        return (type(self), (self.name, self.first, self.second), dict(self.__dict__))
+
 
 def is_toolset(item: object) -> TypeGuard[Toolset]:
     """Whether ``item`` is a toolset: an object (not a class, not a ``Tool``) whose ``tools`` is callable.

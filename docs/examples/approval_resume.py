@@ -12,9 +12,9 @@ from agentflow import (
     StopReason,
     dump_items,
     load_items,
-    run_result,
     tool,
 )
+from agentflow.events import RunCancelled, RunFailed
 from agentflow.runtimes.calls import open_tool_calls
 from agentflow.testing import Reply, ScriptedServer
 
@@ -53,14 +53,20 @@ async def decide(agent: Agent, chat_id: str, decisions: dict[str, bool | str]) -
     told); the approved calls run, then the model goes on. A decision that matches no open call, or an open
     call left undecided, is ``ApprovalDecisionError`` (a ``ValueError``: the service's 409)."""
     history = load_items(STORE[chat_id])
+    ended: list[RunFailed | RunCancelled] = []  # how the run ended, if not with an answer
     try:
         result = await agent.run(
-            history=history, approvals=decisions, options=AgentOptions(tool_approval="defer")
+            history=history,
+            approvals=decisions,
+            options=AgentOptions(tool_approval="defer"),
+            on=[((RunFailed, RunCancelled), ended.append)],
         )
-    except Exception as exc:
-        # The decided calls ran (or were denied) before the failure: store that, or the stored calls stay
-        # open and the next approval would run them again.
-        partial = run_result(exc)
+    except BaseException:
+        # The decided calls ran (or were denied) before the run failed or the request was cancelled (the
+        # client went away): store that, or the stored calls stay open and the next approval runs them
+        # again. A cancellation carries no partial result: the run's RunCancelled event has it. (A save
+        # that awaits needs `with anyio.CancelScope(shield=True):` here, the request being cancelled.)
+        partial = ended[0].partial if ended else None
         if partial is not None:
             STORE[chat_id] = dump_items(partial.all_items)
         raise

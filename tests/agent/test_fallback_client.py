@@ -440,6 +440,31 @@ async def test_a_nested_fallback_whose_models_all_failed_falls_back_when_any_of_
     assert may_succeed_elsewhere(refused) is False
 
 
+@pytest.mark.parametrize(
+    "fallback_on",
+    [(RateLimitError,), RateLimitError, lambda error: isinstance(error, RateLimitError)],
+    ids=["tuple", "type", "predicate"],
+)
+async def test_a_nested_fallback_falls_back_when_any_of_its_errors_matches_fallback_on(
+    fallback_on: Any,
+) -> None:
+    def limited() -> FakeModelClient:
+        return FakeModelClient([RateLimitError("HTTP 429: slow down", status=429)])
+
+    inner = FallbackModelClient(limited(), FallbackModelClient(limited(), limited()))  # two levels deep
+    outer = FallbackModelClient(inner, FakeModelClient([reply("from the backup")]), fallback_on=fallback_on)
+    assert (await outer.create(PROMPT)).output_text == "from the backup"
+    refused = FallbackModelClient(
+        FallbackModelClient(
+            FakeModelClient([ServerError("HTTP 503", status=503)]), FakeModelClient([ServerError("HTTP 503")])
+        ),
+        FakeModelClient([reply("never asked")]),
+        fallback_on=fallback_on,
+    )
+    with pytest.raises(AllModelsFailedError):  # none of its errors is a rate limit
+        await refused.create(PROMPT)
+
+
 async def test_usage_a_streamed_model_reported_before_it_failed_counts_in_the_run() -> None:
     spent = TokenUsage(input_tokens=10, output_tokens=0, total_tokens=10)
     failing = FakeModelClient([[UsageReported(spent), ServerError("HTTP 502: bad gateway", status=502)]])

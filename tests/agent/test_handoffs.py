@@ -27,6 +27,7 @@ from agentflow import (
     tool,
     without_tool_calls,
 )
+from agentflow.agent.memory import WindowedMemory
 from agentflow.events import (
     HandedOff,
     PlanCreated,
@@ -428,3 +429,27 @@ async def test_step_finished_of_the_handing_step_counts_its_calls() -> None:
     async with agent.stream("hi") as run:
         finished = [e for e in [e async for e in run] if isinstance(e, StepFinished)]
     assert [e.tool_calls for e in finished] == [1, 0]
+
+
+async def test_a_filtered_view_follows_the_run_s_items_when_memory_trims() -> None:
+    billing_model = FakeModelClient(
+        [reply(tool_calls=[("lookup", {"order": str(n)})]) for n in range(3)] + [reply("done")]
+    )
+    billing = Agent(billing_model, name="Billing", tools=[lookup])
+    triage = Agent(
+        FakeModelClient([reply("Over to billing.", tool_calls=[("transfer_to_billing", {})])]),
+        name="Triage",
+        handoffs=[handoff(billing, input_filter=without_tool_calls)],
+        memory=lambda: WindowedMemory(max_items=3),  # trims while billing works
+    )
+    assert (await triage.run("go")).output == "done"
+    last = _texts(billing_model.prompts[-1].items)
+    assert last[:2] == ["user go", "assistant Over to billing."]
+    assert last[2:] == [  # everything billing did since, none of it lost to the window
+        "calls lookup",
+        "output order 0: shipped",
+        "calls lookup",
+        "output order 1: shipped",
+        "calls lookup",
+        "output order 2: shipped",
+    ]

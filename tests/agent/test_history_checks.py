@@ -273,6 +273,14 @@ def test_decode_items_leaves_the_check_to_the_session() -> None:
     assert decode_items([encode_item(output("c1"))]) == [output("c1")]
 
 
+def test_a_stored_row_nested_too_deeply_to_read_among_the_others_is_named() -> None:
+    # It parses alone (1024 levels, orjson's limit), not inside the array the rows are read in.
+    deep = b'{"a":' + b"[" * 1023 + b"]" * 1023 + b"}"
+    with pytest.raises(HistoryError, match="nests too deeply") as caught:
+        decode_items([encode_item(output("c1")), deep])
+    assert (caught.value.index, caught.value.source) == (1, "stored")
+
+
 async def test_a_stored_row_that_is_not_json_is_named_and_said_to_need_mending(tmp_path: Any) -> None:
     store = SQLiteStore(tmp_path / "chats.db")
     await store.append("s1", [user_item("q"), assistant_item("a")])

@@ -137,6 +137,34 @@ def test_a_definition_whose_name_needs_escaping_is_referred_to_by_an_escaped_poi
     )
 
 
+def test_properties_named_like_keywords_are_walked_and_kept() -> None:
+    # The names in `properties` (and the other name -> schema maps) are the server's, not keywords.
+    schema = {
+        "type": "object",
+        "definitions": {"V": {"type": "string"}},
+        "properties": {
+            **{
+                name: {"$ref": "#/definitions/V"}
+                for name in ("default", "enum", "example", "examples", "const")
+            },
+            "$id": {"type": "integer", "$id": "https://example.com/id"},
+        },
+        "patternProperties": {"^x-": {"properties": {"default": {"$ref": "#/definitions/V"}}}},
+        "dependentSchemas": {"$id": {"properties": {"enum": {"$ref": "#/definitions/V"}}}},
+        "required": ["$id"],
+    }
+    parameters = tool_parameters(schema)
+    assert parameters["properties"] == {
+        **{name: {"$ref": "#/$defs/V"} for name in ("default", "enum", "example", "examples", "const")},
+        "$id": {"type": "integer"},
+    }
+    assert parameters["patternProperties"] == {"^x-": {"properties": {"default": {"$ref": "#/$defs/V"}}}}
+    assert parameters["dependentSchemas"] == {"$id": {"properties": {"enum": {"$ref": "#/$defs/V"}}}}
+    assert _errors(schema, '{"$id": 1, "default": "a", "enum": 2}') == (
+        "arguments.enum must be string, got the number 2"
+    )
+
+
 def test_text_blocks_are_joined_and_other_blocks_described() -> None:
     png = base64.b64encode(b"\x89PNG\r\n\x1a\n" * 4).decode()
     result = CallToolResult(

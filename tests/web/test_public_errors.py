@@ -7,6 +7,8 @@ server; ``sse_stream`` / ``encode_sse`` send public texts in their place unless 
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any
@@ -15,10 +17,10 @@ import anyio.lowlevel
 import orjson
 import pytest
 
-from agentflow import Agent, OpenAIChatModel, RetryPolicy
+from agentflow import Agent, AllModelsFailedError, FallbackModelClient, OpenAIChatModel, RetryPolicy
 from agentflow.events import RunCancelled, RunFailed, RunFinished, TextDelta, ToolFailed, ToolSucceeded
 from agentflow.http.sse import SseDecoder
-from agentflow.model.errors import BadRequestError, ModelError
+from agentflow.model.errors import BadRequestError, ModelError, ModelTimeoutError, RateLimitError, ServerError
 from agentflow.model.events import Event, ModelRetry
 from agentflow.model.messages import ToolCall
 from agentflow.result import AgentResult, StopReason, ToolResult
@@ -170,6 +172,53 @@ class GatewayError(ModelError):
 )
 def test_public_run_error(error_type: str, status: int | None, text: str) -> None:
     assert public_run_error(error_type, status) == text
+
+
+@pytest.mark.parametrize(
+    ("errors", "status", "text"),
+    [
+        (
+            [RateLimitError("HTTP 429: a", status=429)] * 2,
+            429,
+            "The model service could not answer (HTTP 429).",
+        ),
+        (
+            [RateLimitError("HTTP 429: a", status=429), ServerError("HTTP 503: b", status=503)],
+            None,  # the members' statuses differ: the public text has the last model's
+            "The model service could not answer (HTTP 503).",
+        ),
+        (
+            [ServerError("HTTP 503: b", status=503), ModelTimeoutError("timed out")],
+            None,
+            "The model service could not answer.",  # the last model had no HTTP status
+        ),
+    ],
+    ids=["one-status", "last-status", "last-without-status"],
+)
+async def test_every_model_of_a_fallback_failing_is_a_model_error(
+    errors: list[Exception], status: int | None, text: str
+) -> None:
+    model = FallbackModelClient(*(FakeModelClient([error]) for error in errors))
+    failed: list[RunFailed] = []
+    with pytest.raises(AllModelsFailedError):
+        await Agent(model).run("?", on=[(RunFailed, failed.append)])
+    [event] = failed
+    assert event.status == status
+    public = public_event(event)
+    assert public.error == text
+    assert public.partial is not None
+    assert public.partial.error == text
+
+
+def test_a_fallback_s_failure_is_a_model_error_where_fallbacks_were_never_imported() -> None:
+    # A process that only relays events (a pickled RunFailed) need not have imported agentflow.model.fallback.
+    code = (
+        "import sys; from agentflow.sse import public_run_error; "
+        "assert 'agentflow.model.fallback' not in sys.modules; "
+        "print(public_run_error('AllModelsFailedError', 429))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "The model service could not answer (HTTP 429)."
 
 
 async def test_a_run_failing_on_its_own_error_sends_only_its_type() -> None:
