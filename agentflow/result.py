@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import enum
 import typing
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic
 
 import attrs
@@ -17,14 +19,12 @@ from .model.events import to_jsonable
 from .model.messages import ToolCall
 from .model.response import NOT_IN_JSON, TokenUsage
 
-__all__ = ["AgentResult", "OutputT", "StopReason", "ToolResult"]
+__all__ = ["AgentResult", "OutputT", "StopReason", "ToolApprovalRequest", "ToolResult"]
 
 if TYPE_CHECKING:
     # A default for the type parameter (PEP 696; ``typing`` has it from 3.13), for type checkers only: at
     # run time it changes nothing, and ``typing_extensions`` need not be imported.
     from typing_extensions import TypeVar
-
-    from .tools.approval import ToolApprovalRequest
 
     OutputT = TypeVar("OutputT", default=Any)
 else:
@@ -75,6 +75,41 @@ class ToolResult:
     duration: float = 0.0
     value: Any = attrs.field(default=None, eq=False, repr=False)
     """The tool's return value before it became ``output`` text (CodeAct hands it back to code)."""
+
+
+def _read_only(arguments: Mapping[str, Any]) -> Mapping[str, Any]:
+    # A copy: the executor adds the context argument to the call's own dict afterwards.
+    return MappingProxyType(dict(arguments))
+
+
+@attrs.frozen
+class ToolApprovalRequest:
+    """One tool call waiting for a decision: what an approval function (``AgentOptions.tool_approval``) is
+    given, and what ``AgentRun.pending_approvals`` lists (and ``AgentResult.pending_approvals``, for a run
+    that paused, its ``deps`` left out).
+
+    ``call`` is the call as the model made it (its ``arguments`` the JSON text); ``tool`` the registered name
+    of the tool it calls; ``arguments`` its validated arguments, read-only, as the tool function would get
+    them (context left out); ``deps`` the run's dependencies (``agent.run(x, deps=...)``: the user a request
+    is for, to decide by), never published.
+
+    >>> request = ToolApprovalRequest("run_1", 0, ToolCall("c1", "refund", '{"amount":250}'), "refund",
+    ...                               {"amount": 250})
+    >>> request.call_id, request.arguments["amount"]
+    ('c1', 250)
+    """
+
+    run_id: str
+    step: int
+    call: ToolCall
+    tool: str
+    arguments: Mapping[str, Any] = attrs.field(factory=dict, converter=_read_only)
+    deps: Any = attrs.field(default=None, repr=False, metadata={"json": False})
+
+    @property
+    def call_id(self) -> str:
+        """The call's id: what ``run.approve`` and ``run.deny`` take."""
+        return self.call.id
 
 
 @attrs.frozen

@@ -45,7 +45,6 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
-from types import MappingProxyType
 from typing import Any, Final, TypeAlias
 
 import anyio
@@ -54,7 +53,7 @@ import attrs
 from ..events import ToolApprovalRequested
 from ..model.events import Event
 from ..model.messages import ToolCall
-from ..result import ToolResult
+from ..result import ToolApprovalRequest, ToolResult
 from .failures import ToolFatalError
 from .outcome import tool_error_text
 
@@ -93,41 +92,6 @@ executor returns for a call left for a later run. Never written to memory nor pu
 NeedsApproval: TypeAlias = bool | Callable[[dict[str, Any]], bool]
 """Whether a tool's calls need approval: ``True`` / ``False``, or a plain function of a call's validated
 arguments (as the tool function would get them, context left out) that says so for each call."""
-
-
-def _read_only(arguments: Mapping[str, Any]) -> Mapping[str, Any]:
-    # A copy: the executor adds the context argument to the call's own dict afterwards.
-    return MappingProxyType(dict(arguments))
-
-
-@attrs.frozen
-class ToolApprovalRequest:
-    """One tool call waiting for a decision: what an approval function (``AgentOptions.tool_approval``) is
-    given, and what ``AgentRun.pending_approvals`` lists (and ``AgentResult.pending_approvals``, for a run
-    that paused, its ``deps`` left out).
-
-    ``call`` is the call as the model made it (its ``arguments`` the JSON text); ``tool`` the registered name
-    of the tool it calls; ``arguments`` its validated arguments, read-only, as the tool function would get
-    them (context left out); ``deps`` the run's dependencies (``agent.run(x, deps=...)``: the user a request
-    is for, to decide by), never published.
-
-    >>> request = ToolApprovalRequest("run_1", 0, ToolCall("c1", "refund", '{"amount":250}'), "refund",
-    ...                               {"amount": 250})
-    >>> request.call_id, request.arguments["amount"]
-    ('c1', 250)
-    """
-
-    run_id: str
-    step: int
-    call: ToolCall
-    tool: str
-    arguments: Mapping[str, Any] = attrs.field(factory=dict, converter=_read_only)
-    deps: Any = attrs.field(default=None, repr=False, metadata={"json": False})
-
-    @property
-    def call_id(self) -> str:
-        """The call's id: what ``run.approve`` and ``run.deny`` take."""
-        return self.call.id
 
 
 ToolApprover: TypeAlias = Callable[[ToolApprovalRequest], "bool | str | Awaitable[bool | str]"]
