@@ -56,7 +56,7 @@ from .turns import Turns
 
 if TYPE_CHECKING:
     from ..tools.tool import Tool
-    from ..tools.toolsets import ToolsetBlocks
+    from ..tools.toolsets import Toolset, ToolsetBlocks
     from .handoffs import Handoff
     from .stores import SessionStore
 
@@ -780,23 +780,38 @@ class Agent(RunStarter[OutputT]):
 
     async def __aenter__(self) -> Agent[OutputT]:
         """Enter the agent's toolsets that need it (``Agent(tools=[server])``: an MCP server connects), for
-        the block: those of the ``agent.override(tools=...)`` in force, if any. A server entered already
+        the block: those of the ``agent.override(tools=...)`` in force, if any, and those of the agents it
+        may hand a run to (``handoffs``), whose tools a run may list on the way. A server entered already
         (``async with server:``, another agent's block, another task's) is shared, and stays connected until
         its last block ends. Blocks of one agent may overlap, nested or in different tasks (each request of a
         web service): each leaves what it entered, and the last one to leave closes the model client
         (``aclose``), so no block closes it under another's runs."""
         from ..tools.toolsets import ToolsetBlocks, enter_toolsets
 
-        found = active_override(self)
-        registry = found.tools if found is not None and found.tools is not None else self.tools
+        toolsets = self._block_toolsets()
         # Every block notes what it entered, nothing included: a block that entered no toolset (under an
         # override without any) must not leave, on its way out, the toolsets another block entered.
-        stack = await enter_toolsets(registry.toolsets) if registry.toolsets else contextlib.AsyncExitStack()
+        stack = await enter_toolsets(toolsets) if toolsets else contextlib.AsyncExitStack()
         if self._toolset_blocks is None:
             self._toolset_blocks = ToolsetBlocks()
         self._toolset_blocks.push(stack)
         self._open_blocks += 1
         return self
+
+    def _block_toolsets(self) -> tuple[Toolset, ...]:
+        """The toolsets an ``async with agent:`` block enters: its tools' (those of the override in force, if
+        any), then those of every agent it may hand a run to, each once."""
+        agents: list[Agent[Any]] = [self]
+        if self._handoff_list:
+            from .handoffs import reachable_agents
+
+            agents.extend(reachable_agents(self))
+        toolsets: list[Toolset] = []
+        for agent in agents:
+            found = active_override(agent)
+            registry = found.tools if found is not None and found.tools is not None else agent.tools
+            toolsets.extend(t for t in registry.toolsets if not any(t is known for known in toolsets))
+        return tuple(toolsets)
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None

@@ -206,7 +206,8 @@ class _AgentCall:
             inherited_headers=headers,
         )
         ctx = run.ctx
-        if ctx.tools.has_approval and context is not None and ctx.options.tool_approval is None:
+        needs = ctx.tools.has_approval or ctx.handoffs is not None  # a handoff's target may have such tools
+        if needs and context is not None and ctx.options.tool_approval is None:
             # Its agent has nobody to decide its calls: the calling run's decider does (its function, or
             # ``approve`` on its handle). Its own ``tool_approval`` wins; a run without such tools pays this
             # one check.

@@ -24,7 +24,8 @@ Decisions, and why:
   result). The filter changes the prompts only: memory, a session and ``new_items`` keep every item.
 - **One handoff per turn.** A turn that calls two transfer tools hands over to the first, in call order;
   the others are not run, and get a ``TOOL_ERROR`` result saying so. A turn that also ends the run (a
-  ``return_direct`` answer, a limit, a pause for approval) ends it: that handoff does not take place.
+  ``return_direct`` answer, a limit) ends it: that handoff does not take place. A run that pauses for
+  approval resumes on the agent it paused on (``handing_off.resume_handoffs``).
 - Runtimes with a loop of their own (CodeAct's code steps) cannot hand over or be handed to: ``TypeError``
   when the agent is built.
 """
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ..runtimes.base import AgentRuntime
+from ..runtimes.calls import answer_unanswered_calls
 from ..tools.tool import Tool, tool
 from .agent_names import function_style
 from .item_checks import check_items
@@ -48,7 +50,7 @@ if TYPE_CHECKING:
     from ..runtimes.context import RunContext
     from .agent import Agent
 
-__all__ = ["Handoff", "InputFilter", "handoff", "without_tool_calls"]
+__all__ = ["Handoff", "InputFilter", "handoff", "reachable_agents", "without_tool_calls"]
 
 InputFilter = Callable[[tuple[Any, ...]], Iterable[Any]]
 """A handoff's ``input_filter``: the conversation at the handoff (items) → what the target is shown of it."""
@@ -60,7 +62,8 @@ _OTHER_TOOL_ITEMS = frozenset({"mcp_list_tools", "mcp_approval_request", "mcp_ap
 def without_tool_calls(items: tuple[Any, ...]) -> tuple[Any, ...]:
     """An ``input_filter`` that shows the target the conversation without tool calls and their results
     (hosted tools' included): the user's turns and the agents' text; an assistant turn that made calls keeps
-    its text, if it had any. The Agents SDK's ``handoff_filters.remove_all_tools``.
+    its text, if it had any, and a Responses ``reasoning`` item goes with the call it led to. The Agents SDK's
+    ``handoff_filters.remove_all_tools``.
 
     >>> from agentflow.agent.items import assistant_item, function_call_output_item, user_item
     >>> from agentflow.model.messages import ToolCall
@@ -75,14 +78,17 @@ def without_tool_calls(items: tuple[Any, ...]) -> tuple[Any, ...]:
             kept.append(item)
             continue
         kind = item.get("type")
-        if isinstance(kind, str) and (kind.endswith(("_call", "_call_output")) or kind in _OTHER_TOOL_ITEMS):
-            continue  # ``function_call``, ``web_search_call``, ``function_call_output``…
-        if is_tool_output_item(item):
-            continue  # a Chat tool message
-        if item.get("tool_calls"):
-            if not item.get("content"):
-                continue  # an assistant turn of calls only
+        dropped = (
+            isinstance(kind, str) and (kind.endswith(("_call", "_call_output")) or kind in _OTHER_TOOL_ITEMS)
+        ) or is_tool_output_item(item)  # ``function_call``, ``web_search_call``, a Chat tool message…
+        if not dropped and item.get("tool_calls"):
+            dropped = not item.get("content")  # an assistant turn of calls only
             item = {key: value for key, value in item.items() if key != "tool_calls"}
+        if dropped:
+            # A Responses ``reasoning`` item is refused without the item it led to: it goes with it.
+            while kept and isinstance(kept[-1], Mapping) and kept[-1].get("type") == "reasoning":
+                kept.pop()
+            continue
         kept.append(item)
     return tuple(kept)
 
@@ -111,7 +117,9 @@ class Handoff:
         """Give the run ``ctx`` to this handoff's agent (see the module docstring); its runtime, which runs
         the next steps. An ``agent.override`` in force for the target applies, as to a run of its own."""
         agent = self.agent
-        model, tools, settings = agent.model_client, agent.tools, agent.settings
+        # Read together, before any await: ``agent.handoffs = ...`` meanwhile must not leave transfer tools
+        # offered without their handoffs (or the other way round).
+        model, tools, settings, handoffs = agent.model_client, agent.tools, agent.settings, agent._handoffs
         found = active_override(agent)
         if found is not None:
             if found.model is not None:
@@ -133,6 +141,9 @@ class Handoff:
             items = ctx.memory.items
             shown = tuple(to_items(tuple(chooser(tuple(items)))))
             check_items(shown, source=f"the input_filter of the handoff to {agent.name!r}")
+            # A call the filter kept without its output would be refused by both APIs: it gets the
+            # synthetic one a stored conversation's open call gets.
+            shown = answer_unanswered_calls(shown) or shown
             # Counted in the run's own items, not memory's: a memory that trims (``WindowedMemory``) would
             # move an index into its items.
             view = (shown, len(ctx.new_items))
@@ -145,11 +156,13 @@ class Handoff:
         ctx.instructions = agent._instructions_text
         ctx.prompt_functions = agent._prompt_functions
         ctx.prompts_step = -1
-        ctx.handoffs = agent._handoffs
+        ctx.handoffs = handoffs
         ctx.agent_name = agent.name
         ctx.item_view = view
         ctx.runtime_state = None
         ctx.prompt_cache = {}  # what one model client kept for its next calls means nothing to another
+        ctx.agent_calls_from = len(ctx.tool_calls)
+        ctx.runtime = agent.runtime
         return agent.runtime
 
 
@@ -199,10 +212,14 @@ def handoff(
         raise TypeError(_no_handoffs(agent.runtime, "be handed a run"))
     done = f"Handed the conversation over to {agent.name}."
 
-    async def transfer() -> str:
+    async def transfer(**_: Any) -> str:
         return done
 
-    return Handoff(agent, tool(name=tool_name, description=description)(transfer), input_filter)
+    # No parameters, but any object of arguments is taken and ignored: a model that adds a ``reason`` still
+    # hands over, rather than spending a step on a retry.
+    spec = tool(name=tool_name, description=description)(lambda: None).spec
+    permissive = attrs.evolve(spec, parameters={"type": "object", "properties": {}})
+    return Handoff(agent, Tool(permissive, transfer, inline=True), input_filter)
 
 
 def handoffs_of(owner: AgentRuntime, entries: Iterable[object]) -> tuple[Handoff, ...]:
@@ -240,3 +257,18 @@ def _no_handoffs(runtime: AgentRuntime, what: str) -> str:
         "tool-calling loop (runtime='react', 'deep_research'), and this runtime runs its steps its own way; "
         "use agent.as_tool(...) to delegate to it instead"
     )
+
+
+def reachable_agents(agent: Agent[Any]) -> list[Agent[Any]]:
+    """The agents ``agent`` may hand a run to, directly or through others, each once, ``agent`` excluded."""
+    seen = {id(agent)}
+    found: list[Agent[Any]] = []
+    queue = [agent]
+    while queue:
+        for entry in queue.pop(0).handoffs:
+            target = entry.agent
+            if id(target) not in seen:
+                seen.add(id(target))
+                found.append(target)
+                queue.append(target)
+    return found

@@ -74,7 +74,7 @@ from .context import NO_USAGE, RunContext
 from .eager_calls import act_with_early, refuse_with_early, run_early_step, starts_early
 from .errors import MaxStepsExceeded
 from .guarded import guarded_run, hold_answer
-from .handing_off import hand_over
+from .handing_off import hand_over, resume_handoffs
 from .model_calls import blocking_call, publish_turn, streamed_call
 from .output import OutputType, OutputValidationError
 from .output_validators import RejectOutput, validate
@@ -260,7 +260,7 @@ class AgentRuntime:
         """
         if ctx.answered is not None:  # a resumed run that its approved calls answered
             return ctx.result_for(ctx.answered)
-        runtime = self
+        runtime = ctx.runtime or self  # a resumed run goes on with the agent it paused on (``handing_off``)
         max_steps = ctx.options.max_steps
         while max_steps is None or ctx.step < max_steps:
             if ctx.token_budget_reached:
@@ -271,7 +271,10 @@ class AgentRuntime:
             if stop is not None:
                 return ctx.result_for(stop)
             if ctx.handoff is not None:
-                runtime = await hand_over(ctx)
+                if (max_steps is not None and ctx.step >= max_steps) or ctx.token_budget_reached:
+                    ctx.handoff = None  # the run ends at its limit: nobody is handed a run without a step
+                else:
+                    runtime = await hand_over(ctx)
         return await runtime.on_max_steps(ctx)
 
     async def on_max_steps(self, ctx: RunContext) -> AgentResult:
@@ -338,10 +341,15 @@ class AgentRuntime:
         """Before the first step: write the run's input to memory (``RunContext.remember_input``: a call
         the conversation holds without a result gets a synthetic one first). A run that resumes one paused
         for approval (``approvals=``) first answers the calls it left open with the decisions
-        (``agentflow.runtimes.resume``)."""
+        (``agentflow.runtimes.resume``), with the agent the paused run had handed over to, if any
+        (``handing_off.resume_handoffs``)."""
         if ctx.decisions is not None:
+            if ctx.handoffs is not None:
+                await resume_handoffs(ctx)  # the open calls are the tools of the agent the run paused on
             ctx.answered = await resume(self, ctx)
         ctx.remember_input()
+        if ctx.runtime is not None and ctx.answered is None:
+            await ctx.runtime.take_over(ctx)  # resumed on a handoff's target: a DeepResearch one plans
 
     def system_prompt(self, ctx: RunContext) -> str | None:
         """The agent's system prompt followed by this runtime's ``instructions`` (and, for an ``output_type``
@@ -368,7 +376,7 @@ class AgentRuntime:
         tool_choice = s.tool_choice
         if (
             tool_choice is not None
-            and ctx.tool_calls
+            and len(ctx.tool_calls) > ctx.agent_calls_from  # the current agent's own calls (a handoff's)
             and ctx.options.reset_tool_choice
             and _forces(tool_choice)
         ):

@@ -20,6 +20,7 @@ from ..tools.outcome import cancelled_result
 __all__ = [
     "MemoryItemsMismatchError",
     "answer_unanswered_calls",
+    "calls_of",
     "complete_tool_calls",
     "fallback_call_id",
     "open_tool_calls",
@@ -289,11 +290,11 @@ def open_tool_calls(items: Sequence[Any]) -> tuple[ToolCall, ...]:
     found: list[ToolCall] = []
     for index in sorted(open_by_item):
         ids = set(open_by_item[index])
-        found.extend(call for call in _calls_of(items[index]) if call.id in ids)
+        found.extend(call for call in calls_of(items[index]) if call.id in ids)
     return tuple(found)
 
 
-def _calls_of(item: Any) -> list[ToolCall]:
+def calls_of(item: Any) -> list[ToolCall]:
     """The calls one item makes, with their arguments, as the item holds them (a Chat entry or a Responses
     item: custom calls with their ``input`` as the call's ``kind="custom"`` arguments)."""
     if isinstance(item, AiMessage):

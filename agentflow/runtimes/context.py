@@ -38,6 +38,7 @@ from .output import OutputType
 
 if TYPE_CHECKING:
     from ..agent.handoffs import Handoff
+    from .base import AgentRuntime
     from .eager_calls import EarlyCalls
     from .guarded import InputCheck
     from .guardrails import Guardrails
@@ -249,6 +250,11 @@ class RunContext:
     answered: StopReason | None = attrs.field(default=None, init=False, repr=False)
     """Why the run ends before its first step, if it does: a resumed run whose approved ``return_direct``
     call gave the answer (``agentflow.runtimes.resume``)."""
+    agent_calls_from: int = attrs.field(default=0, init=False, repr=False)
+    """How many of ``tool_calls`` came before the current agent had the run (a handoff's target): a forced
+    ``tool_choice`` is reset once the current agent made a call of its own."""
+    runtime: AgentRuntime | None = attrs.field(default=None, init=False, repr=False)
+    """The runtime whose steps the run goes on with after a handoff (its target's); ``None``: its own."""
     handoff_call: str | None = attrs.field(default=None, init=False, repr=False)
     """The id of the call that asked for ``handoff`` (``HandedOff.call_id``)."""
     run_settings: ModelSettings | None = attrs.field(default=None, repr=False)

@@ -127,8 +127,10 @@ class DeepResearchRuntime(ReActRuntime):
     async def start(self, ctx: RunContext) -> None:
         """The user input, then the plan (a ``plan_role`` message) → memory, then ``PlanCreated``."""
         await super().start(ctx)
-        if ctx.answered is not None:
-            return  # a resumed run its approved calls answered: nothing to plan for
+        if ctx.answered is not None or ctx.runtime is not None:
+            # A resumed run its approved calls answered: nothing to plan for; or one that goes on with a
+            # handoff's target, which planned if it plans (``take_over``).
+            return
         state = PlanState()
         ctx.runtime_state = state
         await self.planning.plan(ctx, state)

@@ -152,6 +152,11 @@ def hold_answer(ctx: RunContext, stop: StopReason | None, *, final: bool) -> Non
     guards = ctx.guardrails
     if guards is None or not guards.output:
         return
+    if stop is StopReason.FINAL_ANSWER:
+        ctx.unchecked = True
+        return
+    if not ctx.output_text:
+        return  # a turn of calls alone, a refusal: nothing the output guardrails would check (``_answer``)
     max_steps = ctx.options.max_steps
     if stop is not None or final or (max_steps is not None and ctx.step + 1 >= max_steps):
         ctx.unchecked = True
@@ -238,7 +243,8 @@ async def _first_failure(
     view: GuardrailContext[Any] = GuardrailContext(
         deps=ctx.deps,
         run_id=ctx.run_id,
-        agent_name=guards.agent,
+        # The agent whose turn it is: after a handoff, the one that wrote the answer.
+        agent_name=ctx.agent_name or guards.agent,
         kind=kind,
         input_text=ctx.input_text,
         input_items=ctx.input_items,

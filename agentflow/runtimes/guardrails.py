@@ -86,8 +86,9 @@ class GuardrailContext(Generic[DepsT]):
 
     ``deps`` is the run's (``agent.run(x, deps=...)``, ``None`` without), typed by annotating the parameter
     ``GuardrailContext[MyDeps]``; ``run_id``, ``agent_name`` and ``session_id`` (a session's run) say which
-    run it is; ``input_text`` is the run's input as text and ``input_items`` its items as they enter memory
-    (an image part included); ``kind`` is ``"input"`` or ``"output"``; ``output_text`` is the final answer as
+    run it is (``agent_name``: the agent whose turn it is, after a handoff the one that wrote the answer);
+    ``input_text`` is the run's input as text and ``input_items`` its items as they enter memory (an image
+    part included); ``kind`` is ``"input"`` or ``"output"``; ``output_text`` is the final answer as
     the model wrote it (``None`` for an input guardrail); ``usage`` the run's tokens so far; ``stop_reason``,
     for an output guardrail, why the run ended: ``FINAL_ANSWER``, or, for a run that ended otherwise with
     text to show (an answer forced after ``max_steps``, one cut at the token limit…), its reason, the value

@@ -10,18 +10,21 @@ Only a run whose agent has handoffs (``RunContext.handoffs``) comes here.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from ..agent.item_shapes import is_runtime_note, is_user_item, tool_output_call_id
 from ..events import HandedOff
 from ..model.messages import ToolCall
 from ..result import ToolResult
+from ..tools.outcome import TOOL_ERROR_PREFIX
+from .calls import calls_of
 
 if TYPE_CHECKING:
     from ..agent.handoffs import Handoff
     from .base import AgentRuntime
     from .context import RunContext
 
-__all__ = ["hand_over", "split", "take"]
+__all__ = ["hand_over", "resume_handoffs", "split", "take"]
 
 
 def split(
@@ -62,8 +65,9 @@ def take(ctx: RunContext, handoffs: Mapping[str, Handoff], results: Sequence[Too
                 return
 
 
-async def hand_over(ctx: RunContext) -> AgentRuntime:
-    """Give the run to the agent ``ctx.handoff`` names; the runtime whose steps go on with it."""
+async def hand_over(ctx: RunContext, *, take_over: bool = True) -> AgentRuntime:
+    """Give the run to the agent ``ctx.handoff`` names; the runtime whose steps go on with it (its
+    ``take_over`` awaited first, unless ``take_over=False``)."""
     handoff = ctx.handoff
     assert handoff is not None
     ctx.handoff = None
@@ -71,5 +75,33 @@ async def hand_over(ctx: RunContext) -> AgentRuntime:
     runtime = await handoff.switch(ctx)
     if ctx.bus.has_listeners():
         await ctx.emit(HandedOff(source=source, target=handoff.agent.name, call_id=ctx.handoff_call or ""))
-    await runtime.take_over(ctx)
+    if take_over:
+        await runtime.take_over(ctx)
     return runtime
+
+
+async def resume_handoffs(ctx: RunContext) -> None:
+    """A resumed run (``approvals=``) of an agent with handoffs goes on with the agent its paused run was on:
+    the handoffs that run's transfer calls made (those after the conversation's last user message that
+    succeeded) are made again, in order, before the open calls run with that agent's tools. ``HandedOff``
+    for each; the target's ``take_over`` comes once the calls are answered (``AgentRuntime.start``)."""
+    items = ctx.memory.items
+    start = 0
+    for index in range(len(items) - 1, -1, -1):
+        if is_user_item(items[index]) and not is_runtime_note(items[index]):
+            start = index + 1
+            break
+    outputs: dict[str, Any] = {}
+    for item in items[start:]:
+        call_id = tool_output_call_id(item)
+        if call_id is not None and isinstance(item, Mapping):
+            outputs[call_id] = item.get("output", item.get("content"))
+    for item in items[start:]:
+        for call in calls_of(item):
+            handoffs = ctx.handoffs
+            found = None if handoffs is None else handoffs.get(call.name)
+            output = outputs.get(call.id)
+            if found is None or not isinstance(output, str) or output.startswith(TOOL_ERROR_PREFIX):
+                continue
+            ctx.handoff, ctx.handoff_call = found, call.id
+            await hand_over(ctx, take_over=False)

@@ -346,11 +346,13 @@ class Planning:
         """Whether to re-plan after the step just run: every ``replan_every`` steps, while the run goes on
         (the step gave no stop reason, it was not the last call after ``max_steps``, a step is left, and the
         run's token budget is not spent: the loop makes no model call once it is, and a re-plan's would be
-        one, for a plan no step would follow)."""
+        one, for a plan no step would follow), and the step did not hand the run to another agent (its
+        steps, not this plan's, come next)."""
         every = self.replan_every
         max_steps = ctx.options.max_steps
         return (
             stop is None
+            and ctx.handoff is None
             and not final
             and every is not None
             and ctx.step % every == 0

@@ -659,15 +659,8 @@ def _ignore(event: Event) -> None:
 
 
 def _handoff_target(agent: Agent[Any], name: str) -> Agent[Any] | None:
-    """The agent named ``name`` among those ``agent`` hands over to, directly or through others."""
-    seen = {id(agent)}
-    queue = [agent]
-    while queue:
-        for handoff in queue.pop().handoffs:
-            found = handoff.agent
-            if found.name == name:
-                return found
-            if id(found) not in seen:
-                seen.add(id(found))
-                queue.append(found)
-    return None
+    """The agent named ``name`` among those ``agent`` hands over to, directly or through others (the first
+    found: two of one name cannot be told apart by the event)."""
+    from ..agent.handoffs import reachable_agents
+
+    return next((found for found in reachable_agents(agent) if found.name == name), None)

@@ -45,6 +45,7 @@ from agentflow.model.response import FinishReason
 from agentflow.providers.openai.chat_model import OpenAIChatModel
 from agentflow.providers.openai.responses_model import OpenAIResponsesModel
 from agentflow.result import StopReason
+from agentflow.runtimes.errors import MaxStepsExceeded
 from agentflow.runtimes.planner import AgentModelPlanner
 from agentflow.sse import public_event
 from agentflow.testing import Hold, Reply, ScriptedServer
@@ -633,6 +634,19 @@ async def test_a_run_cut_after_its_answer_but_before_the_output_guardrails_keeps
     assert checked == []
     assert (result.output, result.output_text, result.new_items) == (None, "", ())
     assert chat.memory.items == ()
+
+
+async def test_a_run_failing_at_its_step_limit_without_text_keeps_its_work() -> None:
+    # Its last step made calls only: nothing for the output guardrails to check, so no verdict is pending,
+    # and the failure keeps the run's items as any failed run's.
+    model = FakeModelClient([reply(tool_calls=[("lookup", {"q": "x"})])])
+    options = AgentOptions(max_steps=1, on_max_steps="raise")
+    chat = Agent(
+        model, tools=[Calls().tool()], output_guardrails=[lambda ctx, a: None], options=options
+    ).session()
+    with pytest.raises(MaxStepsExceeded):
+        await chat.run("go")
+    assert len(chat.memory.items) == 3
 
 
 async def test_a_model_failure_before_the_input_guardrails_answered_keeps_nothing_either() -> None:

@@ -31,6 +31,7 @@ from agentflow.agent.memory import WindowedMemory
 from agentflow.events import (
     HandedOff,
     PlanCreated,
+    PlanUpdated,
     RunCancelled,
     RunFinished,
     RunStarted,
@@ -453,3 +454,201 @@ async def test_a_filtered_view_follows_the_run_s_items_when_memory_trims() -> No
         "calls lookup",
         "output order 2: shipped",
     ]
+
+
+# -- review fixes: limits, pauses, sub-runs, filters --------------------------------------------------------
+
+
+@tool(needs_approval=True)
+async def refund(order: str) -> str:
+    """Refund an order."""
+    return f"refunded {order}"
+
+
+@pytest.mark.parametrize("limit", ["steps", "tokens"])
+async def test_a_step_that_reaches_a_limit_hands_nothing_over(limit: str) -> None:
+    options = AgentOptions(max_steps=1) if limit == "steps" else AgentOptions(max_tokens=10)
+    triage_turn = reply(tool_calls=[("transfer_to_billing", {})], usage=(8, 4))
+    agent, _, _, billing_model = _pair([triage_turn], [], options=options)
+    events: list[Event] = []
+    async with agent.stream("hi") as run:
+        events = [e async for e in run]
+    assert run.result.stop_reason is (StopReason.MAX_STEPS if limit == "steps" else StopReason.MAX_TOKENS)
+    assert run.result.agent_name == "Triage"
+    assert not any(isinstance(e, HandedOff) for e in events)
+    assert billing_model.prompts == []
+
+
+async def test_a_run_paused_on_the_target_resumes_there_with_its_tools() -> None:
+    billing_model = FakeModelClient([reply(tool_calls=[("refund", {"order": "9"})]), reply("Billing: done")])
+    billing = Agent(billing_model, name="Billing", tools=[refund])
+    triage_model = FakeModelClient([reply(tool_calls=[("transfer_to_billing", {})])])
+    triage = Agent(
+        triage_model, name="Triage", handoffs=[billing], options=AgentOptions(tool_approval="defer")
+    )
+    paused = await triage.run("refund 9")
+    assert (paused.stop_reason, paused.agent_name) == (StopReason.APPROVAL_REQUIRED, "Billing")
+    (waiting,) = paused.pending_approvals
+    events: list[Event] = []
+    async with triage.stream(history=paused.all_items, approvals={waiting.call_id: True}) as run:
+        events = [e async for e in run]
+    resumed = run.result
+    assert (resumed.output, resumed.agent_name) == ("Billing: done", "Billing")
+    assert [(r.name, r.output) for r in resumed.tool_results] == [("refund", "refunded 9")]
+    assert [(e.source, e.target) for e in events if isinstance(e, HandedOff)] == [("Triage", "Billing")]
+    assert len(triage_model.prompts) == 1  # the triage was not asked again
+
+
+async def test_a_transfer_in_a_turn_that_pauses_takes_place_when_the_run_resumes() -> None:
+    billing_model = FakeModelClient([reply("Billing here.")])
+    billing = Agent(billing_model, name="Billing")
+    triage_model = FakeModelClient(
+        [reply(tool_calls=[("refund", {"order": "7"}), ("transfer_to_billing", {})])]
+    )
+    triage = Agent(
+        triage_model,
+        name="Triage",
+        tools=[refund],
+        handoffs=[billing],
+        options=AgentOptions(tool_approval="defer"),
+    )
+    paused = await triage.run("refund 7 and pass me on")
+    assert paused.stop_reason is StopReason.APPROVAL_REQUIRED
+    resumed = await triage.run(
+        history=paused.all_items, approvals={paused.pending_approvals[0].call_id: True}
+    )
+    assert (resumed.output, resumed.agent_name) == ("Billing here.", "Billing")
+    assert len(triage_model.prompts) == 1
+
+
+async def test_the_caller_decides_the_approvals_of_a_sub_run_s_handoff_target() -> None:
+    asked: list[str] = []
+
+    def decide(request: Any) -> bool:
+        asked.append(request.tool)
+        return True
+
+    billing = Agent(
+        FakeModelClient([reply(tool_calls=[("refund", {"order": "9"})]), reply("refunded")]),
+        name="Billing",
+        tools=[refund],
+    )
+    triage = Agent(
+        FakeModelClient([reply(tool_calls=[("transfer_to_billing", {})])]), name="Triage", handoffs=[billing]
+    )
+    boss = Agent(
+        FakeModelClient([reply(tool_calls=[("triage", {"input": "refund 9"})]), reply("boss done")]),
+        tools=[triage.as_tool(description="Support.")],
+        options=AgentOptions(tool_approval=decide),
+    )
+    result = await boss.run("refund order 9")
+    assert asked == ["refund"]
+    assert result.tool_results[0].output == "refunded"
+
+
+async def test_the_target_s_forced_tool_choice_holds_for_its_first_step() -> None:
+    billing_model = FakeModelClient([reply(tool_calls=[("lookup", {"order": "1"})]), reply("ok")])
+    billing = Agent(
+        billing_model, name="Billing", tools=[lookup], settings=ModelSettings(tool_choice="required")
+    )
+    agent = Agent(
+        FakeModelClient([reply(tool_calls=[("transfer_to_billing", {})])]), name="Triage", handoffs=[billing]
+    )
+    await agent.run("hi")
+    assert [p.tool_choice for p in billing_model.prompts] == ["required", None]
+
+
+async def test_a_filter_keeping_a_call_without_its_output_shows_a_synthetic_one() -> None:
+    def calls_only(items: tuple[Any, ...]) -> list[Any]:
+        return [item for item in items if item.get("type") != "function_call_output"]
+
+    billing_model = FakeModelClient([reply("Billing here")])
+    agent = Agent(
+        FakeModelClient([reply(tool_calls=[("c1", "transfer_to_billing", {})])]),
+        name="Triage",
+        handoffs=[handoff(Agent(billing_model, name="Billing"), input_filter=calls_only)],
+    )
+    assert (await agent.run("hi")).output == "Billing here"
+    (output,) = [i for i in billing_model.prompts[0].items if i.get("type") == "function_call_output"]
+    assert output["call_id"] == "c1"
+    assert output["output"].startswith("TOOL_ERROR:")
+
+
+def test_without_tool_calls_drops_the_reasoning_item_that_led_to_a_call() -> None:
+    items = (
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {"type": "function_call", "call_id": "c1", "name": "transfer_to_billing", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "Handed over."},
+        {"type": "reasoning", "id": "rs_2", "summary": []},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]},
+    )
+    kept = without_tool_calls(items)
+    assert [(i["type"], i.get("id")) for i in kept] == [
+        ("message", None),
+        ("reasoning", "rs_2"),
+        ("message", None),
+    ]
+
+
+@pytest.mark.parametrize("arguments", ['{"reason": "a billing question"}', ""])
+async def test_a_transfer_call_with_arguments_still_hands_over(arguments: str) -> None:
+    agent, *_ = _pair([reply(tool_calls=[("transfer_to_billing", arguments)])], [reply("Billing here")])
+    result = await agent.run("hi")
+    assert (result.output, result.agent_name) == ("Billing here", "Billing")
+
+
+async def test_output_guardrails_are_told_which_agent_wrote_the_answer() -> None:
+    told: list[str] = []
+
+    def record(ctx: Any, answer: str) -> None:
+        told.append(ctx.agent_name)
+
+    agent, *_ = _pair(
+        [reply(tool_calls=[("transfer_to_billing", {})])], [reply("ok")], output_guardrails=[record]
+    )
+    await agent.run("hi")
+    assert told == ["Billing"]
+
+
+async def test_async_with_the_entry_agent_enters_its_targets_toolsets() -> None:
+    class Server:
+        name = "crm"
+        entered = 0
+
+        async def __aenter__(self) -> Server:
+            self.entered += 1
+            return self
+
+        async def __aexit__(self, *exc: object) -> None:
+            self.entered -= 1
+
+        async def tools(self) -> list[Any]:
+            if not self.entered:
+                raise ConnectionError("not connected")
+            return [lookup]
+
+    server = Server()
+    billing_model = FakeModelClient([reply("Billing here")])
+    billing = Agent(billing_model, name="Billing", tools=[server])
+    triage = Agent(
+        FakeModelClient([reply(tool_calls=[("transfer_to_billing", {})])]), name="Triage", handoffs=[billing]
+    )
+    async with triage:
+        assert server.entered == 1
+        assert (await triage.run("hi")).agent_name == "Billing"
+    assert server.entered == 0
+    assert [t.name for t in billing_model.prompts[0].tools] == ["lookup"]
+
+
+async def test_a_deep_research_agent_that_hands_over_does_not_re_plan_first() -> None:
+    triage = Agent(
+        FakeModelClient([reply(tool_calls=[("transfer_to_billing", {})])]),
+        name="Triage",
+        runtime=DeepResearchRuntime(replan_every=1),
+        handoffs=[Agent(FakeModelClient([reply("ok")]), name="Billing")],
+    )
+    async with triage.stream("hi") as run:
+        kinds = [type(e) async for e in run]
+    assert PlanUpdated not in kinds
+    assert kinds.count(PlanCreated) == 1
