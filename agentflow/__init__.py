@@ -138,7 +138,9 @@ _LAZY: dict[str, str] = {
     "Agent": "agentflow.agent.agent",
     "Agents": "agentflow.agent.agents",
     "Handoff": "agentflow.agent.handoffs",
+    "ToolAvailabilityError": "agentflow.runtimes.tool_availability",
     "handoff": "agentflow.agent.handoffs",
+    "without_reasoning": "agentflow.agent.handoffs",
     "without_tool_calls": "agentflow.agent.handoffs",
     "run_sync": "agentflow.agent.agent",
     "AgentOptions": "agentflow.agent.options",
@@ -273,7 +275,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
     from .agent.as_tool import AgentToolError
     from .agent.chat_client import ChatModelClient
     from .agent.fallback_client import FallbackModelClient
-    from .agent.handoffs import Handoff, handoff, without_tool_calls
+    from .agent.handoffs import Handoff, handoff, without_reasoning, without_tool_calls
     from .agent.item_checks import HistoryError, check_items
     from .agent.item_json import dump_items, load_items
     from .agent.memory import InMemoryMemory, Memory, WindowedMemory
@@ -361,6 +363,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
         SimplePlanner,
     )
     from .runtimes.prompt_functions import PromptContext, PromptFunctionError
+    from .runtimes.tool_availability import ToolAvailabilityError
     from .sandbox import (
         CodeErrorType,
         CodeExecutor,
@@ -546,6 +549,7 @@ __all__ = [
     "ToolApprovalRequest",
     "ToolApprovalRequested",
     "ToolArgumentsError",
+    "ToolAvailabilityError",
     "ToolCall",
     "ToolCallArgumentsDelta",
     "ToolCallReady",
@@ -588,5 +592,6 @@ __all__ = [
     "run_sync",
     "sse_stream",
     "tool",
+    "without_reasoning",
     "without_tool_calls",
 ]

@@ -39,6 +39,7 @@ import attrs
 
 from ..runtimes.base import AgentRuntime
 from ..runtimes.calls import answer_unanswered_calls
+from ..tools.availability import ToolEnabled
 from ..tools.tool import Tool, tool
 from .agent_names import function_style
 from .item_checks import check_items
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
     from ..runtimes.context import RunContext
     from .agent import Agent
 
-__all__ = ["Handoff", "InputFilter", "handoff", "reachable_agents", "without_tool_calls"]
+__all__ = ["Handoff", "InputFilter", "handoff", "reachable_agents", "without_reasoning", "without_tool_calls"]
 
 InputFilter = Callable[[tuple[Any, ...]], Iterable[Any]]
 """A handoff's ``input_filter``: the conversation at the handoff (items) → what the target is shown of it."""
@@ -91,6 +92,21 @@ def without_tool_calls(items: tuple[Any, ...]) -> tuple[Any, ...]:
             continue
         kept.append(item)
     return tuple(kept)
+
+
+def without_reasoning(items: tuple[Any, ...]) -> tuple[Any, ...]:
+    """An ``input_filter`` that drops the Responses API's ``reasoning`` items: what a target on a model
+    without reasoning needs when the agent before it reasoned over the Responses API (it refuses reasoning
+    items it did not make). Combine with another filter as functions: ``lambda items:
+    without_reasoning(without_tool_calls(items))``.
+
+    >>> reasoned = {"type": "reasoning", "id": "rs_1", "summary": []}
+    >>> without_reasoning((reasoned, {"role": "user", "content": "hi"}))
+    ({'role': 'user', 'content': 'hi'},)
+    """
+    return tuple(
+        item for item in items if not (isinstance(item, Mapping) and item.get("type") == "reasoning")
+    )
 
 
 def _runs_base_loop(runtime: AgentRuntime) -> bool:
@@ -150,6 +166,7 @@ class Handoff:
         ctx.model = model
         ctx.refresh_model_name()
         ctx.tools = registry
+        ctx.all_tools = None  # the target's tools offered in its steps are chosen from its own
         ctx.settings = settings
         ctx.reset_executor()
         ctx.system_prompt = agent._system_text
@@ -172,6 +189,7 @@ def handoff(
     tool_name: str | None = None,
     description: str | None = None,
     input_filter: InputFilter | None = None,
+    enabled: ToolEnabled = True,
 ) -> Handoff:
     """``agent`` as a handoff of another agent (``Agent(handoffs=[handoff(billing, ...)])``).
 
@@ -179,6 +197,8 @@ def handoff(
       function's style (an agent without a name of its own needs one, or ``Agent(name=...)``).
     - ``description``: when to hand over, for the model that chooses; default: "Hand the conversation over
       to the <name> agent, which answers the user from here." Say what the agent handles.
+    - ``enabled``: when the transfer tool is offered, as ``@tool(enabled=...)``: ``True``, ``False`` or a
+      function of the run (``run: PromptContext``) evaluated each step.
     - ``input_filter``: a function of the conversation at the handoff (a tuple of items, ending with the
       transfer call and its result) returning the items the target is shown instead, for the rest of the
       run; memory keeps them all. ``without_tool_calls`` drops the tool calls.
@@ -219,7 +239,7 @@ def handoff(
     # hands over, rather than spending a step on a retry.
     spec = tool(name=tool_name, description=description)(lambda: None).spec
     permissive = attrs.evolve(spec, parameters={"type": "object", "properties": {}})
-    return Handoff(agent, Tool(permissive, transfer, inline=True), input_filter)
+    return Handoff(agent, Tool(permissive, transfer, inline=True, enabled=enabled), input_filter)
 
 
 def handoffs_of(owner: AgentRuntime, entries: Iterable[object]) -> tuple[Handoff, ...]:

@@ -80,6 +80,7 @@ from .output import OutputType, OutputValidationError
 from .output_validators import RejectOutput, validate
 from .resume import last_user_text, pause, resume
 from .run_ending import end_cancelled, end_finished, fail
+from .tool_availability import choose_tools
 
 __all__ = ["AgentRuntime", "answer_stop_reason", "blocking_call"]
 
@@ -311,6 +312,8 @@ class AgentRuntime:
         functions = ctx.prompt_functions
         if functions is not None:  # ``Agent(instructions=fn)``: this step's texts, before its prompt is built
             await functions.refresh(ctx)
+        if ctx.all_tools is not None or ctx.tools.has_conditional:  # ``@tool(enabled=fn)``: this step's tools
+            await choose_tools(ctx)
         prompt = self.build_prompt(ctx, final=final)
         if ctx.tools.has_eager and not final and ctx.input_guard is None and starts_early(ctx, prompt):
             # Calls to eager tools start as the stream delivers them, in a task group this step owns.

@@ -250,6 +250,9 @@ class RunContext:
     answered: StopReason | None = attrs.field(default=None, init=False, repr=False)
     """Why the run ends before its first step, if it does: a resumed run whose approved ``return_direct``
     call gave the answer (``agentflow.runtimes.resume``)."""
+    all_tools: ToolRegistry | None = attrs.field(default=None, init=False, repr=False)
+    """For a run with tools offered only when a function of the run says so (``@tool(enabled=...)``): all
+    of its tools, of which each step offers those enabled (``tools``); ``None`` until the first such step."""
     agent_calls_from: int = attrs.field(default=0, init=False, repr=False)
     """How many of ``tool_calls`` came before the current agent had the run (a handoff's target): a forced
     ``tool_choice`` is reset once the current agent made a call of its own."""
@@ -311,7 +314,8 @@ class RunContext:
     def executor(self) -> ToolExecutor:
         """The run's tool executor (built on first use), publishing its events on the run's bus."""
         if self._executor is None:
-            if self.tools.has_approval:
+            # A step offering some tools only (``all_tools``): approvals for any tool the run may offer.
+            if (self.all_tools or self.tools).has_approval:
                 self.approvals = ToolApprovals(
                     self.options.tool_approval,
                     functools.partial(self.bus.publish, owned=True),
@@ -342,6 +346,12 @@ class RunContext:
                 retries_exceeded=_retries_exceeded if self.abort_scope is None else None,
             )
         return self._executor
+
+    def use_tools(self, tools: ToolRegistry) -> None:
+        """Make ``tools`` (some of ``all_tools``) what the next step offers and its calls run with."""
+        self.tools = tools
+        if self._executor is not None:
+            self._executor.use(tools)
 
     def reset_executor(self) -> None:
         """Drop the run's tool executor and approvals, to be built again for new ``tools`` (a handoff's): only

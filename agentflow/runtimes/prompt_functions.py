@@ -75,6 +75,20 @@ class PromptContext(Generic[DepsT]):
     tokens_left: int | None = None
 
 
+def run_view(ctx: RunContext, agent_name: str) -> PromptContext[Any]:
+    """The ``PromptContext`` of the run ``ctx`` as it is now, for the agent named ``agent_name``."""
+    return PromptContext(
+        deps=ctx.deps,
+        run_id=ctx.run_id,
+        step=ctx.step,
+        input_text=ctx.input_text,
+        session_id=ctx.session_id,
+        agent_name=agent_name,
+        usage=ctx.usage,
+        tokens_left=ctx.tokens_left,
+    )
+
+
 PromptFunction: TypeAlias = Callable[[PromptContext[Any]], str | Awaitable[str]]
 """A dynamic system prompt or instructions: ``fn(run: PromptContext) -> str``, or an ``async`` one."""
 
@@ -173,16 +187,7 @@ class PromptFunctions:
         step; nothing if they were evaluated for this step already (a plan made before the step's call)."""
         if ctx.prompts_step == ctx.step:
             return
-        view: PromptContext[Any] = PromptContext(
-            deps=ctx.deps,
-            run_id=ctx.run_id,
-            step=ctx.step,
-            input_text=ctx.input_text,
-            session_id=ctx.session_id,
-            agent_name=self.agent,
-            usage=ctx.usage,
-            tokens_left=ctx.tokens_left,
-        )
+        view = run_view(ctx, self.agent)
         if callable(self.system_prompt):
             ctx.system_prompt = await self._evaluate(ctx, "system_prompt", self.system_prompt, view)
         if callable(self.instructions):

@@ -304,6 +304,11 @@ class ToolExecutor:
         """The tools this executor runs."""
         return self._registry
 
+    def use(self, registry: ToolRegistry) -> None:
+        """Run the next calls with ``registry`` (a step that offers some of the run's tools only:
+        ``@tool(enabled=...)``); the counts of failed attempts go on."""
+        self._registry = registry
+
     def note_approval(self, call: ToolCall, needs: bool | Exception) -> None:
         """Say what the ``needs_approval`` of ``call``'s tool says for it, known before the call runs: the
         call's decision then uses this, once, instead of asking again. ``False`` runs it without asking (a

@@ -99,12 +99,14 @@ class ToolRegistry:
 
     __slots__ = (
         "_has_approval",
+        "_has_conditional",
         "_has_eager",
         "_has_return_direct",
         "_hosted",
         "_listed",
         "_names",
         "_specs",
+        "_subsets",
         "_tools",
         "_toolsets",
     )
@@ -146,6 +148,8 @@ class ToolRegistry:
         self._has_eager = any(t.eager for t in self._tools.values())
         self._has_return_direct = any(t.return_direct for t in self._tools.values())
         self._has_approval = any(t.needs_approval is not False for t in self._tools.values())
+        self._has_conditional = any(t.enabled is not None for t in self._tools.values())
+        self._subsets: dict[frozenset[str], ToolRegistry] = {}
 
     @property
     def specs(self) -> tuple[ToolSpec, ...]:
@@ -215,6 +219,29 @@ class ToolRegistry:
         """Whether any tool is ``return_direct`` (its result may be the run's answer): read once per step
         that ran calls, so a run without one never looks at a result for it."""
         return self._has_return_direct
+
+    @property
+    def has_conditional(self) -> bool:
+        """Whether any tool is offered only when a function of the run says so (``@tool(enabled=...)``): a
+        run whose registry has none evaluates nothing per step (``agentflow.runtimes.tool_availability``)."""
+        return self._has_conditional
+
+    def without(self, names: frozenset[str]) -> ToolRegistry:
+        """This registry less the tools named ``names`` (the hosted tools kept), kept for the next step that
+        leaves out the same ones; this one itself when ``names`` is empty.
+
+        >>> from agentflow.tools.tool import tool
+        >>> both = ToolRegistry([tool(lambda: 1, name="one"), tool(lambda: 2, name="two")])
+        >>> both.without(frozenset({"one"})).names, both.without(frozenset()) is both
+        (('two',), True)
+        """
+        if not names:
+            return self
+        found = self._subsets.get(names)
+        if found is None:
+            kept = [t for name, t in self._tools.items() if name not in names]
+            found = self._subsets[names] = ToolRegistry((*kept, *self._hosted, *self._toolsets))
+        return found
 
     @property
     def has_approval(self) -> bool:

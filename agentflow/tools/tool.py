@@ -21,6 +21,7 @@ import attrs
 from ..model.tools import ToolSpec
 from .approval import NeedsApproval, check_needs_approval
 from .arguments import ArgumentParser
+from .availability import EnabledFunction, ToolEnabled, check_enabled
 from .context import ToolContext
 from .defaults import MISSING
 from .docstrings import DocInfo, parse_docstring
@@ -137,6 +138,11 @@ class Tool(Generic[P, R]):
     max_retries: float | None = attrs.field(
         default=None, converter=_check_max_retries, kw_only=True, repr=False
     )
+    enabled: EnabledFunction | None = attrs.field(
+        default=None, converter=check_enabled, kw_only=True, repr=False, eq=False
+    )
+    """When the tool is offered (``@tool(enabled=...)``): ``None``, always; else a function of the run
+    evaluated each step (``agentflow.tools.availability``)."""
     returns: ToolReturns | None = attrs.field(default=None, repr=False, eq=False)
     plain_parameters: dict[str, Any] | None = attrs.field(default=None, repr=False, eq=False)
     _parser: ArgumentParser | None = attrs.field(default=None, alias="parser", eq=False, repr=False)
@@ -189,13 +195,14 @@ class Tool(Generic[P, R]):
         return_direct: bool = False,
         needs_approval: NeedsApproval = False,
         max_retries: float | None = None,
+        enabled: ToolEnabled = True,
     ) -> Tool[..., Any]:
         """A tool whose schema is given as is: ``fn`` gets the validated JSON object as keyword arguments.
 
         A parameter of ``fn`` annotated ``ToolContext`` still receives the context. A strict spec
         (``strict=True``) must have a strict-mode schema (every object closed, every property required):
-        ``ValueError`` otherwise. ``eager``, ``on_error``, ``return_direct``, ``needs_approval`` and
-        ``max_retries`` are ``@tool``'s.
+        ``ValueError`` otherwise. ``eager``, ``on_error``, ``return_direct``, ``needs_approval``,
+        ``max_retries`` and ``enabled`` are ``@tool``'s.
         """
         hints = _hints(fn, strict_resolution=False)
         context = next((n for n, h in hints.items() if n != "return" and _is_context(h)), None)
@@ -211,6 +218,7 @@ class Tool(Generic[P, R]):
             return_direct=return_direct,
             needs_approval=needs_approval,
             max_retries=max_retries,
+            enabled=enabled,
             returns=returns,
         )
 
@@ -232,6 +240,7 @@ def tool(
     return_direct: bool = False,
     needs_approval: NeedsApproval = False,
     max_retries: float | None = None,
+    enabled: ToolEnabled = True,
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 
 
@@ -249,6 +258,7 @@ def tool(
     return_direct: bool = False,
     needs_approval: NeedsApproval = False,
     max_retries: float | None = None,
+    enabled: ToolEnabled = True,
     **unexpected: object,
 ) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
     """Turn a sync or async function into a ``Tool``; usable bare (``@tool``) or with options.
@@ -313,6 +323,18 @@ def tool(
     ...     raise RejectCall(f"no city is named {name!r}; check the spelling")
     >>> find_city.max_retries
     1
+
+    ``enabled`` says when the tool is offered: ``True`` (always), ``False`` (never, for a flag to turn on), or
+    a function of the run, ``fn(run: PromptContext) -> bool`` (or ``async``), evaluated before each step's
+    model call with the run's ``deps``, step and usage: the tool is offered in the steps it says so. A
+    call to a tool not offered is an unknown tool's ``TOOL_ERROR``. See ``agentflow.tools.availability``.
+
+    >>> @tool(enabled=lambda run: run.deps.is_admin)
+    ... def delete_user(user_id: str) -> str:
+    ...     '''Delete a user's account.'''
+    ...     return "deleted"
+    >>> delete_user.enabled is not None
+    True
     """
 
     if unexpected:
@@ -331,6 +353,7 @@ def tool(
             return_direct=return_direct,
             needs_approval=needs_approval,
             max_retries=max_retries,
+            enabled=enabled,
         )
 
     if fn is None:
@@ -347,6 +370,7 @@ def tool(
     _check_return_direct(return_direct)
     check_needs_approval(needs_approval)
     _check_max_retries(max_retries)
+    check_enabled(enabled)
     return build
 
 
@@ -360,6 +384,8 @@ _PEER_OPTIONS: Final = {
     "strict_mode": "strict=",
     "failure_error_function": "on_error=",
     "timeout_seconds": "timeout=",
+    "is_enabled": "enabled=",
+    "prepare": "enabled=",
 }
 
 
@@ -392,6 +418,7 @@ def _build(
     return_direct: bool,
     needs_approval: NeedsApproval,
     max_retries: float | None,
+    enabled: ToolEnabled = True,
 ) -> Tool[P, R]:
     if isinstance(fn, Tool):
         raise TypeError("this function is already a Tool")
@@ -464,6 +491,7 @@ def _build(
         return_direct=return_direct,
         needs_approval=needs_approval,
         max_retries=max_retries,
+        enabled=enabled,
         returns=_returns(hints, doc.returns),
         plain_parameters=_plain_parameters(props, prop_hints) if strict else None,
         parser=ArgumentParser(tool_name, shape.schema, shape.convert),
