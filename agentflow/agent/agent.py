@@ -572,12 +572,12 @@ class Agent(RunStarter[OutputT]):
         input_guardrails: Iterable[GuardrailLike] | None = None,
         output_guardrails: Iterable[GuardrailLike] | None = None,
     ) -> contextlib.AbstractContextManager[None]:
-        """Within the block, runs of this agent use ``model``, ``tools``, ``settings`` (merged over the
-        agent's, as a run's are), ``options`` (in place of the agent's) or ``input_guardrails`` /
-        ``output_guardrails`` (in place of the agent's of that kind: ``[]`` switches them off; a run's own
-        come on top) — those given; for tests of code that builds its agents itself. Only the task that
-        enters the block, and tasks it starts there, see it (``agentflow.agent.overrides``); the agent itself
-        is left as it is.
+        """Within the block, runs of this agent use ``model``, ``tools`` (in place of its own tools; its
+        handoffs' transfer tools stay), ``settings`` (merged over the agent's, as a run's are), ``options``
+        (in place of the agent's) or ``input_guardrails`` / ``output_guardrails`` (in place of the agent's
+        of that kind: ``[]`` switches them off; a run's own come on top) — those given; for tests of code
+        that builds its agents itself. Only the task that enters the block, and tasks it starts there, see
+        it (``agentflow.agent.overrides``); the agent itself is left as it is.
 
         >>> from agentflow.testing.fake import FakeModelClient, reply
         >>> agent = Agent(FakeModelClient([]))
