@@ -15,7 +15,8 @@ What happens to a rejected answer is the runtime's to decide; ``may_retry`` is t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import re
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
@@ -26,6 +27,10 @@ if TYPE_CHECKING:
     from .context import RunContext
 
 __all__ = ["Accepted", "Rejected", "check_answer", "may_retry"]
+
+_WRAPPER_PATH: Final = re.compile(r"\boutput\.result(?=[\[.\s]|$)")
+"""Where a wrapped type's error names the wire's ``{"result": …}`` key (``output.result[1]``), which a CodeAct
+answer never writes: its value is given bare."""
 
 
 @attrs.frozen
@@ -67,6 +72,8 @@ async def check_answer(
         return Rejected(exc.message, output_error_text(exc.message, None))
     except ValueError as exc:
         reason = str(exc)
+        if spec.wrapped:
+            reason = _WRAPPER_PATH.sub("output", reason)
         return Rejected(reason, output_error_text(reason, spec.value_schema))
     return Accepted(typed)
 

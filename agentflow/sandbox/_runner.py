@@ -10,13 +10,16 @@ fd 0 at ``/dev/null`` and fd 1 at fd 2, so nothing user code writes can corrupt 
 bounded capture objects that stream ``out`` frames to the host (so output printed before a timeout is kept),
 flushed before each ``call`` frame so that the host sees output and tool calls in the order they happened.
 
-Frames, child → host: ``ready``; ``call`` (a tool call: ``id``, ``name``, ``args``); ``out`` (``s``: stream
-name, ``d``: text); ``done`` (the step's outcome, with the ``step`` number of its ``exec``). Host → child:
+Frames, child → host: ``ready``; ``call`` (a tool call: ``id``, ``name``, ``args``, and ``w`` when the
+calling thread now waits for it); ``wait`` and ``resume`` (the code started and
+stopped waiting for tool results, see ``_Calls._block``); ``out`` (``s``: stream name, ``d``: text);
+``done`` (the step's outcome, with the ``step`` number of its ``exec``). Host → child:
 ``exec`` (one code step: the code, the tool names, each tool's parameter names in order under ``params``,
 so a stub takes positional arguments, the tools whose first parameter takes an object under
 ``object_first``, and the step's limits) and ``result`` (the answer to a ``call``:
 ``ok`` plus ``value`` or ``error``). Several calls may be in flight at once (``parallel``, ``map_tool``,
-``acall_tool`` with ``asyncio.gather``); results are matched by id. A host frame may hold the literals
+``acall_tool`` with ``asyncio.gather``, threads of the code's own); results are matched by id, whichever
+thread reads them (one at a time, see ``_Calls``). A host frame may hold the literals
 ``NaN``, ``Infinity`` and ``-Infinity`` (a tool's float that is not finite), which ``json.loads`` reads as
 floats; the child's own frames are strict JSON.
 
@@ -129,27 +132,49 @@ class _HostGone(BaseException):
 class _CpuGuard:
     """Decides when the ``SIGXCPU`` handler may raise into the running code.
 
-    It raises only while user code runs, and never in the middle of a frame read or write (that would
-    desynchronise the channel): a signal that arrives then is kept and raised when the frame is through.
+    It raises only while user code runs, and never while the main thread (the one signal handlers run in)
+    is inside a section of the runner's own: a frame read or write (that would desynchronise the channel),
+    or bookkeeping under a lock that other threads need. A signal that arrives then is kept and raised when
+    the section ends. Other threads never enter sections: no signal handler runs in them.
     """
 
     def __init__(self) -> None:
         self.user_code = False
-        self.busy = False
+        self.depth = 0
         self.pending = False
+        self.main = _thread.get_ident()
 
     def on_signal(self, signum: int, frame: Any) -> None:
         if not self.user_code:
             return
-        if self.busy:
+        if self.depth:
             self.pending = True
             return
         self.expire()
 
-    def after_frame(self) -> None:
-        self.busy = False
-        if self.pending and self.user_code:
-            self.expire()
+    def reset(self) -> None:
+        """A new step: no section is open and no signal is kept from the last one."""
+        self.depth = 0
+        self.pending = False
+
+    def enter(self) -> bool:
+        """Open a section (sections nest); ``False``, with nothing to close, off the main thread."""
+        if _thread.get_ident() != self.main:
+            return False
+        self.depth += 1
+        return True
+
+    def leave(self, entered: bool, *, defer: bool = False) -> None:
+        """Close the section ``enter`` opened; a signal kept meanwhile raises now, once all are closed.
+
+        ``defer``: keep it for later (the next section's end, or the kernel's next ``SIGXCPU`` a second on),
+        for a section run by an event loop's callback, where asyncio would catch and log the exception
+        instead of the code getting it.
+        """
+        if entered:
+            self.depth -= 1
+            if not self.depth and self.pending and self.user_code and not defer:
+                self.expire()
 
     def expire(self) -> None:
         self.pending = False
@@ -160,9 +185,9 @@ class _CpuGuard:
 class _Channel:
     """Blocking frame I/O on the two private descriptors.
 
-    Only the main thread reads. Both threads write (the watch thread flushes output), so a lock keeps
-    frames whole; only the main thread's writes are guarded against ``CpuTimeExceeded`` landing mid-frame
-    (signal handlers run in the main thread only).
+    Any thread may write (the watch thread flushes output, code may call tools from threads of its own): a
+    lock keeps frames whole. Reading is ``_Calls``'s to share out, one reader at a time, and ``receive``
+    leaves the CPU guard to it (the frame must be handed on before a signal may raise).
     """
 
     def __init__(self, read_fd: int, write_fd: int, guard: _CpuGuard) -> None:
@@ -171,18 +196,19 @@ class _Channel:
         self._guard = guard
         self._lock = _thread.allocate_lock()
 
-    def send(self, message: dict[str, Any], limit: int = 0, *, guarded: bool = True) -> None:
+    def send(self, message: dict[str, Any], limit: int = 0, *, waits: bool = False) -> None:
         """Write one frame; ``ValueError`` (nothing written) when it is not JSON or over ``limit`` bytes.
 
-        ``guarded=False`` is for the watch thread, which must not touch the main thread's CPU guard.
+        ``waits`` adds ``"w":1`` (a call's mark that the code now waits for it), not counted in the size.
         """
         data = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         payload = data.encode("utf-8", "replace")
         if limit and len(payload) > limit:
             raise _TooBig(len(payload), limit)
+        if waits:
+            payload = payload[:-1] + b',"w":1}'
         view = memoryview(_HEADER.pack(len(payload)) + payload)
-        if guarded:
-            self._guard.busy = True
+        entered = self._guard.enter()
         try:
             with self._lock:
                 while view:
@@ -191,11 +217,11 @@ class _Channel:
         except OSError as exc:
             raise _HostGone(f"cannot write to the host: {exc}") from None
         finally:
-            if guarded:
-                self._guard.after_frame()
+            self._guard.leave(entered)
 
     def receive(self) -> dict[str, Any]:
-        self._guard.busy = True
+        """Read one frame (blocking); the caller holds the reader's role and, on the main thread, a
+        section of the CPU guard."""
         try:
             (size,) = _HEADER.unpack(self._read_exactly(_HEADER.size))
             if size > _MAX_FRAME:
@@ -203,11 +229,20 @@ class _Channel:
             message = json.loads(self._read_exactly(size))
         except (OSError, ValueError) as exc:
             raise _HostGone(f"cannot read from the host: {exc}") from None
-        finally:
-            self._guard.after_frame()
         if not isinstance(message, dict):
             raise _HostGone("a frame that is not a JSON object")
         return message
+
+    def readable(self) -> bool:
+        """Whether a frame has started to arrive (a read would not block until the host writes)."""
+        import select
+
+        poller = select.poll()
+        poller.register(self.read_fd, select.POLLIN)
+        try:
+            return bool(poller.poll(0))
+        except OSError:
+            return True  # the read then tells what is wrong
 
     def _read_exactly(self, size: int) -> bytes:
         chunks: list[bytes] = []
@@ -289,13 +324,6 @@ class _Capture(io.TextIOBase):
         return length
 
     def flush(self) -> None:
-        self._flush(guarded=True)
-
-    def flush_from_watch(self) -> None:
-        """The watch thread's flush: the same frames, without touching the main thread's CPU guard."""
-        self._flush(guarded=False)
-
-    def _flush(self, *, guarded: bool) -> None:
         # Sent while holding the lock, so that two flushes cannot overtake each other.
         with self._lock:
             if self._buffer:
@@ -303,93 +331,347 @@ class _Capture(io.TextIOBase):
                 self._buffer = []
                 self._buffered = 0
                 self._sent_at = time.monotonic()
-                self._channel.send({"t": "out", "s": self._name, "d": data}, guarded=guarded)
+                self._channel.send({"t": "out", "s": self._name, "d": data})
 
 
 class _Calls:
-    """Tool calls in flight: requests go out at once, results come back in any order."""
+    """Tool calls in flight: requests go out at once, results come back in any order, to any thread.
 
-    def __init__(self, channel: _Channel, outputs: tuple[_Capture, ...] = ()) -> None:
+    Code may call tools from several threads (``max_processes > 0``) and event loops at once, so one thread
+    at a time reads the channel (the reader) and hands each frame to whoever it is for: a blocking waiter
+    (every waiter is woken to look), an ``asyncio`` future (settled in its loop's thread), or the step loop
+    (``exec``). A thread that needs a frame while another reads sleeps until woken; an event loop whose
+    reader callback finds another thread reading stops watching the channel until that one is done, rather
+    than spin on a descriptor it may not read.
+
+    It also tells the host when the code waits for results (see ``_block``), so that only then does the
+    host stop the code's clock.
+    """
+
+    def __init__(self, channel: _Channel, guard: _CpuGuard, outputs: tuple[_Capture, ...] = ()) -> None:
         self._channel = channel
+        self._guard = guard
         self._outputs = outputs
+        self._lock = _thread.allocate_lock()
+        """Guards the state below; never held across a read or a write of the channel."""
+        self._marks = _thread.allocate_lock()
+        """Held from a change of ``_blocked`` to the end of the frame that tells it: marks stay in order."""
         self._next_id = 0
         self.max_call_bytes = 0
         self.max_calls = 0
         """Tool calls a step may send (0: any number); the host kills a process that sends more."""
         self.sent = 0
+        self.in_step = False
+        self._open: set[int] = set()  # sent, no result read yet
         self._results: dict[int, dict[str, Any]] = {}
         self._futures: dict[int, asyncio.Future[Any]] = {}
         self._names: dict[int, str] = {}
+        self._control: list[dict[str, Any]] = []  # frames for the step loop
+        self._reading = False
+        self._gone: _HostGone | None = None
+        self._sleepers: list[Any] = []  # a locked lock per sleeping waiter, released to wake it
+        self._parked: list[asyncio.AbstractEventLoop] = []
+        self._blocked = 0
 
     def reset(self) -> None:
-        self.sent = 0
-        self._results.clear()
-        self._futures.clear()
-        self._names.clear()
+        """A new step (call ids go on counting: a late answer to an old call is never taken for a new one)."""
+        with self._lock:
+            self.sent = 0
+            self.in_step = True
+            self._open.clear()
+            self._results.clear()
+            self._futures.clear()
+            self._names.clear()
+            self._blocked = 0
 
-    def request(self, name: Any, args: Any) -> int:
+    def after_fork(self) -> None:
+        """In a process the code forked: only the forking thread lives on, so no lock is held, no one reads
+        and no one sleeps."""
+        self._lock = _thread.allocate_lock()
+        self._marks = _thread.allocate_lock()
+        self._reading = False
+        self._sleepers = []
+        self._parked = []
+        self._blocked = 0
+
+    def request(self, name: Any, args: Any, *, then_wait: bool = False) -> int:
+        """Send one call; its id. ``then_wait``: this thread waits for it next (``wait(..., counted=True)``),
+        which the call's frame tells the host (``w``, as a ``wait`` frame would)."""
         if not isinstance(name, str):
             raise TypeError("a tool name must be a string, not " + type(name).__name__)
         if not isinstance(args, dict):
             raise TypeError(f"the arguments of tool {name!r} must be a dict, not {type(args).__name__}")
-        if self.max_calls and self.sent >= self.max_calls:
-            raise ToolError(
-                name,
-                f"TOOL_ERROR: not run: this code step reached its limit of {self.max_calls} tool calls "
-                "(ExecutionLimits.max_step_tool_calls); return what you have and make further calls in "
-                "the next step, or batch the work into fewer calls",
-            )
-        self._next_id += 1
-        call_id = self._next_id
-        message = {"t": "call", "id": call_id, "name": name, "args": args}
         # What the code printed before the call (a partial line too) must reach the host before the call,
         # or the host shows that output after the call's events.
         for output in self._outputs:
             output.flush()
+        entered = self._guard.enter()
         try:
-            self._channel.send(message, self.max_call_bytes)
-        except _TooBig as exc:
-            raise ValueError(
-                f"the call of tool {name!r} is {exc.size} bytes as JSON, over the sandbox's limit of "
-                f"{exc.limit}; pass smaller arguments"
-            ) from None
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"the arguments of tool {name!r} must be JSON values: {exc}") from None
-        self._names[call_id] = name
-        self.sent += 1
+            with self._lock:
+                if self.max_calls and self.sent >= self.max_calls:
+                    raise ToolError(
+                        name,
+                        f"TOOL_ERROR: not run: this code step reached its limit of {self.max_calls} tool "
+                        "calls (ExecutionLimits.max_step_tool_calls); return what you have and make "
+                        "further calls in the next step, or batch the work into fewer calls",
+                    )
+                self._next_id += 1
+                call_id = self._next_id
+                self.sent += 1
+                # Known before the frame goes: another thread may read the answer before this one returns.
+                self._names[call_id] = name
+                self._open.add(call_id)
+            try:
+                self._send_call({"t": "call", "id": call_id, "name": name, "args": args}, then_wait)
+            except BaseException:
+                with self._lock:
+                    self.sent -= 1
+                    self._names.pop(call_id, None)
+                    self._open.discard(call_id)
+                raise
+        finally:
+            self._guard.leave(entered)
         return call_id
 
-    def wait(self, call_ids: list[int]) -> list[tuple[bool, Any]]:
-        while any(call_id not in self._results for call_id in call_ids):
-            self.dispatch(self._channel.receive())
-        return [self._outcome(self._results.pop(call_id)) for call_id in call_ids]
+    def _send_call(self, message: dict[str, Any], then_wait: bool) -> None:
+        name = message["name"]
+        with self._marks:
+            if then_wait:
+                self._blocked += 1
+            try:
+                self._channel.send(message, self.max_call_bytes, waits=then_wait)
+            except BaseException as exc:
+                if then_wait:
+                    self._blocked -= 1
+                if isinstance(exc, _TooBig):
+                    raise ValueError(
+                        f"the call of tool {name!r} is {exc.size} bytes as JSON, over the sandbox's limit of "
+                        f"{exc.limit}; pass smaller arguments"
+                    ) from None
+                if isinstance(exc, (TypeError, ValueError)):
+                    raise TypeError(f"the arguments of tool {name!r} must be JSON values: {exc}") from None
+                raise
+
+    def call(self, name: Any, args: Any) -> tuple[bool, Any]:
+        """One call, waited for at once: its frame also says that this thread waits."""
+        call_id = self.request(name, args, then_wait=True)
+        ((ok, value),) = self.wait([call_id], counted=True)
+        return ok, value
+
+    def wait(self, call_ids: list[int], *, counted: bool = False) -> list[tuple[bool, Any]]:
+        """The outcomes of ``call_ids``, in order, once all have come. ``counted``: the last ``request``
+        already counted this thread as waiting (``then_wait``)."""
+        if not call_ids:
+            return []
+        if not counted:
+            self._block()
+        try:
+            results = self._results
+            self._await(lambda: all(call_id in results for call_id in call_ids))
+            with self._lock:
+                messages = [results.pop(call_id) for call_id in call_ids]
+        finally:
+            self._unblock()
+        return [self._outcome(message) for message in messages]
+
+    def next_control(self) -> dict[str, Any]:
+        """The next frame for the step loop (between steps: ``exec``)."""
+        control = self._control
+        self._await(lambda: bool(control))
+        with self._lock:
+            return control.pop(0)
 
     def future(self, call_id: int, loop: asyncio.AbstractEventLoop) -> asyncio.Future[Any]:
+        """A future of ``loop`` settled with the outcome of ``call_id`` (at once if it has come already)."""
         future = loop.create_future()
-        self._futures[call_id] = future
+        with self._lock:
+            message = self._results.pop(call_id, None)
+            if message is None:
+                self._futures[call_id] = future
+                return future
+        ok, value = self._outcome(message)
+        _settle(future, ok, value)
         return future
 
-    def dispatch(self, message: dict[str, Any]) -> None:
-        if message.get("t") != "result" or not isinstance(message.get("id"), int):
-            raise _HostGone("an unexpected frame during a step: " + repr(message.get("t")))
-        call_id = message["id"]
+    def watch(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Let ``loop`` read the channel while it waits on futures of ``future``, and tell the host while it
+        waits for nothing else (see ``_idle_select``).
+
+        Registering again replaces the same callback. The reader only runs while that loop runs, and a
+        result it reads for someone else is handed on, so a loop left registered is harmless.
+        """
+        loop.add_reader(self._channel.read_fd, self.on_readable, loop)
+        selector = getattr(loop, "_selector", None)
+        if selector is not None and not getattr(selector, "_agentflow_idle", False):
+            selector.select = self._idle_select(loop, selector.select)
+            selector._agentflow_idle = True
+
+    def _idle_select(self, loop: asyncio.AbstractEventLoop, select: Callable[..., Any]) -> Callable[..., Any]:
+        """``loop``'s selector's ``select``, which counts the loop as waiting while it blocks with a tool
+        call of its own unanswered: then it has nothing to run until an answer (or a timer) comes.
+
+        Loops without a selector (not the standard library's) are never counted: their code's clock runs
+        while they wait (stricter, never looser)."""
+
+        def idle_select(timeout: float | None = None) -> Any:
+            if timeout == 0 or not any(
+                future.get_loop() is loop and not future.done() for future in list(self._futures.values())
+            ):
+                return select(timeout)
+            self._block()
+            try:
+                return select(timeout)
+            finally:
+                self._unblock()
+
+        return idle_select
+
+    def on_readable(self, loop: asyncio.AbstractEventLoop) -> None:
+        """``loop``'s reader callback: read one frame, unless another thread is the reader (then stop
+        watching until it is done) or the frame was read already (then wait for the next readable)."""
+        entered = self._guard.enter()
+        try:
+            with self._lock:
+                if self._reading:
+                    loop.remove_reader(self._channel.read_fd)
+                    self._parked.append(loop)
+                    return
+                self._reading = True
+            if not self._channel.readable():
+                self._leave_reading(None, None)
+                return
+            self._read_one()
+        finally:
+            self._guard.leave(entered, defer=True)
+
+    def _await(self, ready: Callable[[], bool]) -> None:
+        """Return once ``ready()`` (checked under the lock), reading frames while no other thread does."""
+        while True:
+            entered = self._guard.enter()
+            sleeper = None
+            try:
+                with self._lock:
+                    if self._gone is not None:
+                        raise _HostGone(str(self._gone))
+                    if ready():
+                        return
+                    if self._reading:
+                        sleeper = _thread.allocate_lock()
+                        sleeper.acquire()
+                        self._sleepers.append(sleeper)
+                    else:
+                        self._reading = True
+                if sleeper is None:
+                    self._read_one()
+            finally:
+                # A signal kept meanwhile raises here, once the frame read has been handed on.
+                self._guard.leave(entered)
+            if sleeper is not None:
+                sleeper.acquire()  # released when a frame has been handed on or the reader left
+
+    def _read_one(self) -> None:
+        """(The reader) read one frame, hand it on, leave the reader's role and wake every sleeper."""
+        try:
+            message = self._channel.receive()
+        except BaseException as exc:
+            self._leave_reading(None, exc)
+            raise
+        self._leave_reading(message, None)
+
+    def _leave_reading(self, message: dict[str, Any] | None, error: BaseException | None) -> None:
+        with self._lock:
+            self._reading = False
+            try:
+                if isinstance(error, _HostGone):
+                    self._gone = error
+                elif message is not None:
+                    self._dispatch(message)
+            except _HostGone as exc:
+                self._gone = exc
+                raise
+            finally:
+                sleepers, self._sleepers = self._sleepers, []
+                parked, self._parked = self._parked, []
+                for sleeper in sleepers:
+                    sleeper.release()
+        for loop in parked:
+            with contextlib.suppress(RuntimeError):  # the loop has closed
+                loop.call_soon_threadsafe(self.watch, loop)
+
+    def _dispatch(self, message: dict[str, Any]) -> None:
+        kind = message.get("t")
+        if kind != "result":
+            if self.in_step:
+                raise _HostGone("an unexpected frame during a step: " + repr(kind))
+            self._control.append(message)
+            return
+        call_id = message.get("id")
+        if not isinstance(call_id, int):
+            raise _HostGone("a result frame without an id")
+        self._open.discard(call_id)
         future = self._futures.pop(call_id, None)
         if future is None:
             if call_id in self._names:
                 self._results[call_id] = message
             return  # a late answer to a call of an earlier step: nobody waits for it
-        if not future.done():
-            ok, value = self._outcome(message)
-            if ok:
-                future.set_result(value)
-            else:
-                future.set_exception(value)
+        ok, value = self._outcome(message)
+        _settle(future, ok, value)
+
+    def _block(self) -> None:
+        """Count this thread (or an idle event loop) as waiting for results, and tell the host (a ``wait``
+        frame, or ``w`` on the call a thread waits for at once).
+
+        The host stops the code's clock while the code waits and one of its calls runs there; it forgets a
+        wait once none runs (every answer is on its way), so each new wait is told, not only the first of
+        several threads'. A ``resume`` frame says when the last waiter goes on while calls are still
+        unanswered; when none is, it is left out (no call runs on the host then, which the host knows).
+        Threads other than the waiting ones may still compute meanwhile: that time is not counted
+        (``cpu_seconds`` and ``max_step_time`` still bound it).
+        """
+        entered = self._guard.enter()
+        try:
+            with self._marks:
+                self._blocked += 1
+                try:
+                    self._channel.send({"t": "wait"})
+                except BaseException:
+                    self._blocked -= 1
+                    raise
+        finally:
+            self._guard.leave(entered)
+
+    def _unblock(self) -> None:
+        entered = self._guard.enter()
+        try:
+            with self._marks:
+                if self._blocked > 0:
+                    self._blocked -= 1
+                    if self._blocked == 0 and self._open:
+                        self._channel.send({"t": "resume"})
+        finally:
+            self._guard.leave(entered)
 
     def _outcome(self, message: dict[str, Any]) -> tuple[bool, Any]:
         name = self._names.pop(message["id"], "?")
         if message.get("ok"):
             return True, message.get("value")
         return False, ToolError(name, str(message.get("error") or "TOOL_ERROR: the tool failed"))
+
+
+def _settle(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
+    """Settle ``future`` with a call's outcome, in its loop's thread (which may not be this one)."""
+    import asyncio
+
+    loop = future.get_loop()
+    if asyncio._get_running_loop() is not loop:
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody awaits the future any more
+            loop.call_soon_threadsafe(_settle, future, ok, value)
+        return
+    if not future.done():
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
 
 
 def _merge_args(name: str, args: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -538,7 +820,7 @@ class Runner:
         self.guard = guard
         self.stdout = _Capture("stdout", channel)
         self.stderr = _Capture("stderr", channel)
-        self.calls = _Calls(channel, (self.stdout, self.stderr))
+        self.calls = _Calls(channel, guard, (self.stdout, self.stderr))
         self.namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
         self.rlimits_applied = False
         self._install_helpers()
@@ -550,7 +832,7 @@ class Runner:
 
         def call_tool(name: str, args: dict[str, Any] | None = None, /, **kwargs: Any) -> Any:
             """Call the tool ``name`` with a dict of arguments (or keywords) and return its value."""
-            ((ok, value),) = calls.wait([calls.request(name, _merge_args(name, args, kwargs))])
+            ok, value = calls.call(name, _merge_args(name, args, kwargs))
             if not ok:
                 raise value
             return value
@@ -560,7 +842,7 @@ class Runner:
             import asyncio
 
             loop = asyncio.get_running_loop()
-            self._listen(loop)  # the code may run its own loop (``asyncio.run(main())``)
+            calls.watch(loop)  # the code may run its own loop (``asyncio.run(main())``)
             call_id = calls.request(name, _merge_args(name, args, kwargs))
             return await calls.future(call_id, loop)
 
@@ -613,7 +895,7 @@ class Runner:
 
         def stub(*args: Any, **kwargs: Any) -> Any:
             arguments = _bind_args(name, params, args, kwargs, object_first)
-            ((ok, value),) = calls.wait([calls.request(name, arguments)])
+            ok, value = calls.call(name, arguments)
             if not ok:
                 raise value
             return value
@@ -640,6 +922,7 @@ class Runner:
         budget = int(limits.get("max_output_bytes", 65536))
         self.stdout.reset(budget)
         self.stderr.reset(budget)
+        self.guard.reset()
         self.calls.reset()
         self.calls.max_call_bytes = int(limits.get("max_call_bytes", 0))
         self.calls.max_calls = int(limits.get("max_tool_calls") or 0)
@@ -669,6 +952,7 @@ class Runner:
         self.stdout.flush()
         self.stderr.flush()
         sys.stdout = sys.stderr = sys.__stderr__
+        self.calls.in_step = False
         done["dropped"] = {"stdout": self.stdout.dropped, "stderr": self.stderr.dropped}
         return done
 
@@ -728,23 +1012,12 @@ class Runner:
             # Inside the caller's ``try``: a SIGXCPU that lands here is still reported as cpu_limit.
             self.guard.user_code = False
 
-    def _listen(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Let ``loop`` read tool results from the host while it waits on ``acall_tool`` futures.
-
-        Registering again replaces the same callback. The reader only runs while that loop runs, and a
-        result it reads for a blocking ``call_tool`` is kept for it, so a loop left registered is harmless.
-        """
-        loop.add_reader(self.channel.read_fd, self._on_readable)
-
-    def _on_readable(self) -> None:
-        self.calls.dispatch(self.channel.receive())
-
     def _run_async(self, coroutine: Any) -> None:
         import asyncio
 
         async def main() -> None:
             loop = asyncio.get_running_loop()
-            self._listen(loop)
+            self.calls.watch(loop)
             try:
                 await coroutine
             finally:
@@ -946,7 +1219,7 @@ def _watch_host(channel: _Channel, outputs: tuple[_Capture, ...], workdir: str |
             if poller.poll(_WATCH_EVERY_MS):
                 break
             for output in outputs:
-                output.flush_from_watch()
+                output.flush()
         except _HostGone:
             break
         except BaseException:  # a failed flush (say, MemoryError) is tried again next round
@@ -954,9 +1227,13 @@ def _watch_host(channel: _Channel, outputs: tuple[_Capture, ...], workdir: str |
     _leave(workdir)
 
 
-def _fresh_locks(channel: _Channel, *outputs: _Capture) -> None:
-    channel._lock = _thread.allocate_lock()
-    for output in outputs:
+def _after_fork(runner: Runner) -> None:
+    """In a process the code forked: the forking thread is its main thread now, and no other thread
+    lives on to release a lock it held at the fork."""
+    runner.guard.main = _thread.get_ident()
+    runner.channel._lock = _thread.allocate_lock()
+    runner.calls.after_fork()
+    for output in (runner.stdout, runner.stderr):
         output._lock = _thread.RLock()
 
 
@@ -1010,7 +1287,7 @@ def main() -> None:
     if hasattr(os, "register_at_fork"):
         # A process the code forks has no watch thread: a lock that thread held at the fork would never be
         # released there.
-        os.register_at_fork(after_in_child=lambda: _fresh_locks(channel, runner.stdout, runner.stderr))
+        os.register_at_fork(after_in_child=lambda: _after_fork(runner))
     greeting: dict[str, Any] = {
         "t": "ready",
         "v": PROTOCOL_VERSION,
@@ -1022,12 +1299,12 @@ def main() -> None:
     try:
         channel.send(greeting)
         while True:
-            message = channel.receive()
+            # A late tool answer the step no longer waited for is dropped on the way.
+            message = runner.calls.next_control()
             kind = message.get("t")
-            if kind == "exec":
-                channel.send(runner.run_step(message))
-            elif kind != "result":  # a late tool answer the step no longer waited for
+            if kind != "exec":
                 raise _HostGone("an unexpected frame between steps: " + repr(kind))
+            channel.send(runner.run_step(message))
     except _HostGone:
         _leave(workdir)
 

@@ -221,14 +221,17 @@ class SandboxProcess:
             raise ChildExited("the sandbox process closed its channel") from exc
         return decode_child_message(body)
 
-    async def drain_stderr(self, sink: Callable[[bytes], None]) -> None:
-        """Pass what the process writes to its stderr pipe to ``sink`` until the pipe closes.
+    async def drain_stderr(self, sink: Callable[[bytes], bool]) -> None:
+        """Pass what the process writes to its stderr pipe to ``sink`` until the pipe closes
+        (``stderr_closed`` is set then) or ``sink`` returns ``False``: then the pipe is left unread, and a
+        process writing more to it waits until it is killed or the next step reads again.
 
         Runs only while a step runs (the child is idle in between); the pipe never fills up meanwhile.
         """
         try:
             async for chunk in self._stderr:
-                sink(chunk)
+                if not sink(chunk):
+                    return
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass
         self.stderr_closed.set()
@@ -244,6 +247,10 @@ class SandboxProcess:
         with anyio.CancelScope(shield=True):
             if self._process.returncode is None:
                 self._kill_runner()
+                # The step's output is read by now. The launcher may report the runner's death on stderr,
+                # and a pipe the host stopped reading (a flood, see ``drain_stderr``) is full: closed, the
+                # write fails at once instead of holding the launcher until ``_REAP_TIMEOUT``.
+                await self._stderr.aclose()
                 with anyio.move_on_after(_REAP_TIMEOUT):
                     await self._process.wait()
                 if self._process.returncode is None:

@@ -32,6 +32,7 @@ __all__ = [
     "MAX_CHILD_READS",
     "PROTOCOL_VERSION",
     "ChildMessage",
+    "CodeWaits",
     "FrameError",
     "OutputChunk",
     "Ready",
@@ -71,11 +72,21 @@ class Ready:
 
 @attrs.frozen
 class ToolCallRequest:
-    """Code called a tool; the answer goes back under the same ``id``."""
+    """Code called a tool; the answer goes back under the same ``id``. ``waits``: the code now waits for
+    the answer (as a ``CodeWaits(True)`` right after the call would say)."""
 
     id: int
     name: str
     args: dict[str, Any]
+    waits: bool = False
+
+
+@attrs.frozen
+class CodeWaits:
+    """The code started (``waiting``) or stopped waiting for answers to its tool calls: the host stops the
+    code's clock only while it waits and a call of it runs (the child is not trusted to say more)."""
+
+    waiting: bool
 
 
 @attrs.frozen
@@ -102,7 +113,7 @@ class StepDone:
     frame_bytes: int = attrs.field(default=0, eq=False)  # how it travelled, not what it says
 
 
-ChildMessage = Ready | ToolCallRequest | OutputChunk | StepDone
+ChildMessage = Ready | ToolCallRequest | CodeWaits | OutputChunk | StepDone
 
 
 def encode_frame(message: Mapping[str, Any]) -> bytes:
@@ -312,7 +323,7 @@ def decode_child_message(body: bytes) -> ChildMessage:
     """Parse and check one frame body from the child.
 
     >>> decode_child_message(b'{"t":"call","id":3,"name":"add","args":{"a":1}}')
-    ToolCallRequest(id=3, name='add', args={'a': 1})
+    ToolCallRequest(id=3, name='add', args={'a': 1}, waits=False)
     >>> decode_child_message(b'{"t":"call","id":4,"name":"store","args":{"n":100000000000000000001}}').args
     {'n': 100000000000000000001}
     >>> decode_child_message(b'{"t":"call","id":"x"}')
@@ -330,8 +341,13 @@ def decode_child_message(body: bytes) -> ChildMessage:
     try:
         if kind == "call":
             return ToolCallRequest(
-                id=_get(message, "id", int), name=_get(message, "name", str), args=_get(message, "args", dict)
+                id=_get(message, "id", int),
+                name=_get(message, "name", str),
+                args=_get(message, "args", dict),
+                waits=bool(message.get("w")),
             )
+        if kind == "wait" or kind == "resume":
+            return CodeWaits(waiting=kind == "wait")
         if kind == "out":
             stream = _get(message, "s", str)
             if stream not in ("stdout", "stderr"):

@@ -34,9 +34,10 @@ def _at_least(minimum: float, *, optional: bool = False) -> Any:
 class ExecutionLimits:
     """Limits of one code step (``wall_time``, ``cpu_seconds``, outputs) and of the process running it.
 
-    - ``wall_time``: seconds of the code's own time before the host kills the process; time while a tool
-      call of the step runs on the host is not counted (the tool's timeout bounds each call), so a slow tool
-      does not cost the sandbox its state;
+    - ``wall_time``: seconds of the code's own time before the host kills the process; time while the code
+      waits for a tool call of its own that runs on the host is not counted (the tool's timeout bounds each
+      call), so a slow tool does not cost the sandbox its state; code computing while a call it fired runs
+      is timed;
     - ``max_step_time``: seconds of the whole step, its tool calls included (``None``: no bound); past it
       the host kills the process (and the tool calls still running) and the step is a ``timeout`` error.
       It bounds code that calls tools in a loop, which ``wall_time`` does not see;

@@ -10,10 +10,11 @@ and working directory. Each step:
 - collects the output the child streams (bounded), then its outcome; with an ``on_output`` listener, each
   piece is also handed to it as it arrives (what the capture keeps, nothing past its budget), never waiting
   for it;
-- is bounded by ``wall_time`` of the code's own time: the time while a tool call runs on the host is not
-  counted (the invoker's tool timeout bounds each call). Past it the process is killed and the step returns
-  a ``timeout`` result. A killed persistent process is replaced at the next step (its variables are gone;
-  the result says so with ``state_lost``);
+- is bounded by ``wall_time`` of the code's own time: the time while the code waits for a tool call of its
+  own that runs on the host is not counted (the invoker's tool timeout bounds each call; see ``_CodeClock``).
+  Past it the process is killed and the step returns a ``timeout`` result. A killed persistent process is
+  replaced at the next step (its variables are gone; the result says so with ``state_lost``; after a
+  cancelled step, which returns nothing, the next step's ``stderr`` note says so);
 - is bounded by ``max_step_time`` in all, tool calls included (code calling a tool in a loop), the same
   way, and by ``max_step_tool_calls``: the runner refuses a call beyond it (``ToolError`` in the code), and
   a process that sends one anyway (code writing to the channel itself) is killed;
@@ -30,7 +31,8 @@ output meanwhile waits on its pipe for that long, no longer.
 The child is not trusted: a frame that breaks the protocol, a ``done`` for another step, or a process that
 keeps using CPU between steps (code that went on after its step ended) gets the process killed.
 
-Cancelling ``execute`` kills the process before the cancellation propagates. What is isolated, and how,
+Cancelling ``execute`` kills the process before the cancellation propagates. Code that is not valid text
+(a lone surrogate) is a ``syntax`` error without reaching the process. What is isolated, and how,
 is decided in ``launch.py`` and reported by ``isolation``; see docs/sandbox-security.md.
 """
 
@@ -39,6 +41,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+import time
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, Literal
@@ -54,6 +57,7 @@ from .errors import SandboxClosedError, SandboxUnavailableError
 from .executor import OutputListener, ToolInvoker
 from .frames import (
     MAX_CHILD_READS,
+    CodeWaits,
     FrameError,
     OutputChunk,
     Ready,
@@ -75,15 +79,28 @@ _DEFAULT_LIMITS = ExecutionLimits()
 _LOST = "the sandbox was restarted, so variables, imports and files from earlier steps are gone"
 _IDLE_CPU = 1.0
 """CPU seconds a persistent process may use between two steps (with the processes its code started, when
-``max_processes > 0``). Idle, it waits on its channel (late tool answers cost it almost nothing); more means
-code kept running after its step ended (it wrote a ``done`` frame of its own, left a thread or a process
-running), unwatched by ``wall_time``."""
+``max_processes > 0``), plus ``_IDLE_CPU_RATE`` per second between them. Idle, it waits on its channel
+(late tool answers cost it almost nothing); more means code kept running after its step ended (it wrote a
+``done`` frame of its own, left a thread or a process running), unwatched by ``wall_time``."""
+_IDLE_CPU_RATE = 0.01
+"""CPU seconds per second between steps that an idle process may use on top of ``_IDLE_CPU``: its watch
+thread wakes ten times a second (under a millisecond of CPU per second), which after a long pause (a user
+who answers twenty minutes later) must not look like code that went on running. Code that does go on
+running uses a hundred times more."""
+_idle_clock = time.monotonic
+"""The clock that measures the time between steps (a test may replace it)."""
 
 
 class _CodeClock:
-    """The wall time a step's code has used: the time while no tool call of it runs on the host.
+    """The wall time a step's code has used: all of the step's time but that while the code waits for a
+    tool call of its own that runs on the host.
 
-    Time waiting for a tool is the tool's (its timeout bounds it), so a slow tool does not end the step.
+    Time waiting for a tool is the tool's (its timeout bounds it), so a slow tool does not end the step;
+    code that goes on computing while its call runs (an ``acall_tool`` it does not await yet) is timed. The
+    child says when it waits (``CodeWaits``, ``ToolCallRequest.waits``) and is trusted no further: the clock
+    stops only while one of its calls runs too, so a child that claims to wait gains at most its calls'
+    time, as before it said anything. While every tool slot is taken the host reads no further frame
+    (``holding``): what the child said meanwhile is unknown, and the clock stops then too.
     """
 
     def __init__(self, budget: float) -> None:
@@ -91,25 +108,61 @@ class _CodeClock:
         self._used = 0.0
         self._since = anyio.current_time()
         self._tools = 0
-        self._idle = anyio.Event()
+        self._waiting = False
+        self._holding = False
+        self._stopped = False
+        self._resumed: anyio.Event | None = None  # what ``run_out`` waits on while the clock is stopped
 
-    def tool_started(self) -> None:
-        if self._tools == 0:
-            self._used += anyio.current_time() - self._since
-            self._idle = anyio.Event()
+    @property
+    def stopped(self) -> bool:
+        """Whether the code's time is not counted now."""
+        return self._stopped
+
+    def tool_started(self, *, waits: bool = False) -> None:
+        """A call of the code runs on the host; ``waits``: its frame said the code now waits for it."""
         self._tools += 1
+        if waits:
+            self._waiting = True
+        self._update()
 
     def tool_finished(self) -> None:
         self._tools -= 1
         if self._tools == 0:
-            self._since = anyio.current_time()
-            self._idle.set()
+            # Whatever the code waited for has been answered: a wait it did not take back is over.
+            self._waiting = False
+        self._update()
+
+    def code_waits(self, waiting: bool) -> None:
+        """The child said it started (or stopped) waiting; a wait while no call of it runs says nothing."""
+        self._waiting = waiting and self._tools > 0
+        self._update()
+
+    def holding(self, holding: bool) -> None:
+        """Whether the host holds back the child's next frames (every tool slot is taken)."""
+        self._holding = holding
+        self._update()
+
+    def _update(self) -> None:
+        stopped = self._tools > 0 and (self._waiting or self._holding)
+        if stopped == self._stopped:
+            return
+        now = anyio.current_time()
+        self._stopped = stopped
+        if stopped:
+            self._used += now - self._since
+            return
+        self._since = now
+        resumed, self._resumed = self._resumed, None
+        if resumed is not None:
+            resumed.set()
 
     async def run_out(self) -> None:
         """Return once the code has used up its budget."""
+        # A stop only moves the end later: the sleep then ends early, and the time left is worked out again.
         while True:
-            if self._tools:
-                await self._idle.wait()
+            if self._stopped:
+                self._resumed = resumed = anyio.Event()
+                await resumed.wait()
                 continue
             left = self._budget - self._used - (anyio.current_time() - self._since)
             if left <= 0:
@@ -189,6 +242,7 @@ class ProcessSandbox:
         self._step = 0
         self._note: str | None = None
         self._idle_cpu: float | None = None  # the process's CPU time when its last step ended
+        self._idle_since = 0.0  # and when (``_idle_clock``)
 
     @property
     def isolation(self) -> SandboxIsolation | None:
@@ -256,18 +310,26 @@ class ProcessSandbox:
         """
         async with self._lock:
             self._check_open()
+            unreadable = _unencodable(code)
+            if unreadable is not None:
+                return unreadable  # nothing ran: the process and its state are as they were
             child = await self._ensure_child(limits)
             self._step += 1
             output = StepOutput(limits, on_output)
             started = anyio.current_time()
-            keep = False
+            keep = ended = False
             try:
                 result, keep = await self._run_step(child, code, tools, tool_names, limits, output)
+                ended = True
             finally:
                 if not keep or not self._persistent:
+                    if not ended and self._persistent and not self._closed:
+                        # No result says that the state is gone (as a timeout's does): the next one will.
+                        self._note = f"[note: the previous step was cancelled while it ran, so {_LOST}]"
                     await self._discard()
                 else:
                     self._idle_cpu = child.cpu_time(descendants=True)
+                    self._idle_since = _idle_clock()
             self._check_open()
             result = _with_duration(result, anyio.current_time() - started)
             if self._note is not None:
@@ -338,7 +400,8 @@ class ProcessSandbox:
         if child.process_limits != limits.process_limits:
             return "the execution limits changed"
         used = child.cpu_time(descendants=True)
-        if self._idle_cpu is not None and used is not None and used - self._idle_cpu > _IDLE_CPU:
+        allowed = _IDLE_CPU + _IDLE_CPU_RATE * max(0.0, _idle_clock() - self._idle_since)
+        if self._idle_cpu is not None and used is not None and used - self._idle_cpu > allowed:
             return (
                 f"its code went on running after its step had ended ({used - self._idle_cpu:.1f} CPU "
                 "seconds between steps)"
@@ -386,11 +449,11 @@ class ProcessSandbox:
                                 f"{calls} tool calls in one step, over its limit of "
                                 f"{limits.max_step_tool_calls} (ExecutionLimits.max_step_tool_calls)"
                             )
-                        # Only a running tool holds a slot (its answer is written without one), so this
-                        # wait ends when a tool finishes, whatever the code does meanwhile.
-                        await slots.acquire()
-                        clock.tool_started()
+                        await self._take_slot(slots, clock)
+                        clock.tool_started(waits=message.waits)
                         tasks.start_soon(self._serve_call, child, message, tools, slots, clock)
+                    elif isinstance(message, CodeWaits):
+                        clock.code_waits(message.waiting)
                     elif isinstance(message, OutputChunk):
                         output.add(message)
                     elif isinstance(message, StepDone):
@@ -401,8 +464,9 @@ class ProcessSandbox:
                     elif isinstance(message, Ready):
                         raise FrameError("the sandbox greeted the host again in the middle of a step")
             except ChildExited:
-                with anyio.move_on_after(1.0):
-                    await child.stderr_closed.wait()
+                if not output.stderr.raw_stopped:  # else what is left in the pipe is not wanted
+                    with anyio.move_on_after(1.0):
+                        await child.stderr_closed.wait()
                 outcome = await self._crashed(child, output), False
             except FrameError as exc:
                 outcome = self._broken(exc, output), False
@@ -417,6 +481,19 @@ class ProcessSandbox:
         if stop.reason == "cpu":
             return self._over_cpu(limits, output, lifted=stop.lifted), False
         return self._timed_out(limits, output, stop.reason), False
+
+    @staticmethod
+    async def _take_slot(slots: anyio.Semaphore, clock: _CodeClock) -> None:
+        """Wait for a free tool slot. Only a running tool holds one (its answer is written without one), so
+        this ends when a tool finishes, whatever the code does meanwhile."""
+        try:
+            slots.acquire_nowait()
+        except anyio.WouldBlock:
+            clock.holding(True)
+            try:
+                await slots.acquire()
+            finally:
+                clock.holding(False)
 
     async def _watch_clock(self, clock: _CodeClock, stop: _Stop, step: anyio.CancelScope) -> None:
         """End the step (``step`` is its scope) once its code has used up ``wall_time``."""
@@ -553,8 +630,9 @@ class ProcessSandbox:
         lost = f"; {_LOST}" if self._persistent else ""
         return CodeResult(
             ok=False,
-            stdout=output.stdout.text(),
-            stderr=output.stderr.text(),
+            # The child's count of what it cut comes with its outcome, which never came.
+            stdout=output.stdout.text(None),
+            stderr=output.stderr.text(None),
             error=error + lost,
             error_type=error_type,
             state_lost=self._persistent,
@@ -601,6 +679,34 @@ def _json_size(value: Any, bound: int) -> int:
     except (RecursionError, ValueError):
         return bound
     return len(text.encode("utf-8", "replace"))
+
+
+def _unencodable(code: str) -> CodeResult | None:
+    """The result of code that is not valid text (a lone surrogate, which no UTF-8 can carry), as Python's
+    ``compile`` would fail it; ``None`` for any other code.
+
+    >>> _unencodable("x = 1") is None
+    True
+    >>> print(_unencodable("s = '\\ud800'").error[:73])
+    SyntaxError: the code holds a lone surrogate, '\ud800' (line 1, column 6)
+    """
+    if code.isascii():
+        return None
+    try:
+        code.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        line = code.count("\n", 0, exc.start) + 1
+        column = exc.start - (code.rfind("\n", 0, exc.start) + 1) + 1
+        char = code[exc.start]
+        return CodeResult(
+            ok=False,
+            error=(
+                f"SyntaxError: the code holds a lone surrogate, {char!r} (line {line}, column {column}), "
+                f"which is not valid text; write it as an escape ({char!a}) in a string"
+            ),
+            error_type=CodeErrorType.SYNTAX,
+        )
+    return None
 
 
 def _with_duration(result: CodeResult, duration: float) -> CodeResult:

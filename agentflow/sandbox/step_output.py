@@ -2,8 +2,10 @@
 hears each piece as it arrives.
 
 The child cuts its output too, but it is not trusted, so the host keeps its own count. Bytes the code wrote
-straight to the descriptors (C code, ``os.write``) arrive raw and are decoded when the step ends. No I/O, no
-awaits: ``ProcessSandbox`` feeds it from its reading loop.
+straight to the descriptors (C code, ``os.write``) arrive raw and are decoded when the step ends; past the
+budget and ``RAW_SLACK`` more, the host stops reading them (code that floods its descriptors then waits on
+the pipe until ``wall_time`` ends the step, instead of the host spending its CPU reading what nobody sees).
+No I/O, no awaits: ``ProcessSandbox`` feeds it from its reading loop.
 """
 
 from __future__ import annotations
@@ -14,9 +16,12 @@ from .executor import OutputListener
 from .frames import OutputChunk
 from .limits import ExecutionLimits
 
-__all__ = ["StepOutput", "StreamOutput"]
+__all__ = ["RAW_SLACK", "StepOutput", "StreamOutput"]
 
 _log = logging.getLogger("agentflow")
+
+RAW_SLACK = 1024 * 1024
+"""Raw bytes past a stream's budget the host still reads (and drops) before it stops reading them."""
 
 
 class StreamOutput:
@@ -27,6 +32,7 @@ class StreamOutput:
         self._budget = budget
         self._dropped = 0
         self._raw = bytearray()
+        self._raw_dropped = 0
 
     def add(self, text: str) -> str:
         """Keep what fits of ``text``; returns what was kept."""
@@ -40,23 +46,39 @@ class StreamOutput:
             self._parts.append(text)
         return text
 
-    def add_raw(self, chunk: bytes) -> None:
-        """Bytes written straight to the descriptors (C code, ``os.write``): decoded when the step ends."""
+    def add_raw(self, chunk: bytes) -> bool:
+        """Bytes written straight to the descriptors (C code, ``os.write``): decoded when the step ends.
+        ``False`` once more than ``RAW_SLACK`` bytes past the budget were dropped: read no more."""
         room = max(0, self._budget - len(self._raw))
         self._raw += chunk[:room]
-        self._dropped += max(0, len(chunk) - room)
+        over = max(0, len(chunk) - room)
+        self._dropped += over
+        self._raw_dropped += over
+        return not self.raw_stopped
 
-    def text(self, dropped_by_child: int = 0) -> str:
+    @property
+    def raw_stopped(self) -> bool:
+        """Whether so much raw output went past the budget that the host stopped reading it."""
+        return self._raw_dropped > RAW_SLACK
+
+    def text(self, dropped_by_child: int | None = 0) -> str:
         """The stream as kept, raw bytes decoded, ending with a marker when anything was cut (here, or by
-        the child: ``dropped_by_child`` bytes)."""
+        the child: ``dropped_by_child`` bytes; ``None`` when the step ended before the child said, and
+        then a stream that used up its budget is taken as cut)."""
         if self._raw:
             lines = self._raw.decode("utf-8", "replace").splitlines(keepends=True)
             self.add("".join(line for line in lines if not line.startswith("unshare: ")))
             self._raw.clear()
-        dropped = self._dropped + dropped_by_child
         body = "".join(self._parts)
-        if dropped:
+        dropped = self._dropped + (dropped_by_child or 0)
+        # Unread raw bytes, or what the child cut but never told: only a lower bound is known.
+        unsure = self.raw_stopped or (dropped_by_child is None and self._budget <= 0)
+        if dropped and unsure:
+            body += f"\n[... output truncated: at least {dropped} more bytes not shown ...]"
+        elif dropped:
             body += f"\n[... output truncated: {dropped} more bytes not shown ...]"
+        elif unsure:
+            body += "\n[... output truncated ...]"
         return body
 
 
