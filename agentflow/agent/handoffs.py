@@ -37,10 +37,11 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from ..model.tools import ToolSpec
 from ..runtimes.base import AgentRuntime
 from ..runtimes.calls import answer_unanswered_calls
 from ..tools.availability import ToolEnabled
-from ..tools.tool import Tool, tool
+from ..tools.tool import Tool
 from .agent_names import function_style
 from .item_checks import check_items
 from .item_shapes import is_tool_output_item, to_items
@@ -237,9 +238,8 @@ def handoff(
 
     # No parameters, but any object of arguments is taken and ignored: a model that adds a ``reason`` still
     # hands over, rather than spending a step on a retry.
-    spec = tool(name=tool_name, description=description)(lambda: None).spec
-    permissive = attrs.evolve(spec, parameters={"type": "object", "properties": {}})
-    return Handoff(agent, Tool(permissive, transfer, inline=True, enabled=enabled), input_filter)
+    spec = ToolSpec(name=tool_name, description=description, parameters={"type": "object", "properties": {}})
+    return Handoff(agent, Tool.from_spec(spec, transfer, inline=True, enabled=enabled), input_filter)
 
 
 def handoffs_of(owner: AgentRuntime, entries: Iterable[object]) -> tuple[Handoff, ...]:
