@@ -130,9 +130,12 @@ class Handoff:
         """The name of the tool the model calls to hand over."""
         return self.tool.name
 
-    async def switch(self, ctx: RunContext) -> AgentRuntime:
+    async def switch(self, ctx: RunContext, *, upto: int | None = None) -> AgentRuntime:
         """Give the run ``ctx`` to this handoff's agent (see the module docstring); its runtime, which runs
-        the next steps. An ``agent.override`` in force for the target applies, as to a run of its own."""
+        the next steps. An ``agent.override`` in force for the target applies, as to a run of its own.
+
+        ``upto``: for a handoff made again when a paused run resumes, the length of the conversation (memory's
+        items) at the handoff: the ``input_filter`` is given those, and what came after is shown as it is."""
         agent = self.agent
         # Read together, before any await: ``agent.handoffs = ...`` meanwhile must not leave transfer tools
         # offered without their handoffs (or the other way round).
@@ -155,12 +158,15 @@ class Handoff:
         view = None
         chooser = self.input_filter
         if chooser is not None:
-            items = ctx.memory.items
-            shown = tuple(to_items(tuple(chooser(tuple(items)))))
+            items = tuple(ctx.memory.items)
+            later: tuple[Any, ...] = ()
+            if upto is not None:
+                items, later = items[:upto], items[upto:]
+            shown = tuple(to_items(tuple(chooser(items))))
             check_items(shown, source=f"the input_filter of the handoff to {agent.name!r}")
             # A call the filter kept without its output would be refused by both APIs: it gets the
             # synthetic one a stored conversation's open call gets.
-            shown = answer_unanswered_calls(shown) or shown
+            shown = (answer_unanswered_calls(shown) or shown) + later
             # Counted in the run's own items, not memory's: a memory that trims (``WindowedMemory``) would
             # move an index into its items.
             view = (shown, len(ctx.new_items))

@@ -53,7 +53,7 @@ from typing import Any, ClassVar
 import anyio
 import anyio.lowlevel
 
-from ..agent.items import assistant_item, user_item
+from ..agent.items import assistant_item, tool_call_ids, user_item
 from ..agent.prompt import AgentModelResult, AgentPrompt
 from ..events import (
     ModelRequest,
@@ -66,10 +66,11 @@ from ..events import (
 )
 from ..model.messages import ToolCall
 from ..model.response import FinishReason
-from ..model.tools import ToolChoice
+from ..model.tools import ToolChoice, ToolSpec
 from ..result import AgentResult, StopReason, ToolResult
 from ..tools.outcome import cancelled_result
-from .calls import complete_tool_calls, patch_memory_items
+from ..tools.registry import ToolRegistry
+from .calls import calls_of, complete_tool_calls, patch_memory_items
 from .context import NO_USAGE, RunContext
 from .eager_calls import act_with_early, refuse_with_early, run_early_step, starts_early
 from .errors import MaxStepsExceeded
@@ -121,6 +122,12 @@ def _response_format(
     if spec is None:
         return setting
     return spec.response_format() if spec.mode == "native" else None
+
+
+def _called_specs(tools: ToolRegistry, items: Sequence[Any]) -> tuple[ToolSpec, ...]:
+    """The specs of ``tools`` that ``items`` hold calls to, in registration order."""
+    called = {call.name for item in items if tool_call_ids(item) for call in calls_of(item)}
+    return tuple(spec for spec in tools.specs if spec.name in called)
 
 
 def _forces(tool_choice: object) -> bool:
@@ -347,9 +354,13 @@ class AgentRuntime:
         (``agentflow.runtimes.resume``), with the agent the paused run had handed over to, if any
         (``handing_off.resume_handoffs``)."""
         if ctx.decisions is not None:
-            if ctx.handoffs is not None:
-                await resume_handoffs(ctx)  # the open calls are the tools of the agent the run paused on
+            # The open calls are the tools of the agent the run paused on; a transfer their turn made takes
+            # place once they are answered.
+            turn_handoff = await resume_handoffs(ctx) if ctx.handoffs is not None else None
             ctx.answered = await resume(self, ctx)
+            if turn_handoff is not None and ctx.answered is None:
+                ctx.handoff, ctx.handoff_call = turn_handoff
+                await hand_over(ctx, take_over=False)
         ctx.remember_input()
         if ctx.runtime is not None and ctx.answered is None:
             await ctx.runtime.take_over(ctx)  # resumed on a handoff's target: a DeepResearch one plans
@@ -377,6 +388,12 @@ class AgentRuntime:
             items = (*items, ctx.output_retry)  # a rejected answer's retry prompt: in memory once answered
         tools = ctx.tools.specs
         tool_choice = s.tool_choice
+        if not tools and ctx.all_tools is not None:
+            # Every tool left out this step (``@tool(enabled=...)``): those the history called stay declared,
+            # as in the final answer call (some servers refuse calls to undeclared tools); none is offered.
+            tools = _called_specs(ctx.all_tools, items)
+            if tools:
+                tool_choice = ToolChoice.none()
         if (
             tool_choice is not None
             and len(ctx.tool_calls) > ctx.agent_calls_from  # the current agent's own calls (a handoff's)

@@ -362,7 +362,7 @@ async def act_with_early(
     extra: list[int] = []
     extra_reason = ""
     if handoffs is not None:
-        run, extra, extra_reason = split(handoffs, calls, run)
+        run, extra, extra_reason = split(handoffs, ctx.tools, calls, run)
     await runtime._announce(ctx, calls, taken)
     results: list[ToolResult | None] = [None] * len(calls)
     if run:

@@ -12,8 +12,9 @@ keeps the open calls, and its store saves them.
 answers the open calls of its conversation before its input and its first model call (``resume``, from
 ``AgentRuntime.start``): an approved call runs through the run's executor as any call (its arguments
 validated again, ``ToolStarted`` / ``ToolSucceeded`` / ``ToolFailed``, its tool's time limit and ``on_error``)
-without being asked about again; a denied one gets the ``denied`` ``TOOL_ERROR`` with the reason, as a
-denial in a run does. Each is announced first (``ToolCallRequested``), and counts among the run's
+without being asked about again (unless its tool's ``enabled`` function now leaves it out: it is then an
+unknown tool's ``TOOL_ERROR``, as in a step); a denied one gets the ``denied`` ``TOOL_ERROR`` with the
+reason, as a denial in a run does. Each is announced first (``ToolCallRequested``), and counts among the run's
 ``tool_calls`` and against its ``max_tool_calls``: those beyond the limit get the ``cancelled`` "not run"
 result a step's calls beyond it get (the model, told so, may still answer; a call it makes is refused and
 ends the run with ``MAX_TOOL_CALLS``). Their results go to memory in call order, then the run's input, if
@@ -47,6 +48,7 @@ from ..result import StopReason, ToolResult
 from ..tools.approval import DEFERRED, ApprovalDecisionError, denied_result
 from .calls import open_tool_calls
 from .context import RestorePoint, RunContext
+from .tool_availability import choose_tools
 
 if TYPE_CHECKING:
     from .base import AgentRuntime
@@ -90,6 +92,10 @@ async def resume(runtime: AgentRuntime, ctx: RunContext) -> StopReason | None:
     point, ctx.restore_point = ctx.restore_point, None
     limit = ctx.options.max_tool_calls
     allowed = calls if limit is None else calls[: max(0, limit - len(ctx.tool_calls))]
+    if ctx.all_tools is not None or ctx.tools.has_conditional:
+        # ``@tool(enabled=fn)`` as of now: a call approved to a tool the run no longer offers is not run
+        # (an unknown tool's ``TOOL_ERROR``), as a step's call to it would not be.
+        await choose_tools(ctx)
     await runtime._announce(ctx, calls)
     results: dict[str, ToolResult] = {}
     listening = ctx.bus.has_listeners()

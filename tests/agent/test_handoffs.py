@@ -518,6 +518,8 @@ async def test_a_transfer_in_a_turn_that_pauses_takes_place_when_the_run_resumes
         history=paused.all_items, approvals={paused.pending_approvals[0].call_id: True}
     )
     assert (resumed.output, resumed.agent_name) == ("Billing here.", "Billing")
+    # The approved call ran with the tools of the agent whose turn made it, before the handoff took place.
+    assert [(r.name, r.output) for r in resumed.tool_results] == [("refund", "refunded 7")]
     assert len(triage_model.prompts) == 1
 
 
@@ -652,3 +654,96 @@ async def test_a_deep_research_agent_that_hands_over_does_not_re_plan_first() ->
         kinds = [type(e) async for e in run]
     assert PlanUpdated not in kinds
     assert kinds.count(PlanCreated) == 1
+
+
+def _billing_with_refunds(script: list[Any]) -> tuple[Agent[Any], FakeModelClient]:
+    billing = Agent(FakeModelClient(script), name="Billing", tools=[refund])
+    triage_model = FakeModelClient([reply(tool_calls=[("transfer_to_billing", {})])])
+    triage = Agent(
+        triage_model, name="Triage", handoffs=[billing], options=AgentOptions(tool_approval="defer")
+    )
+    return triage, triage_model
+
+
+async def test_a_second_pause_after_a_resume_with_input_resumes_on_the_same_agent() -> None:
+    triage, triage_model = _billing_with_refunds(
+        [
+            reply(tool_calls=[("refund", {"order": "1"})]),
+            reply(tool_calls=[("refund", {"order": "2"})]),
+            reply("Both refunded."),
+        ]
+    )
+    chat = triage.session()
+    first = await chat.run("refund 1")
+    second = await chat.run("and 2 too", approvals={first.pending_approvals[0].call_id: True})
+    assert (second.stop_reason, second.agent_name) == (StopReason.APPROVAL_REQUIRED, "Billing")
+    third = await chat.run(approvals={second.pending_approvals[0].call_id: True})
+    assert (third.output, third.agent_name) == ("Both refunded.", "Billing")
+    assert [(r.name, r.output) for r in third.tool_results] == [("refund", "refunded 2")]
+    assert len(triage_model.prompts) == 1  # the triage was asked once, in the first run
+
+
+async def test_a_resumed_fresh_run_of_the_entry_agent_stays_with_it() -> None:
+    # An earlier run of the conversation handed over; the run that paused began on the triage again.
+    billing = Agent(FakeModelClient([reply("Billing: done.")]), name="Billing", tools=[refund])
+    triage_model = FakeModelClient(
+        [
+            reply(tool_calls=[("transfer_to_billing", {})]),
+            reply(tool_calls=[("refund", {"order": "3"})]),
+            reply("Triage: refunded."),
+        ]
+    )
+    triage = Agent(
+        triage_model,
+        name="Triage",
+        tools=[refund],
+        handoffs=[billing],
+        options=AgentOptions(tool_approval="defer"),
+    )
+    chat = triage.session()
+    assert (await chat.run("billing please")).agent_name == "Billing"
+    paused = await chat.run("refund 3")
+    assert paused.agent_name == "Triage"
+    resumed = await chat.run(approvals={paused.pending_approvals[0].call_id: True})
+    assert (resumed.output, resumed.agent_name) == ("Triage: refunded.", "Triage")
+
+
+async def test_a_target_resumed_with_an_input_filter_sees_its_own_later_turns_whole() -> None:
+    billing_model = FakeModelClient([reply(tool_calls=[("refund", {"order": "4"})]), reply("Refunded.")])
+    billing = Agent(billing_model, name="Billing", tools=[refund])
+    triage = Agent(
+        FakeModelClient([reply("Passing you on.", tool_calls=[("transfer_to_billing", {})])]),
+        name="Triage",
+        handoffs=[handoff(billing, input_filter=without_tool_calls)],
+        options=AgentOptions(tool_approval="defer"),
+    )
+    paused = await triage.run("refund 4")
+    assert paused.agent_name == "Billing"
+    resumed = await triage.run(
+        history=paused.all_items, approvals={paused.pending_approvals[0].call_id: True}
+    )
+    assert resumed.output == "Refunded."
+    # The filter made its view of the conversation up to the transfer; the target's own call comes after it,
+    # with its output (not an output without its call).
+    assert _texts(billing_model.prompts[-1].items) == [
+        "user refund 4",
+        "assistant Passing you on.",
+        "calls refund",
+        "output refunded 4",
+    ]
+
+
+async def test_a_transfer_the_step_does_not_offer_does_not_block_one_it_does() -> None:
+    ops = Agent(FakeModelClient([]), name="Ops")
+    billing = Agent(FakeModelClient([reply("Billing here.")]), name="Billing")
+    triage = Agent(
+        FakeModelClient([reply(tool_calls=[("transfer_to_ops", {}), ("transfer_to_billing", {})])]),
+        name="Triage",
+        handoffs=[handoff(ops, enabled=False), billing],
+    )
+    result = await triage.run("help")
+    assert (result.output, result.agent_name) == ("Billing here.", "Billing")
+    assert [(r.name, r.error_type) for r in result.tool_results] == [
+        ("transfer_to_ops", "unknown_tool"),
+        ("transfer_to_billing", None),
+    ]

@@ -22,6 +22,7 @@ from agentflow import (
     handoff,
     tool,
 )
+from agentflow.model.tools import ToolChoice
 from agentflow.testing.fake import FakeModelClient, reply
 
 
@@ -181,3 +182,41 @@ async def test_a_handoff_may_be_offered_conditionally() -> None:
     agent = Agent(model, handoffs=[handoff(billing, enabled=lambda run: run.deps.admin)])
     await agent.run("hi", deps=User("bob"))
     assert _offered(model) == [[]]
+
+
+async def test_an_approved_call_to_a_tool_left_out_by_now_is_not_run() -> None:
+    ran: list[str] = []
+
+    @tool(enabled=_is_admin, needs_approval=True)
+    def wipe(user_id: str) -> str:
+        """Wipe a user's data."""
+        ran.append(user_id)
+        return "wiped"
+
+    model = FakeModelClient([reply(tool_calls=[("wipe", {"user_id": "7"})]), reply("could not")])
+    agent = Agent(model, tools=[whoami, wipe], options=AgentOptions(tool_approval="defer"))
+    paused = await agent.run("wipe 7", deps=User("ada", admin=True))
+    (waiting,) = paused.pending_approvals
+    # By the time someone approves, the user lost the rights the tool was offered for.
+    resumed = await agent.run(history=paused.all_items, approvals={waiting.call_id: True}, deps=User("ada"))
+    assert ran == []
+    assert [(r.name, r.error_type) for r in resumed.tool_results] == [("wipe", "unknown_tool")]
+    assert resumed.output == "could not"
+
+
+async def test_a_step_that_offers_no_tool_still_declares_those_the_history_called() -> None:
+    @tool(enabled=lambda run: run.step == 0)
+    def search(q: str) -> str:
+        """Search."""
+        return "found"
+
+    @tool(enabled=False)
+    def unrelated() -> str:
+        """Never offered."""
+        return "x"
+
+    model = FakeModelClient([reply(tool_calls=[("search", {"q": "x"})]), reply("done")])
+    await Agent(model, tools=[search, unrelated]).run("hi")
+    assert _offered(model) == [["search"], ["search"]]
+    assert model.prompts[0].tool_choice is None
+    assert model.prompts[1].tool_choice == ToolChoice.none()
