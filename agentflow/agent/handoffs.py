@@ -180,6 +180,7 @@ class Handoff:
         ctx.instructions = agent._instructions_text
         ctx.prompt_functions = agent._prompt_functions
         ctx.prompts_step = -1
+        ctx.tools_step = -1
         ctx.handoffs = handoffs
         ctx.agent_name = agent.name
         ctx.item_view = view

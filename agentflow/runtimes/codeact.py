@@ -352,15 +352,20 @@ class CodeActRuntime(AgentRuntime):
 
     def system_prompt(self, ctx: RunContext) -> str | None:
         """The agent's system prompt, the CodeAct instructions, then the tools as text (and the type of the
-        final answer, for an ``output_type``, in either ``mode``)."""
+        final answer, for an ``output_type``, in either ``mode``).
+
+        The tools are those the step offers (``@tool(enabled=...)``, evaluated before its prompt is built);
+        their text is written once per registry of offered tools the run sees (``RunState.guides``)."""
         state = run_state(ctx)
-        if state.guide is None:
+        tools = ctx.tools
+        guide = state.guides.get(tools)
+        if guide is None:
             executor = self.executor_for(ctx)
             api = _api_text(executor, self.options.limits, per_run=state.owned)
             spec = ctx.output_type
             output = output_note(spec.value_schema) if spec is not None else None
-            state.guide = tools_guide(ctx.tools, api, react=self.options.react, output=output)
-        return join_prompt(ctx.system_prompt, self.instructions, state.guide)
+            guide = state.guides[tools] = tools_guide(tools, api, react=self.options.react, output=output)
+        return join_prompt(ctx.system_prompt, self.instructions, guide)
 
     def build_prompt(self, ctx: RunContext, *, final: bool = False) -> AgentPrompt:
         """The base prompt without protocol tools (they are described in the system prompt), and without an

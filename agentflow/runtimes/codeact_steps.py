@@ -24,6 +24,7 @@ from ..sandbox.code_result import CodeResult
 from ..sandbox.executor import CodeExecutor, ToolInvoker
 from ..sandbox.tool_parameters import ParameterizedInvoker
 from ..tools.outcome import cancelled_result
+from ..tools.registry import ToolRegistry
 from .codeact_calls import complete_arguments
 from .codeact_live import LiveOutput
 from .context import RunContext
@@ -62,7 +63,10 @@ class RunState:
 
     executor: CodeExecutor | None = None
     owned: bool = True
-    guide: str | None = None
+    guides: dict[ToolRegistry, str] = attrs.field(factory=dict)
+    """The tools part of the system prompt, per registry a step offered (``RunContext.tools``: a registry
+    hashes by identity, and one per set of tools left out is kept, ``ToolRegistry.without``), so a step
+    whose tools are those of an earlier step does not write the text again."""
     step: CodeStep | None = None
     ran: RanStep | None = None
     """A step that ran, its outcome to be written once its answer is checked (or by the run's ending)."""

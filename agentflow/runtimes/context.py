@@ -274,6 +274,8 @@ class RunContext:
     ``agentflow.runtimes.resume``."""
     prompts_step: int = attrs.field(default=-1, init=False, repr=False)
     """The step ``prompt_functions`` were last evaluated for (-1: not yet)."""
+    tools_step: int = attrs.field(default=-1, init=False, repr=False)
+    """The step the tools' ``enabled`` functions were last asked for (-1: not yet; ``choose_tools``)."""
     approvals: ToolApprovals | None = attrs.field(default=None, init=False, repr=False)
     """The run's tool approvals (``agentflow.tools.approval``), built with its executor when a tool of the run
     ``needs_approval``; ``None`` otherwise. ``AgentRun.approve`` / ``deny`` answer through it."""

@@ -56,6 +56,7 @@ from ..result import StopReason
 from .context import RunContext
 from .model_calls import blocking_call
 from .planner import AgentModelPlanner, CodeAction, PlanContext, Planner, PlanningError, SimplePlanner
+from .tool_availability import choose_tools
 
 __all__ = [
     "UPDATED_PLAN_HEADER",
@@ -374,7 +375,8 @@ class Planning:
         return plan
 
     def context(self, ctx: RunContext, state: PlanState, current: Plan | None) -> PlanContext:
-        """What the planner is told: the agent's tools, system prompt and instructions, the run's ``deps``;
+        """What the planner is told: the tools the run offers now (``RunContext.tools``: in a planning, those
+        of the step the plan comes before), the agent's system prompt and instructions, the run's ``deps``;
         for a first plan the conversation before the run; when re-planning, the plan and the progress (with
         how much of it the plan had seen)."""
         actions = state.code_actions
@@ -412,6 +414,10 @@ class Planning:
         # The agent's prompt functions, for the step the plan comes before: the planner is told this step's
         # texts, which the step's own call then reuses (they are evaluated once per step).
         await ctx.refresh_prompts()
+        if ctx.all_tools is not None or ctx.tools.has_conditional:
+            # ``@tool(enabled=fn)``: the planner is told the tools that step offers, not those it leaves out
+            # (the step itself keeps them: asked once per step).
+            await choose_tools(ctx)
         call = _PlanningCall(ctx)
         context = attrs.evolve(
             self.context(ctx, state, current), model_call=call, agent_model_call=call.agent

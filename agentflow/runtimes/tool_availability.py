@@ -3,8 +3,12 @@
 Before each step's prompt is built (after the agent's prompt functions, with the same ``PromptContext``),
 every tool with an ``enabled`` function is asked; the step offers the others and those that said ``True``
 (``RunContext.tools``, a registry kept per set of tools left out), and its calls run with them, so a call to a
-tool left out is an unknown tool's ``TOOL_ERROR``. The run's whole registry stays ``RunContext.all_tools``.
-A function that raises, or returns anything but a ``bool``, fails the run (``ToolAvailabilityError``).
+tool left out is an unknown tool's ``TOOL_ERROR`` (CodeAct's code's calls too, and its prompt lists the
+step's tools). The run's whole registry stays ``RunContext.all_tools``. A planning (DeepResearch, CodeAct with
+a planner) asks them first, for the step the plan comes before, and tells the planner the tools that step
+offers; a resumed run (``approvals=``), for its decided calls and its first step. Each function is asked
+once per step (``RunContext.tools_step``), or once more after a handoff. A function that raises, or returns
+anything but a ``bool``, fails the run (``ToolAvailabilityError``).
 """
 
 from __future__ import annotations
@@ -44,6 +48,9 @@ class ToolAvailabilityError(AgentRunError):
 
 async def choose_tools(ctx: RunContext) -> None:
     """Offer, for the run's current step, the tools whose ``enabled`` function says so (module docstring)."""
+    if ctx.tools_step == ctx.step:
+        return  # asked for this step already (before its plan, or its resumed calls)
+    ctx.tools_step = ctx.step
     every = ctx.all_tools
     if every is None:
         every = ctx.all_tools = ctx.tools

@@ -32,6 +32,10 @@ ToolLike: TypeAlias = Tool[..., Any] | Callable[..., Any] | Mapping[str, Any] | 
 """A ``@tool``, a plain function (wrapped with ``@tool``), a hosted tool mapping such as
 ``{"type": "web_search"}``, or a ``Toolset`` (an MCP server) whose tools each run lists."""
 
+_SUBSETS_KEPT = 32
+"""How many registries ``without`` keeps (one per set of tools left out), the oldest dropped first: a
+long-lived agent whose ``enabled`` functions vary over many tools would otherwise keep every set it met."""
+
 _CLIENT_SIDE = frozenset({"custom", "computer_use_preview", "local_shell", "apply_patch"})
 """Tool types whose calls the client must run and answer (``custom_tool_call``, ``computer_call``…): not
 hosted, and an agent runs function tools only, so it could never answer them."""
@@ -228,7 +232,8 @@ class ToolRegistry:
 
     def without(self, names: frozenset[str]) -> ToolRegistry:
         """This registry less the tools named ``names`` (the hosted tools kept), kept for the next step that
-        leaves out the same ones; this one itself when ``names`` is empty.
+        leaves out the same ones (the latest 32 sets left out: an older one is built again, the same tools in
+        a new registry); this one itself when ``names`` is empty.
 
         >>> from agentflow.tools.tool import tool
         >>> both = ToolRegistry([tool(lambda: 1, name="one"), tool(lambda: 2, name="two")])
@@ -237,10 +242,16 @@ class ToolRegistry:
         """
         if not names:
             return self
-        found = self._subsets.get(names)
+        subsets = self._subsets
+        found = subsets.get(names)
         if found is None:
             kept = [t for name, t in self._tools.items() if name not in names]
-            found = self._subsets[names] = ToolRegistry((*kept, *self._hosted, *self._toolsets))
+            found = ToolRegistry((*kept, *self._hosted, *self._toolsets))
+            if len(subsets) >= _SUBSETS_KEPT:
+                # The oldest set left out (a dict keeps insertion order); a run in another thread may have
+                # dropped it already.
+                subsets.pop(next(iter(subsets)), None)
+            subsets[names] = found
         return found
 
     @property

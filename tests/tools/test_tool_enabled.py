@@ -197,8 +197,16 @@ async def test_an_approved_call_to_a_tool_left_out_by_now_is_not_run() -> None:
     agent = Agent(model, tools=[whoami, wipe], options=AgentOptions(tool_approval="defer"))
     paused = await agent.run("wipe 7", deps=User("ada", admin=True))
     (waiting,) = paused.pending_approvals
-    # By the time someone approves, the user lost the rights the tool was offered for.
-    resumed = await agent.run(history=paused.all_items, approvals={waiting.call_id: True}, deps=User("ada"))
+    # By the time someone approves, the tool is no longer offered.
+    asked: list[int] = []
+
+    def not_now(run: PromptContext[Any]) -> bool:
+        asked.append(run.step)
+        return False
+
+    with agent.override(tools=[whoami, attrs.evolve(wipe, enabled=not_now)]):
+        resumed = await agent.run(history=paused.all_items, approvals={waiting.call_id: True})
+    assert asked == [0]  # once for the step: its decided calls and its prompt
     assert ran == []
     assert [(r.name, r.error_type) for r in resumed.tool_results] == [("wipe", "unknown_tool")]
     assert resumed.output == "could not"
