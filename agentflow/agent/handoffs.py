@@ -1,10 +1,11 @@
 """Handoffs: an agent gives the rest of its run to another agent (the Agents SDK's handoffs).
 
 ``Agent(handoffs=[billing, handoff(refunds, description=...)])`` offers the model one tool per target,
-``transfer_to_<target's name>``, which takes no arguments. When the model calls one, the step's other calls
-run as usual and every result goes to memory; from the next step on, the run is the target's: its model,
-tools, runtime, prompts, model settings and handoffs, on the same conversation, in the same run (its id,
-events, handle, step count, usage and limits go on). ``HandedOff`` is published between the two steps, and
+``transfer_to_<target's name>``, which takes no arguments (or an ``input_type``'s fields, for ``on_handoff``
+to act on). When the model calls one, the step's other calls run as usual and every result goes to memory;
+from the next step on, the run is the target's: its model, tools, runtime, prompts, model settings and
+handoffs, on the same conversation, in the same run (its id, events, handle, step count, usage and limits
+go on). ``HandedOff`` is published between the two steps, and
 ``AgentResult.agent_name`` names the agent the run ended with.
 
 Decisions, and why:
@@ -32,6 +33,7 @@ Decisions, and why:
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +43,8 @@ from ..model.tools import ToolSpec
 from ..runtimes.base import AgentRuntime
 from ..runtimes.calls import answer_unanswered_calls
 from ..tools.availability import ToolEnabled
+from ..tools.context import ToolContext
+from ..tools.schema import shape_of
 from ..tools.tool import Tool
 from .agent_names import function_style
 from .item_checks import check_items
@@ -52,10 +56,22 @@ if TYPE_CHECKING:
     from ..runtimes.context import RunContext
     from .agent import Agent
 
-__all__ = ["Handoff", "InputFilter", "handoff", "reachable_agents", "without_reasoning", "without_tool_calls"]
+__all__ = [
+    "Handoff",
+    "InputFilter",
+    "OnHandoff",
+    "handoff",
+    "reachable_agents",
+    "without_reasoning",
+    "without_tool_calls",
+]
 
 InputFilter = Callable[[tuple[Any, ...]], Iterable[Any]]
 """A handoff's ``input_filter``: the conversation at the handoff (items) → what the target is shown of it."""
+
+OnHandoff = Callable[..., Any]
+"""A handoff's ``on_handoff``: ``fn(ctx: ToolContext)``, or ``fn(ctx, data)`` with an ``input_type``; sync or
+async, its return value unused."""
 
 _OTHER_TOOL_ITEMS = frozenset({"mcp_list_tools", "mcp_approval_request", "mcp_approval_response"})
 """Hosted tools' items whose type ends in neither ``_call`` nor ``_call_output``."""
@@ -198,6 +214,8 @@ def handoff(
     description: str | None = None,
     input_filter: InputFilter | None = None,
     enabled: ToolEnabled = True,
+    input_type: type[Any] | None = None,
+    on_handoff: OnHandoff | None = None,
 ) -> Handoff:
     """``agent`` as a handoff of another agent (``Agent(handoffs=[handoff(billing, ...)])``).
 
@@ -210,6 +228,14 @@ def handoff(
     - ``input_filter``: a function of the conversation at the handoff (a tuple of items, ending with the
       transfer call and its result) returning the items the target is shown instead, for the rest of the
       run; memory keeps them all. ``without_tool_calls`` drops the tool calls.
+    - ``input_type``: what the model passes when it hands over (an attrs class, dataclass, ``TypedDict`` or
+      pydantic model: its fields are the transfer tool's parameters, validated as a tool's arguments are).
+      Without it the tool takes no arguments (any the model adds are ignored).
+    - ``on_handoff``: a function (sync or async) called when the model hands over, before the target takes
+      the run: ``on_handoff(ctx)`` with the call's ``ToolContext`` (``deps``, ``run_id``…), or
+      ``on_handoff(ctx, data)`` with the ``input_type`` value. A sync one runs on the event loop, as
+      ``enabled`` functions do: keep it quick, or make it async. One that raises is the transfer's
+      ``TOOL_ERROR``: nothing is handed over, and the model is told why.
 
     >>> from agentflow import Agent
     >>> from agentflow.testing.fake import FakeModelClient
@@ -236,16 +262,35 @@ def handoff(
             "handoff(input_filter=...) takes a function of the conversation's items that returns the items "
             f"the agent is shown (e.g. without_tool_calls), got {type(input_filter).__name__}"
         )
+    if on_handoff is not None and not callable(on_handoff):
+        raise TypeError(
+            "handoff(on_handoff=...) takes a function of the call's ToolContext (and the input_type value, "
+            f"with input_type=), got {type(on_handoff).__name__}"
+        )
     if not _runs_base_loop(agent.runtime):
         raise TypeError(_no_handoffs(agent.runtime, "be handed a run"))
     done = f"Handed the conversation over to {agent.name}."
-
-    async def transfer(**_: Any) -> str:
-        return done
-
     # No parameters, but any object of arguments is taken and ignored: a model that adds a ``reason`` still
     # hands over, rather than spending a step on a retry.
-    spec = ToolSpec(name=tool_name, description=description, parameters={"type": "object", "properties": {}})
+    parameters: dict[str, Any] = {"type": "object", "properties": {}}
+    read: Callable[[Any], Any] | None = None
+    if input_type is not None:
+        shape = shape_of(input_type, where="handoff(input_type=...)")
+        if shape.schema.get("type") != "object" or shape.convert is None:
+            raise TypeError(
+                "handoff(input_type=...) takes a class with fields (attrs, dataclass, TypedDict or pydantic "
+                f"model), got {input_type!r}"
+            )
+        parameters, read = shape.schema, shape.convert
+
+    async def transfer(context: ToolContext[Any], **arguments: Any) -> str:
+        if on_handoff is not None:
+            answer = on_handoff(context) if read is None else on_handoff(context, read(arguments))
+            if inspect.isawaitable(answer):
+                await answer
+        return done
+
+    spec = ToolSpec(name=tool_name, description=description, parameters=parameters)
     return Handoff(agent, Tool.from_spec(spec, transfer, inline=True, enabled=enabled), input_filter)
 
 

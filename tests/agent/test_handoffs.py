@@ -747,3 +747,78 @@ async def test_a_transfer_the_step_does_not_offer_does_not_block_one_it_does() -
         ("transfer_to_ops", "unknown_tool"),
         ("transfer_to_billing", None),
     ]
+
+
+@attrs.frozen
+class Escalation:
+    reason: str
+    urgent: bool = False
+
+
+async def test_input_type_arguments_reach_on_handoff_before_the_target_answers() -> None:
+    seen: list[Any] = []
+
+    async def record(ctx: Any, data: Escalation) -> None:
+        seen.append((ctx.deps, ctx.tool_name, data))
+
+    billing, billing_model = _target("Billing", [reply("Billing here.")])
+    triage = Agent(
+        FakeModelClient([reply(tool_calls=[("transfer_to_billing", {"reason": "double charge"})])]),
+        name="Triage",
+        handoffs=[handoff(billing, input_type=Escalation, on_handoff=record)],
+    )
+    spec = triage.tools.get("transfer_to_billing")
+    assert spec is not None
+    assert spec.spec.parameters["required"] == ["reason"]
+    result = await triage.run("help", deps="deps")
+    assert (result.output, result.agent_name) == ("Billing here.", "Billing")
+    assert seen == [("deps", "transfer_to_billing", Escalation("double charge"))]
+    assert len(billing_model.prompts) == 1
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error_type"),
+    [({"urgent": "very"}, "invalid_arguments"), ({"reason": "x"}, "exception")],
+)
+async def test_invalid_handoff_data_or_a_failing_on_handoff_hands_nothing_over(
+    arguments: dict[str, Any], error_type: str
+) -> None:
+    def refuse(ctx: Any, data: Escalation) -> None:
+        raise RuntimeError("no agent free")
+
+    billing, billing_model = _target("Billing", [])
+    triage = Agent(
+        FakeModelClient([reply(tool_calls=[("transfer_to_billing", arguments)]), reply("Triage still.")]),
+        name="Triage",
+        handoffs=[handoff(billing, input_type=Escalation, on_handoff=refuse)],
+    )
+    result = await triage.run("help")
+    assert (result.output, result.agent_name) == ("Triage still.", "Triage")
+    assert [r.error_type for r in result.tool_results] == [error_type]
+    assert billing_model.prompts == []
+
+
+async def test_on_handoff_without_input_type_gets_the_call_s_context() -> None:
+    calls: list[str] = []
+    billing, _ = _target("Billing", [reply("ok")])
+    triage = Agent(
+        FakeModelClient([reply(tool_calls=[("transfer_to_billing", {"ignored": 1})])]),
+        name="Triage",
+        handoffs=[handoff(billing, on_handoff=lambda ctx: calls.append(ctx.call_id))],
+    )
+    result = await triage.run("help")
+    assert result.agent_name == "Billing"
+    assert calls == [result.tool_results[0].call_id]
+
+
+def test_bad_input_type_or_on_handoff_is_refused_when_the_handoff_is_made() -> None:
+    billing, _ = _target("Billing", [])
+    with pytest.raises(TypeError, match="class with fields"):
+        handoff(billing, input_type=int)
+    with pytest.raises(TypeError, match="on_handoff"):
+        handoff(billing, on_handoff="log")  # type: ignore[arg-type]
+
+
+def _target(name: str, script: list[Any]) -> tuple[Agent[str], FakeModelClient]:
+    model = FakeModelClient(script)
+    return Agent(model, name=name), model
