@@ -388,9 +388,10 @@ class AgentRuntime:
             items = (*items, ctx.output_retry)  # a rejected answer's retry prompt: in memory once answered
         tools = ctx.tools.specs
         tool_choice = s.tool_choice
-        if not tools and ctx.all_tools is not None:
+        if not tools and ctx.all_tools is not None and not ctx.tools.hosted:
             # Every tool left out this step (``@tool(enabled=...)``): those the history called stay declared,
             # as in the final answer call (some servers refuse calls to undeclared tools); none is offered.
+            # (A hosted tool still offered keeps the choice as it is.)
             tools = _called_specs(ctx.all_tools, items)
             if tools:
                 tool_choice = ToolChoice.none()

@@ -13,7 +13,14 @@ from typing import Any
 
 import attrs
 
-from ..agent.items import MAPPINGS, assistant_item, function_call_output_item, tool_output_call_id
+from ..agent.items import (
+    MAPPINGS,
+    assistant_item,
+    function_call_output_item,
+    is_model_output_item,
+    item_text,
+    tool_output_call_id,
+)
 from ..model.messages import AiMessage, ToolCall
 from ..tools.outcome import cancelled_result
 
@@ -25,6 +32,8 @@ __all__ = [
     "fallback_call_id",
     "open_tool_calls",
     "patch_memory_items",
+    "stored_outputs",
+    "turn_around",
 ]
 
 UNANSWERED_REASON = "no result was stored for this call: the run that made it ended before the call finished"
@@ -328,3 +337,37 @@ def calls_of(item: Any) -> list[ToolCall]:
             )
         )
     return calls
+
+
+def turn_around(items: Sequence[Any], index: int) -> tuple[int, int]:
+    """The model turn ``items[index]`` is part of: the bounds ``(begin, end)`` of the consecutive model output
+    items (assistant text, reasoning, calls) around it, one model answer as memory keeps it.
+
+    >>> from agentflow.agent.items import function_call_item, function_call_output_item, user_item
+    >>> calls = [function_call_item("c1", "f", "{}"), function_call_item("c2", "g", "{}")]
+    >>> turn_around([user_item("hi"), *calls, function_call_output_item("c1", "x")], 2)
+    (1, 3)
+    """
+    begin = end = index
+    while begin > 0 and is_model_output_item(items[begin - 1]):
+        begin -= 1
+    while end < len(items) and is_model_output_item(items[end]):
+        end += 1
+    return begin, end
+
+
+def stored_outputs(items: Sequence[Any]) -> dict[str, str]:
+    """The text of each tool output ``items`` hold, by the id of the call it answers (text parts joined).
+
+    >>> from agentflow.agent.items import function_call_output_item
+    >>> stored_outputs([function_call_output_item("c1", "42")])
+    {'c1': '42'}
+    """
+    found: dict[str, str] = {}
+    for item in items:
+        call_id = tool_output_call_id(item)
+        if call_id is not None:
+            if isinstance(item, MAPPINGS) and "output" in item:  # Responses: ``output``, not ``content``
+                item = {"content": item["output"]}
+            found[call_id] = item_text(item)
+    return found

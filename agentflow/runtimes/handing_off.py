@@ -9,11 +9,10 @@ Only a run whose agent has handoffs (``RunContext.handoffs``) comes here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..agent.item_shapes import (
-    is_model_output_item,
     is_runtime_note,
     is_user_item,
     tool_call_ids,
@@ -24,7 +23,7 @@ from ..events import HandedOff
 from ..model.messages import ToolCall
 from ..result import ToolResult
 from ..tools.outcome import TOOL_ERROR_PREFIX
-from .calls import calls_of, open_tool_calls
+from .calls import calls_of, open_tool_calls, stored_outputs, turn_around
 
 if TYPE_CHECKING:
     from ..agent.handoffs import Handoff
@@ -110,12 +109,8 @@ async def resume_handoffs(ctx: RunContext) -> tuple[Handoff, str] | None:
     first = next((i for i, item in enumerate(items) if open_ids.intersection(tool_call_ids(item))), None)
     if first is None:
         return None
-    begin = end = first
-    while begin > 0 and is_model_output_item(items[begin - 1]):
-        begin -= 1
-    while end < len(items) and is_model_output_item(items[end]):
-        end += 1
-    outputs = _outputs(items)
+    begin, end = turn_around(items, first)
+    outputs = stored_outputs(items)
     names = {call.name for item in items[begin:end] for call in calls_of(item) if call.id in open_ids}
     transfers = _transfer_names(entry)
     starts = [
@@ -124,14 +119,15 @@ async def resume_handoffs(ctx: RunContext) -> tuple[Handoff, str] | None:
     chosen: list[tuple[Handoff, str, int]] | None = None
     for start in (*starts, 0):
         chain = _chain(items, start, begin, entry, outputs, transfers)
-        if chain is None:
-            continue
-        if chosen is None:
-            chosen = chain  # the latest that fits: kept when no agent on the way has the calls' tools
-        if _has_tools(ctx, chain, names):
+        if chain is not None and _has_tools(ctx, chain[-1][0] if chain else None, names):
             chosen = chain
             break
-    for made, call_id, upto in chosen or ():
+    if chosen is None:
+        # No handoffs in the conversation lead to an agent with the open calls' tools (a memory that trims
+        # dropped the transfer, say): the first agent the run may reach that has them made the calls.
+        found = _reaching(entry, lambda handoff: _has_tools(ctx, handoff, names))
+        chosen = [] if found is None else [(found, "", begin)]
+    for made, call_id, upto in chosen:
         ctx.handoff, ctx.handoff_call = made, call_id
         await hand_over(ctx, take_over=False, upto=upto)
     offered = ctx.handoffs
@@ -150,7 +146,7 @@ def _chain(
     start: int,
     stop: int,
     entry: Mapping[str, Handoff],
-    outputs: Mapping[str, Any],
+    outputs: Mapping[str, str],
     transfers: frozenset[str],
 ) -> list[tuple[Handoff, str, int]] | None:
     """The handoffs made in ``items[start:stop]`` by a run that began there on the entry agent: each with its
@@ -159,6 +155,8 @@ def _chain(
     handoffs: Mapping[str, Handoff] | None = entry
     chain: list[tuple[Handoff, str, int]] = []
     for index in range(start, stop):
+        if not tool_call_ids(items[index]):
+            continue
         for call in calls_of(items[index]):
             if call.name not in transfers or not _succeeded(outputs.get(call.id)):
                 continue
@@ -171,56 +169,54 @@ def _chain(
     return chain
 
 
-def _has_tools(ctx: RunContext, chain: Sequence[tuple[Handoff, str, int]], names: set[str]) -> bool:
-    """Whether the agent ``chain`` ends with has tools of all ``names`` (one with toolsets may: they are
-    listed only when it takes the run)."""
-    if not chain:
+def _has_tools(ctx: RunContext, handoff: Handoff | None, names: set[str]) -> bool:
+    """Whether the agent ``handoff`` leads to (``None``: the run's own) has tools of all ``names`` (one with
+    toolsets may: they are listed only when it takes the run)."""
+    if handoff is None:
         tools = ctx.tools
     else:
-        agent = chain[-1][0].agent
+        agent = handoff.agent
         found = active_override(agent)
         tools = agent.tools if found is None or found.tools is None else found.tools
     return bool(tools.toolsets) or all(tools.resolve(name) is not None for name in names)
 
 
-def _transfer_names(entry: Mapping[str, Handoff]) -> frozenset[str]:
-    """The tool names of every handoff the entry agent's run may make, through other agents too."""
-    names: set[str] = set()
+def _reaching(entry: Mapping[str, Handoff], wanted: Callable[[Handoff], bool]) -> Handoff | None:
+    """The first handoff, breadth first from the entry agent's, that is ``wanted``."""
     seen: set[int] = set()
     queue = [entry]
     while queue:
-        for name, found in queue.pop().items():
-            names.add(name)
+        for found in queue.pop(0).values():
+            if wanted(found):
+                return found
             nested = found.agent._handoffs
             if nested is not None and id(nested) not in seen:
                 seen.add(id(nested))
                 queue.append(nested)
+    return None
+
+
+def _transfer_names(entry: Mapping[str, Handoff]) -> frozenset[str]:
+    """The tool names of every handoff the entry agent's run may make, through other agents too."""
+    names: set[str] = set()
+
+    def note(handoff: Handoff) -> bool:
+        names.add(handoff.tool_name)
+        return False  # on to the next: every one is noted
+
+    _reaching(entry, note)
     return frozenset(names)
 
 
 def _turn_end(items: Sequence[Any], index: int) -> int:
     """The index after the outputs of the turn ``items[index]`` is part of: the conversation up to there is
     what a handoff made in that turn showed its target (through its ``input_filter``)."""
-    end = index
-    while end < len(items) and is_model_output_item(items[end]):
-        end += 1
+    end = turn_around(items, index)[1]
     while end < len(items) and tool_output_call_id(items[end]) is not None:
         end += 1
     return end
 
 
-def _outputs(items: Sequence[Any]) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for item in items:
-        call_id = tool_output_call_id(item)
-        if call_id is not None and isinstance(item, Mapping):
-            found[call_id] = item.get("output", item.get("content"))
-    return found
-
-
-def _succeeded(output: Any) -> bool:
-    """Whether a call's stored output is a result, not a ``TOOL_ERROR`` (a list of content parts included)."""
-    if isinstance(output, list | tuple) and output:
-        first = output[0]
-        output = first.get("text") if isinstance(first, Mapping) else getattr(first, "text", None)
-    return isinstance(output, str) and not output.startswith(TOOL_ERROR_PREFIX)
+def _succeeded(output: str | None) -> bool:
+    """Whether a call's stored output is a result, not a ``TOOL_ERROR`` (``None``: it has none)."""
+    return output is not None and not output.startswith(TOOL_ERROR_PREFIX)

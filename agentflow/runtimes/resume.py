@@ -18,9 +18,10 @@ reason, as a denial in a run does. Each is announced first (``ToolCallRequested`
 ``tool_calls`` and against its ``max_tool_calls``: those beyond the limit get the ``cancelled`` "not run"
 result a step's calls beyond it get (the model, told so, may still answer; a call it makes is refused and
 ends the run with ``MAX_TOOL_CALLS``). Their results go to memory in call order, then the run's input, if
-any, then the loop goes on with the model call — unless an approved call to a ``return_direct`` tool
-succeeded and the run has no input: its result is then the run's answer (``FINAL_ANSWER``, no model call),
-as when the call is approved inside a run. A resumed run without input shows the conversation's last
+any, then the loop goes on with the model call — unless a call of the paused turn to a ``return_direct``
+tool succeeded (approved now, or run before the pause) and the run has no input: its result is then the
+run's answer (``FINAL_ANSWER``, no model call, no handoff that turn made), as when the call is approved
+inside a run. A resumed run without input shows the conversation's last
 user message as its ``input_text`` (``RunStarted.input``, a planner's goal: ``last_user_text``).
 
 Once written, those results are the run's ``RestorePoint``: a run that fails or is stopped after that
@@ -46,7 +47,8 @@ from ..events import ToolFailed, ToolStarted
 from ..model.messages import ToolCall
 from ..result import StopReason, ToolResult
 from ..tools.approval import DEFERRED, ApprovalDecisionError, denied_result
-from .calls import open_tool_calls
+from ..tools.outcome import TOOL_ERROR_PREFIX
+from .calls import calls_of, open_tool_calls, stored_outputs, turn_around
 from .context import RestorePoint, RunContext
 from .tool_availability import choose_tools
 
@@ -77,7 +79,7 @@ async def resume(runtime: AgentRuntime, ctx: RunContext) -> StopReason | None:
     input is written after (``remember_input``). ``ApprovalDecisionError`` before anything runs when they do
     not match.
 
-    Returns ``StopReason.FINAL_ANSWER`` when the results answer the run (an approved ``return_direct``
+    Returns ``StopReason.FINAL_ANSWER`` when the turn's results answer the run (a ``return_direct``
     tool's, read by ``read_tool_answer`` into ``ctx.output_text`` / ``ctx.output``, in a run without input):
     the run then ends without a model call, as it does when the call is approved inside a run. ``None``: the
     run goes on with its input and the model."""
@@ -129,9 +131,35 @@ async def resume(runtime: AgentRuntime, ctx: RunContext) -> StopReason | None:
     if point is not None:
         ctx.restore_point = RestorePoint(ctx.memory.snapshot(), len(ctx.new_items))
     # A run with input goes on to answer it, whatever the results say: the person asked something new.
-    if ctx.tools.has_return_direct and not ctx.input_items and await runtime.read_tool_answer(ctx, ordered):
+    if (
+        ctx.tools.has_return_direct
+        and not ctx.input_items
+        and await runtime.read_tool_answer(ctx, _turn_results(existing, ordered))
+    ):
         return StopReason.FINAL_ANSWER
     return None
+
+
+def _turn_results(items: Sequence[Any], decided: Sequence[ToolResult]) -> list[ToolResult]:
+    """The results of every call of the paused turn (``items``, before the decided calls' results), in call
+    order: the decided calls' and those the paused run wrote (read back from their outputs)."""
+    by_id = {result.call_id: result for result in decided}
+    first = next((i for i, item in enumerate(items) if any(c in by_id for c in tool_call_ids(item))), None)
+    if first is None:
+        return []
+    begin, end = turn_around(items, first)
+    stored = stored_outputs(items)
+    results: list[ToolResult] = []
+    for item in items[begin:end]:
+        for call in calls_of(item):
+            found = by_id.get(call.id)
+            if found is None:
+                text = stored.get(call.id)
+                if text is None:
+                    continue
+                found = ToolResult(call.id, call.name, text, ok=not text.startswith(TOOL_ERROR_PREFIX))
+            results.append(found)
+    return results
 
 
 def check_open_calls(ctx: RunContext) -> tuple[ToolCall, ...]:

@@ -16,6 +16,7 @@ one's tools and theirs. A registry without toolsets is its runs' registry as it 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, TypeAlias
@@ -248,9 +249,10 @@ class ToolRegistry:
             kept = [t for name, t in self._tools.items() if name not in names]
             found = ToolRegistry((*kept, *self._hosted, *self._toolsets))
             if len(subsets) >= _SUBSETS_KEPT:
-                # The oldest set left out (a dict keeps insertion order); a run in another thread may have
-                # dropped it already.
-                subsets.pop(next(iter(subsets)), None)
+                # The oldest set left out (a dict keeps insertion order). Runs in other threads may change the
+                # dict meanwhile: the cache is only a cache, and a step must not fail for it.
+                with contextlib.suppress(RuntimeError, StopIteration):
+                    subsets.pop(next(iter(subsets)), None)
             subsets[names] = found
         return found
 

@@ -27,7 +27,7 @@ from agentflow import (
     tool,
     without_tool_calls,
 )
-from agentflow.agent.memory import WindowedMemory
+from agentflow.agent.memory import InMemoryMemory, WindowedMemory
 from agentflow.events import (
     HandedOff,
     PlanCreated,
@@ -41,6 +41,7 @@ from agentflow.events import (
     ToolSucceeded,
 )
 from agentflow.model.events import Event, TextDelta
+from agentflow.model.messages import AiMessage, ToolCall, ToolResultMessage, UserMessage
 from agentflow.result import StopReason
 from agentflow.runtimes.deep_research import DeepResearchRuntime
 from agentflow.testing import Reply, ScriptedServer
@@ -822,3 +823,74 @@ def test_bad_input_type_or_on_handoff_is_refused_when_the_handoff_is_made() -> N
 def _target(name: str, script: list[Any]) -> tuple[Agent[str], FakeModelClient]:
     model = FakeModelClient(script)
     return Agent(model, name=name), model
+
+
+async def test_a_session_whose_window_dropped_the_transfer_resumes_on_the_agent_with_the_open_calls() -> None:
+    billing_model = FakeModelClient(
+        [reply(tool_calls=[("lookup", {"order": str(i)})]) for i in range(3)]
+        + [reply(tool_calls=[("refund", {"order": "9"})]), reply("Billing: done")]
+    )
+    billing = Agent(billing_model, name="Billing", tools=[lookup, refund])
+    triage = Agent(
+        FakeModelClient([reply(tool_calls=[("transfer_to_billing", {})])]),
+        name="Triage",
+        handoffs=[billing],
+        options=AgentOptions(tool_approval="defer"),
+    )
+    chat = triage.session(WindowedMemory(max_items=6))
+    paused = await chat.run("refund 9")
+    assert not any("transfer" in label for label in _texts(chat.memory.items))
+    resumed = await chat.run(approvals={paused.pending_approvals[0].call_id: True})
+    assert (resumed.output, resumed.agent_name) == ("Billing: done", "Billing")
+    assert [(r.name, r.output) for r in resumed.tool_results] == [("refund", "refunded 9")]
+
+
+async def test_a_return_direct_answer_in_the_paused_turn_ends_the_resumed_run_without_handing_over() -> None:
+    billing_model = FakeModelClient([reply("Billing here.")])
+    billing = Agent(billing_model, name="Billing")
+    triage = Agent(
+        FakeModelClient(
+            [
+                reply(
+                    tool_calls=[
+                        ("refund", {"order": "7"}),
+                        ("status", {"order": "1"}),
+                        ("transfer_to_billing", {}),
+                    ]
+                )
+            ]
+        ),
+        name="Triage",
+        tools=[refund, status],
+        handoffs=[billing],
+        options=AgentOptions(tool_approval="defer"),
+    )
+    paused = await triage.run("refund 7, status of 1")
+    resumed = await triage.run(
+        history=paused.all_items, approvals={paused.pending_approvals[0].call_id: True}
+    )
+    # As when the call is approved in the run: the turn's answer ends it, and nobody is handed it.
+    assert (resumed.stop_reason, resumed.output, resumed.agent_name) == (
+        StopReason.FINAL_ANSWER,
+        "order 1 is on its way",
+        "Triage",
+    )
+    assert billing_model.prompts == []
+
+
+async def test_a_memory_of_message_values_resumes_on_the_target() -> None:
+    billing = Agent(FakeModelClient([reply("Billing: done")]), name="Billing", tools=[refund])
+    triage = Agent(
+        FakeModelClient([]), name="Triage", handoffs=[billing], options=AgentOptions(tool_approval="defer")
+    )
+    memory = InMemoryMemory(
+        [
+            UserMessage("refund 9"),
+            AiMessage(None, tool_calls=(ToolCall("t1", "transfer_to_billing", "{}"),)),
+            ToolResultMessage("t1", "Handed the conversation over to Billing."),
+            AiMessage(None, tool_calls=(ToolCall("r1", "refund", '{"order": "9"}'),)),
+        ]
+    )
+    resumed = await triage.session(memory).run(approvals={"r1": True})
+    assert (resumed.output, resumed.agent_name) == ("Billing: done", "Billing")
+    assert [(r.name, r.output) for r in resumed.tool_results] == [("refund", "refunded 9")]

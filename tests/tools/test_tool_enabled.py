@@ -228,3 +228,15 @@ async def test_a_step_that_offers_no_tool_still_declares_those_the_history_calle
     assert _offered(model) == [["search"], ["search"]]
     assert model.prompts[0].tool_choice is None
     assert model.prompts[1].tool_choice == ToolChoice.none()
+
+
+async def test_a_step_offering_only_a_hosted_tool_keeps_its_tool_choice() -> None:
+    @tool(enabled=lambda run: run.step == 0)
+    def search(q: str) -> str:
+        """Search."""
+        return "found"
+
+    model = FakeModelClient([reply(tool_calls=[("search", {"q": "x"})]), reply("done")])
+    await Agent(model, tools=[search, {"type": "web_search"}]).run("hi")
+    assert _offered(model) == [["search"], []]
+    assert [prompt.tool_choice for prompt in model.prompts] == [None, None]  # web_search stays callable
