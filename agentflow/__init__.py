@@ -106,6 +106,8 @@ _LAZY: dict[str, str] = {
     "ToolContext": "agentflow.tools",
     "ToolFatalError": "agentflow.tools",
     "RejectCall": "agentflow.tools",
+    "Rejection": "agentflow.tools.tool_guardrails",
+    "ToolGuardrailContext": "agentflow.tools.tool_guardrails",
     "ToolErrorPolicy": "agentflow.tools",
     "ToolRegistry": "agentflow.tools",
     "Toolset": "agentflow.tools.toolsets",
@@ -182,6 +184,8 @@ _LAZY: dict[str, str] = {
     "GuardrailError": "agentflow.runtimes.guardrails",
     "InputGuardrailTripped": "agentflow.runtimes.guardrails",
     "OutputGuardrailTripped": "agentflow.runtimes.guardrails",
+    "ToolGuardrailError": "agentflow.runtimes.guardrails",
+    "ToolGuardrailTripped": "agentflow.runtimes.guardrails",
     "Tripwire": "agentflow.runtimes.guardrails",
     "TripwireError": "agentflow.runtimes.guardrails",
     "guardrail": "agentflow.runtimes.guardrails",
@@ -345,6 +349,8 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
         GuardrailError,
         InputGuardrailTripped,
         OutputGuardrailTripped,
+        ToolGuardrailError,
+        ToolGuardrailTripped,
         Tripwire,
         TripwireError,
         guardrail,
@@ -398,6 +404,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
         ApprovalRequiredError,
         ToolApprovalRequest,
     )
+    from .tools.tool_guardrails import Rejection, ToolGuardrailContext
     from .tools.toolsets import ToolNameConflictError, Toolset
 
 __all__ = [
@@ -506,6 +513,7 @@ __all__ = [
     "RefusalDelta",
     "RejectCall",
     "RejectOutput",
+    "Rejection",
     "ResponseNotFinishedError",
     "ResponsesModelClient",
     "ResponsesRequest",
@@ -561,6 +569,9 @@ __all__ = [
     "ToolExecutor",
     "ToolFailed",
     "ToolFatalError",
+    "ToolGuardrailContext",
+    "ToolGuardrailError",
+    "ToolGuardrailTripped",
     "ToolInvoker",
     "ToolNameConflictError",
     "ToolProgress",

@@ -63,7 +63,8 @@ class ToolResult:
 
     On failure ``output`` is the ``TOOL_ERROR: {…}`` text (or the text the tool's ``on_error`` function gave
     the model instead), ``error`` the failure's own message and ``error_type`` names the failure
-    (``unknown_tool``, ``invalid_arguments``, ``timeout``, ``exception``, ``cancelled``, ``denied``).
+    (``unknown_tool``, ``invalid_arguments``, ``timeout``, ``exception``, ``cancelled``, ``denied``,
+    ``rejected``: a tool guardrail's ``Rejection``).
     """
 
     call_id: str

@@ -160,6 +160,7 @@ is a model error whether or not its module was imported (a process that only rel
 _GUARDRAIL_STOPS = {
     "InputGuardrailTripped": "The request was stopped by a policy check.",
     "OutputGuardrailTripped": "The answer was stopped by a policy check.",
+    "ToolGuardrailTripped": "A tool call was stopped by a policy check.",
 }
 """Public texts for a run a guardrail stopped (by ``RunFailed.error_type``), also a ``GuardrailTripped``'s
 ``reason``: a guardrail's reason and ``info`` are the application's (a classifier's scores, what matched);
@@ -171,6 +172,7 @@ _TOOL_FAILURES = {
     "timeout": "The tool took too long.",
     "cancelled": "The tool call was cancelled.",
     "denied": "The tool call was not approved.",
+    "rejected": "The tool call was stopped by a policy check.",
 }
 """Public texts for a failed tool call, by ``ToolResult.error_type`` (any other: "The tool failed.")."""
 

@@ -12,6 +12,7 @@ from agentflow.mcp.errors import MCPConnectionError, MCPRequestError
 from agentflow.model.messages import ToolCall
 from agentflow.result import AgentResult, StopReason
 from agentflow.runtimes.errors import attach_run_result, run_result
+from agentflow.runtimes.guardrails import ToolGuardrailError, ToolGuardrailTripped
 from agentflow.tools.approval import (
     ApprovalDecisionError,
     ApprovalNotDeferrableError,
@@ -31,6 +32,10 @@ ERRORS: list[Exception] = [
     MCPConnectionError("srv", "the connection was lost during tools/list"),
     MCPRequestError("srv", "tools/call 'read' failed: Unknown tool (code -32602)", -32602),
     MCPRequestError("srv", "tools/list timed out"),
+    ToolGuardrailTripped("refund", "c4", "input", "refund_cap", "over the daily limit", {"amount": 9000}),
+    ToolGuardrailTripped("read", "c5", "output", "no_secrets", "a secret in the result"),
+    ToolGuardrailError("refund", "c6", "input", "classify", "TimeoutError"),
+    ToolGuardrailError("read", "c7", "output", "classify", "returned a bool, which gives no verdict"),
 ]
 
 

@@ -113,3 +113,21 @@ def test_outside_a_checkout_the_version_comes_from_the_installed_metadata(
     (root / "pyproject.toml").unlink()
     monkeypatch.setattr(importlib.metadata, "version", missing)
     assert agentflow._read_version() == "0+unknown"
+
+
+def test_tool_guardrail_names_are_public_and_load_on_first_use() -> None:
+    code = (
+        "import sys, agentflow; "
+        "before = 'agentflow.tools.tool_guardrails' in sys.modules; "
+        "names = (agentflow.Rejection, agentflow.ToolGuardrailContext, agentflow.ToolGuardrailTripped, "
+        "agentflow.ToolGuardrailError); "
+        "assert issubclass(agentflow.ToolGuardrailTripped, agentflow.TripwireError); "
+        "assert issubclass(agentflow.ToolGuardrailError, agentflow.GuardrailError); "
+        "assert issubclass(agentflow.ToolGuardrailContext, agentflow.ToolContext); "
+        "print(before, [n.__module__ for n in names])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == (
+        "False ['agentflow.tools.tool_guardrails', 'agentflow.tools.tool_guardrails', "
+        "'agentflow.runtimes.guardrails', 'agentflow.runtimes.guardrails']"
+    )

@@ -12,6 +12,7 @@ import pytest
 from agentflow.agent.prompt import AgentPrompt
 from agentflow.events import AgentEvent, ModelRequest
 from agentflow.result import AgentResult, ToolApprovalRequest, ToolResult
+from agentflow.tools.tool_guardrails import Rejection, ToolGuardrailContext
 
 _RESOLVED = [AgentResult, ToolResult, ToolApprovalRequest, *typing.get_args(AgentEvent)]
 
@@ -25,3 +26,11 @@ def test_the_annotations_of_results_and_events_resolve(cls: type) -> None:
         return
     typing.get_type_hints(cls)
     attrs.resolve_types(cls)
+
+
+def test_the_annotations_of_a_tool_guardrail_s_context_resolve() -> None:
+    # What a guardrail is given (a ``ToolContext`` with the call's arguments and result text): documentation
+    # tools and dependency-injection code read it as they read ``ToolContext``.
+    for cls in (ToolGuardrailContext, Rejection):
+        typing.get_type_hints(cls)
+        attrs.resolve_types(cls)

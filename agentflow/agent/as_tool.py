@@ -28,7 +28,7 @@ from ..model.events import Event
 from ..model.tools import ToolSpec
 from ..result import AgentResult, StopReason
 from ..runtimes.context import RunContext
-from ..runtimes.guardrails import TripwireError
+from ..runtimes.guardrails import ToolGuardrailTripped, TripwireError
 from ..tools.approval import ApprovalNotDeferrableError, NeedsApproval, ToolApprovals
 from ..tools.context import ToolContext
 from ..tools.outcome import exception_message
@@ -232,10 +232,11 @@ class _AgentCall:
         except TripwireError as exc:
             # Its guardrail stopped it: the calling model is told so, and may answer without it (a policy the
             # sub-agent enforces is the sub-agent's; the caller's own guardrails guard the caller's run).
+            which = f"its {exc.kind} guardrail {exc.guardrail}"
+            if isinstance(exc, ToolGuardrailTripped):
+                which = f"the {exc.kind} guardrail {exc.guardrail} of its tool {exc.tool!r}"
             raise AgentToolError(
-                f"agent {self._name!r} was stopped by its {exc.kind} guardrail {exc.guardrail}: "
-                f"{_clipped(exc.reason)}",
-                exc.partial,
+                f"agent {self._name!r} was stopped by {which}: {_clipped(exc.reason)}", exc.partial
             ) from exc
         except Exception as exc:
             partial = getattr(exc, "run_result", None)

@@ -26,6 +26,10 @@ A tripped guardrail fails the run: ``InputGuardrailTripped`` / ``OutputGuardrail
 ``TripwireError``), after a ``GuardrailTripped`` event, with ``RunFailed`` as its one terminal event. How the
 run is driven around them (concurrently with the first model call, the first step's tools waiting for them,
 memory left as the run found it) is ``agentflow.runtimes.guarded``; this module holds the values.
+
+A tool's own guardrails (``@tool(input_guardrails=[fn], output_guardrails=[fn])``, on one call's arguments
+and result) are ``agentflow.tools.tool_guardrails``; the errors they end a run with, ``ToolGuardrailTripped``
+and ``ToolGuardrailError``, are here beside the run's.
 """
 
 from __future__ import annotations
@@ -58,6 +62,8 @@ __all__ = [
     "Guardrails",
     "InputGuardrailTripped",
     "OutputGuardrailTripped",
+    "ToolGuardrailError",
+    "ToolGuardrailTripped",
     "Tripwire",
     "TripwireError",
     "check_guardrails",
@@ -212,7 +218,9 @@ class TripwireError(AgentRunError):
     """
 
     kind: ClassVar[GuardrailKind]
-    """``"input"`` or ``"output"``: which of the two subclasses it is (the base itself is never raised)."""
+    """``"input"`` or ``"output"``: which of the two subclasses it is (the base itself is never raised); for a
+    ``ToolGuardrailTripped``, which of the tool's guardrails tripped (on the call's arguments, or its
+    result)."""
 
     def __init__(
         self, guardrail: str, reason: str, info: Any = None, partial: AgentResult | None = None
@@ -245,6 +253,52 @@ class OutputGuardrailTripped(TripwireError):
     kind: ClassVar[GuardrailKind] = "output"
 
 
+class ToolGuardrailTripped(TripwireError):
+    """A tool's guardrail (``@tool(input_guardrails=..., output_guardrails=...)``) returned a ``Tripwire``
+    for one call: the run fails with this error (see ``agentflow.tools.tool_guardrails``).
+
+    ``kind`` is ``"input"`` (the call's arguments: the tool did not run) or ``"output"`` (its result: the tool
+    ran, and the model was not shown what it returned); ``tool`` and ``call_id`` say which call,
+    ``guardrail``, ``reason`` and ``info`` as for the run's own guardrails. Raised by the call once its
+    result (a ``rejected`` one) and ``ToolFailed`` are out; ``partial`` is the run's result as it ended, its
+    memory valid (every call answered), as for ``ToolFatalError``.
+
+    >>> print(ToolGuardrailTripped("refund", "c1", "input", "refund_cap", "over the limit"))
+    input guardrail refund_cap of tool 'refund' tripped on call c1: over the limit
+    """
+
+    partial_at_end: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        tool: str,
+        call_id: str,
+        kind: GuardrailKind,
+        guardrail: str,
+        reason: str,
+        info: Any = None,
+        partial: AgentResult | None = None,
+    ) -> None:
+        message = f"{kind} guardrail {guardrail} of tool {tool!r} tripped on call {call_id}: {reason}"
+        # Not ``TripwireError.__init__``: its message says nothing of the call.
+        AgentRunError.__init__(
+            self, message, partial if partial is not None else AgentResult("", "", StopReason.ERROR)
+        )
+        self.tool = tool
+        self.call_id = call_id
+        # Per error, where the run's own trips have it per class: one class serves both of a tool's lists.
+        self.kind = kind  # type: ignore[misc]
+        self.guardrail = guardrail
+        self.reason = reason
+        self.info = info
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            type(self),
+            (self.tool, self.call_id, self.kind, self.guardrail, self.reason, self.info, self.partial),
+        )
+
+
 class GuardrailError(AgentRunError):
     """A guardrail raised (or returned something other than ``None`` or a ``Tripwire``): the run fails with
     this error, as a tripped guardrail fails it, since its input or answer could not be checked. A
@@ -274,6 +328,51 @@ class GuardrailError(AgentRunError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.kind, self.guardrail, self.error, self.partial))
+
+
+class ToolGuardrailError(GuardrailError):
+    """A tool's guardrail raised (or returned something other than ``None``, a ``Rejection`` or a
+    ``Tripwire``) on one call: the run fails with this error, as it fails with a ``GuardrailError`` for one of
+    its own guardrails: the call could not be checked, so it is not run (an input guardrail) or its result
+    is not shown to the model (an output one). ``except GuardrailError`` catches both.
+
+    ``kind``, ``guardrail`` and ``error`` as for ``GuardrailError`` (what it raised is ``__cause__``),
+    ``tool`` and ``call_id`` say which call; ``partial`` is the run's result as it ended, its memory valid.
+
+    >>> print(ToolGuardrailError("lookup", "c2", "output", "no_pii", "TimeoutError"))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    output guardrail no_pii of tool 'lookup' raised TimeoutError on call c2; return Rejection('why') from it
+    to reject the call, or Tripwire('why') to stop the run on purpose
+    """
+
+    partial_at_end: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        tool: str,
+        call_id: str,
+        kind: GuardrailKind,
+        guardrail: str,
+        error: str,
+        partial: AgentResult | None = None,
+    ) -> None:
+        what = error if error.startswith("returned ") else f"raised {error}"
+        message = (
+            f"{kind} guardrail {guardrail} of tool {tool!r} {what} on call {call_id}; return "
+            "Rejection('why') from it to reject the call, or Tripwire('why') to stop the run on purpose"
+        )
+        # Not ``GuardrailError.__init__``: its message says nothing of the call.
+        AgentRunError.__init__(
+            self, message, partial if partial is not None else AgentResult("", "", StopReason.ERROR)
+        )
+        self.tool = tool
+        self.call_id = call_id
+        self.kind = kind
+        self.guardrail = guardrail
+        self.error = error
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.tool, self.call_id, self.kind, self.guardrail, self.error, self.partial))
 
 
 def check_guardrails(

@@ -32,6 +32,7 @@ from .outcome import (
 from .registry import ToolRegistry
 from .schema import Param
 from .tool import Tool, ToolReturns, tool
+from .tool_guardrails import Rejection, ToolGuardrailContext
 
 __all__ = [
     "TOOL_ERROR_PREFIX",
@@ -40,6 +41,7 @@ __all__ = [
     "NeedsApproval",
     "Param",
     "RejectCall",
+    "Rejection",
     "Tool",
     "ToolApprovalRequest",
     "ToolApprover",
@@ -50,6 +52,7 @@ __all__ = [
     "ToolErrorType",
     "ToolExecutor",
     "ToolFatalError",
+    "ToolGuardrailContext",
     "ToolRegistry",
     "ToolReturns",
     "cancelled_result",

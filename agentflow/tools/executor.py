@@ -38,6 +38,14 @@ A run's executor also counts the model's failed attempts per tool (``max_retries
 after its result and ``ToolFailed``. The count is made on the failure path: a successful call pays two
 attribute reads, and a run none of whose calls failed has no counts at all.
 
+A call of a tool with guardrails (``@tool(input_guardrails=..., output_guardrails=...)``;
+``agentflow.tools.tool_guardrails``) is checked once its arguments are valid, before its approval is asked
+for and before it waits for a slot, and its successful result once the tool returned, after its slot is given
+back: neither holds a slot nor counts in the call's time limit (a batch with such a call has no shared
+deadline). A ``Rejection`` is the call's ``rejected`` result (``ToolStarted``, then ``ToolFailed``); a trip,
+or a guardrail that fails, ends the run as a call's ``"raise"`` failure does, after the call's result and
+``ToolFailed``. A call of a tool without guardrails pays one attribute check.
+
 ``run_validated`` runs one call whose arguments were validated beforehand, with the same slot, time limit and
 events: what a call started early, while the model still streams, goes through
 (``agentflow.runtimes.eager_calls``).
@@ -90,6 +98,7 @@ from .registry import ToolRegistry
 from .retries import COUNTED_FAILURES, RetriesExceeded, ToolRetries, check_max_retries
 from .suspension import noting_waits
 from .tool import Tool
+from .tool_guardrails import ToolGuardrailContext, ToolGuardrailKind, check_call
 
 __all__ = ["SYNC_TOOL_THREADS", "ToolExecutor", "sync_tool_limiter"]
 
@@ -410,6 +419,8 @@ class ToolExecutor:
         limits = {self._limit(tool) for tool in found if tool is not None}
         if len(limits) != 1:
             return None
+        if any(tool is not None and tool._guarded for tool in found):
+            return None  # a guardrail may wait, and its time is no part of its call's limit
         return limits.pop()
 
     async def _time_out(self, batch: _Batch, limit: float) -> None:
@@ -476,9 +487,13 @@ class ToolExecutor:
         """
         # ``_run``'s path for a valid call, kept apart so that a batch's calls pay nothing for it.
         ending: Exception | None = None
-        denied = (
-            await self._approval(found, call, kwargs, run_id, step, None) if found.needs_approval else None
-        )
+        arguments: dict[str, Any] | None = None
+        denied = None
+        if found._guarded:
+            arguments = dict(kwargs)  # before the context argument is added
+            denied = await self._check(found, "input", call, arguments, arguments, run_id, step, None)
+        if denied is None and found.needs_approval:
+            denied = await self._approval(found, call, kwargs, run_id, step, None)
         if denied is not None:
             result, ending = denied
             if result.error_type == DEFERRED:
@@ -499,6 +514,10 @@ class ToolExecutor:
                 result, ending = ends.result, ends.error
             finally:
                 self._limiter.release_on_behalf_of(borrower)
+            if arguments is not None and result.ok:
+                checked = await self._check(found, "output", call, arguments, result, run_id, step, None)
+                if checked is not None:
+                    result, ending = checked
         if not result.ok:
             if ending is None and self._retries_exceeded is not None:
                 ending = self._failed(found, result, step)
@@ -549,9 +568,16 @@ class ToolExecutor:
                 if self._heard():
                     await self._emit(ToolStarted(call=call, run_id=run_id, step=step))
             else:
-                if found.needs_approval and (
-                    denied := await self._approval(found, call, kwargs, run_id, step, batch)
-                ):
+                arguments: dict[str, Any] | None = None
+                denied = None
+                if found._guarded:
+                    arguments = dict(kwargs)  # before the context argument is added
+                    denied = await self._check(
+                        found, "input", call, arguments, arguments, run_id, step, batch
+                    )
+                if denied is None and found.needs_approval:
+                    denied = await self._approval(found, call, kwargs, run_id, step, batch)
+                if denied is not None:
                     result, ending = denied
                     if result.error_type == DEFERRED:
                         # Left for a later run: no events, no ``on_result``, nothing for memory.
@@ -583,6 +609,12 @@ class ToolExecutor:
                         result, ending = ends.result, ends.error
                     finally:
                         self._limiter.release_on_behalf_of(borrower)
+                    if arguments is not None and result.ok:
+                        checked = await self._check(
+                            found, "output", call, arguments, result, run_id, step, batch
+                        )
+                        if checked is not None:
+                            result, ending = checked
         if not result.ok:
             if ending is None and self._retries_exceeded is not None:
                 ending = self._failed(found, result, step)
@@ -602,6 +634,60 @@ class ToolExecutor:
                 batch.ended(ending)
             self._end_run(ending)
         return result
+
+    async def _check(
+        self,
+        found: Tool[..., Any],
+        kind: ToolGuardrailKind,
+        call: ToolCall,
+        arguments: dict[str, Any],
+        checked: dict[str, Any] | ToolResult,
+        run_id: str,
+        step: int,
+        batch: _Batch | None,
+    ) -> tuple[ToolResult, Exception | None] | None:
+        """Run the guardrails of ``kind`` of a call of ``found`` (a tool with some) on what they check
+        (``checked``: its ``arguments``, or its successful result): ``None`` when they let it go on, else the
+        call's result and the exception the run ends with, if any (``agentflow.tools.tool_guardrails``)."""
+        if kind == "input":
+            guardrails, value, text, duration = found.input_guardrails, checked, None, 0.0
+        else:
+            assert isinstance(checked, ToolResult)
+            guardrails, value, text, duration = (
+                found.output_guardrails,
+                checked.value,
+                checked.output,
+                checked.duration,
+            )
+        if not guardrails:
+            return None
+        ctx: ToolGuardrailContext[Any] = ToolGuardrailContext(
+            run_id=run_id,
+            step=step,
+            call_id=call.id,
+            tool_name=found.name,
+            emit=self._emit,
+            listening=self._progress_listening,
+            usage=self._usage,
+            deps=self._deps,
+            extra_headers=self._headers,
+            kind=kind,
+            arguments=MappingProxyType(arguments),
+            output_text=text,
+        )
+        waiting = None if batch is None else batch.waiting
+        stopped = await check_call(guardrails, ctx, value, call, waiting, duration)
+        if stopped is not None and stopped[1] is not None:
+            _log.info(
+                "tool %r: its %s guardrail stopped call %s (run %s, step %d); the run ends",
+                found.name,
+                kind,
+                call.id,
+                run_id,
+                step,
+                exc_info=stopped[1],
+            )
+        return stopped
 
     async def _approval(
         self,

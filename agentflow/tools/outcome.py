@@ -2,8 +2,10 @@
 
 The failure text keeps the reference's format: ``TOOL_ERROR: `` followed by compact JSON with the keys
 ``errorType``, ``error``, ``tool`` and ``callId`` in that order (``callId`` left out when the call has no
-id). ``errorType`` is one of ``unknown_tool``, ``invalid_arguments``, ``timeout``, ``exception`` (and
-``cancelled`` for the synthetic results a runtime writes for calls cut short). Pure functions, no I/O.
+id). ``errorType`` is one of ``unknown_tool``, ``invalid_arguments``, ``timeout``, ``exception``,
+``denied`` (a call a person did not approve: ``agentflow.tools.approval``), ``rejected`` (a call, or its
+result, a tool guardrail rejected: ``agentflow.tools.tool_guardrails``), and ``cancelled`` for the synthetic
+results a runtime writes for calls cut short. Pure functions, no I/O.
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ TOOL_ERROR_PREFIX: Final = "TOOL_ERROR: "
 
 _log = logging.getLogger("agentflow.tools")
 
-ToolErrorType = Literal["unknown_tool", "invalid_arguments", "timeout", "exception", "cancelled", "denied"]
+ToolErrorType = Literal[
+    "unknown_tool", "invalid_arguments", "timeout", "exception", "cancelled", "denied", "rejected"
+]
 
 
 def tool_error_text(error_type: str, error: str, tool: str, call_id: str | None) -> str:

@@ -13,7 +13,7 @@ import inspect
 import re
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Generic, ParamSpec, TypeVar, overload
 
 import attrs
@@ -29,6 +29,7 @@ from .failures import ToolErrorPolicy, check_policy
 from .retries import check_max_retries
 from .schema import Prop, object_shape, shape_of, unresolved_note
 from .strict import strict_schema_problems
+from .tool_guardrails import ToolGuardrailFunction, check_tool_guardrails
 
 __all__ = ["Tool", "ToolReturns", "tool"]
 
@@ -68,6 +69,14 @@ def _check_max_retries(max_retries: object) -> float | None:
     return check_max_retries(max_retries, "max_retries")
 
 
+def _check_input_guardrails(values: object) -> tuple[ToolGuardrailFunction, ...]:
+    return check_tool_guardrails(values, "input_guardrails")
+
+
+def _check_output_guardrails(values: object) -> tuple[ToolGuardrailFunction, ...]:
+    return check_tool_guardrails(values, "output_guardrails")
+
+
 def _check_timeout(timeout: float | None) -> float | None:
     if timeout is not None and (isinstance(timeout, bool) or not timeout > 0):
         raise ValueError(f"timeout must be a positive number of seconds (or math.inf), got {timeout!r}")
@@ -105,6 +114,10 @@ class Tool(Generic[P, R]):
     that is never sent to the model either. ``max_retries`` is how many steps in a row the model may get this
     tool wrong after a first failed call before the run fails (``ToolRetriesExceeded``); ``None``: the run's
     ``AgentOptions.max_tool_retries``; ``math.inf``: no limit (see ``agentflow.tools.retries``).
+    ``input_guardrails`` and ``output_guardrails`` are policy checks of each call, on its validated arguments
+    before it runs (and before it is asked to be approved) and on its result before the model sees it: each
+    lets the call go on, rejects it (the model is told why) or stops the run (see
+    ``agentflow.tools.tool_guardrails``); never sent to the model either.
 
     ``returns`` describes the return value (``None``: nothing is known of it). ``plain_parameters``, for a
     strict tool made by ``@tool``, is its parameters' schema as a plain (non-strict) one: optional parameters
@@ -143,9 +156,22 @@ class Tool(Generic[P, R]):
     )
     """When the tool is offered (``@tool(enabled=...)``): ``None``, always; else a function of the run
     evaluated each step (``agentflow.tools.availability``)."""
+    input_guardrails: tuple[ToolGuardrailFunction, ...] = attrs.field(
+        default=(), converter=_check_input_guardrails, kw_only=True, repr=False
+    )
+    """Checks of each call's validated arguments, in order, before it runs (``@tool(input_guardrails=...)``;
+    ``agentflow.tools.tool_guardrails``)."""
+    output_guardrails: tuple[ToolGuardrailFunction, ...] = attrs.field(
+        default=(), converter=_check_output_guardrails, kw_only=True, repr=False
+    )
+    """Checks of each call's successful result, in order, before the model sees it
+    (``@tool(output_guardrails=...)``)."""
     returns: ToolReturns | None = attrs.field(default=None, repr=False, eq=False)
     plain_parameters: dict[str, Any] | None = attrs.field(default=None, repr=False, eq=False)
     _parser: ArgumentParser | None = attrs.field(default=None, alias="parser", eq=False, repr=False)
+    _guarded: bool = attrs.field(init=False, default=False, eq=False, repr=False)
+    """Whether the tool has guardrails of either kind: the one attribute a call of a tool without any reads
+    (``ToolExecutor``)."""
 
     def __attrs_post_init__(self) -> None:
         _check_name(self.spec.name)
@@ -159,6 +185,8 @@ class Tool(Generic[P, R]):
             )
         if self._parser is None:
             object.__setattr__(self, "_parser", ArgumentParser(self.spec.name, self.spec.parameters, None))
+        if self.input_guardrails or self.output_guardrails:
+            object.__setattr__(self, "_guarded", True)
 
     @property
     def name(self) -> str:
@@ -196,13 +224,15 @@ class Tool(Generic[P, R]):
         needs_approval: NeedsApproval = False,
         max_retries: float | None = None,
         enabled: ToolEnabled = True,
+        input_guardrails: Iterable[ToolGuardrailFunction] = (),
+        output_guardrails: Iterable[ToolGuardrailFunction] = (),
     ) -> Tool[..., Any]:
         """A tool whose schema is given as is: ``fn`` gets the validated JSON object as keyword arguments.
 
         A parameter of ``fn`` annotated ``ToolContext`` still receives the context. A strict spec
         (``strict=True``) must have a strict-mode schema (every object closed, every property required):
         ``ValueError`` otherwise. ``eager``, ``on_error``, ``return_direct``, ``needs_approval``,
-        ``max_retries`` and ``enabled`` are ``@tool``'s.
+        ``max_retries``, ``enabled``, ``input_guardrails`` and ``output_guardrails`` are ``@tool``'s.
         """
         hints = _hints(fn, strict_resolution=False)
         context = next((n for n, h in hints.items() if n != "return" and _is_context(h)), None)
@@ -219,6 +249,8 @@ class Tool(Generic[P, R]):
             needs_approval=needs_approval,
             max_retries=max_retries,
             enabled=enabled,
+            input_guardrails=input_guardrails,
+            output_guardrails=output_guardrails,
             returns=returns,
         )
 
@@ -241,6 +273,8 @@ def tool(
     needs_approval: NeedsApproval = False,
     max_retries: float | None = None,
     enabled: ToolEnabled = True,
+    input_guardrails: Iterable[ToolGuardrailFunction] = (),
+    output_guardrails: Iterable[ToolGuardrailFunction] = (),
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 
 
@@ -259,6 +293,8 @@ def tool(
     needs_approval: NeedsApproval = False,
     max_retries: float | None = None,
     enabled: ToolEnabled = True,
+    input_guardrails: Iterable[ToolGuardrailFunction] = (),
+    output_guardrails: Iterable[ToolGuardrailFunction] = (),
     **unexpected: object,
 ) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
     """Turn a sync or async function into a ``Tool``; usable bare (``@tool``) or with options.
@@ -335,6 +371,24 @@ def tool(
     ...     return "deleted"
     >>> delete_user.enabled is not None
     True
+
+    ``input_guardrails`` and ``output_guardrails`` are your policy checks of each call: functions
+    ``fn(ctx: ToolGuardrailContext, value)``, sync or async, of the call's validated arguments (before it
+    runs, and before it is asked to be approved) or of the tool's result (before the model sees it), in order.
+    Each returns ``None`` (the call goes on), ``Rejection("message")`` (the call is not run, or its result
+    replaced: the model gets the message as a ``TOOL_ERROR`` of type ``rejected``, and the run goes on) or
+    ``Tripwire(reason)`` (the run fails with ``ToolGuardrailTripped``). One that raises fails the run with
+    ``ToolGuardrailError``. See ``agentflow.tools.tool_guardrails``.
+
+    >>> from agentflow.tools.tool_guardrails import Rejection
+    >>> def at_most_500(ctx, arguments):
+    ...     return Rejection("refunds over 500 need a manager") if arguments["amount"] > 500 else None
+    >>> @tool(input_guardrails=[at_most_500])
+    ... def refund_order(order: str, amount: int) -> str:
+    ...     '''Refund part of an order.'''
+    ...     return f"refunded {amount} on {order}"
+    >>> refund_order.input_guardrails == (at_most_500,)
+    True
     """
 
     if unexpected:
@@ -354,6 +408,8 @@ def tool(
             needs_approval=needs_approval,
             max_retries=max_retries,
             enabled=enabled,
+            input_guardrails=input_guardrails,
+            output_guardrails=output_guardrails,
         )
 
     if fn is None:
@@ -371,6 +427,9 @@ def tool(
     check_needs_approval(needs_approval)
     _check_max_retries(max_retries)
     check_enabled(enabled)
+    # Made tuples now (an iterator given once is not spent twice) and checked, naming the keyword.
+    input_guardrails = _check_input_guardrails(input_guardrails)
+    output_guardrails = _check_output_guardrails(output_guardrails)
     return build
 
 
@@ -386,6 +445,8 @@ _PEER_OPTIONS: Final = {
     "timeout_seconds": "timeout=",
     "is_enabled": "enabled=",
     "prepare": "enabled=",
+    "tool_input_guardrails": "input_guardrails=",
+    "tool_output_guardrails": "output_guardrails=",
 }
 
 
@@ -419,6 +480,8 @@ def _build(
     needs_approval: NeedsApproval,
     max_retries: float | None,
     enabled: ToolEnabled = True,
+    input_guardrails: Iterable[ToolGuardrailFunction] = (),
+    output_guardrails: Iterable[ToolGuardrailFunction] = (),
 ) -> Tool[P, R]:
     if isinstance(fn, Tool):
         raise TypeError("this function is already a Tool")
@@ -492,6 +555,8 @@ def _build(
         needs_approval=needs_approval,
         max_retries=max_retries,
         enabled=enabled,
+        input_guardrails=input_guardrails,
+        output_guardrails=output_guardrails,
         returns=_returns(hints, doc.returns),
         plain_parameters=_plain_parameters(props, prop_hints) if strict else None,
         parser=ArgumentParser(tool_name, shape.schema, shape.convert),

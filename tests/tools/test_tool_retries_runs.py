@@ -258,7 +258,7 @@ def test_a_peer_s_tool_keywords_say_their_name_here() -> None:
     assert str(raised.value) == (
         "tool() got unexpected keyword argument 'retries' (did you mean max_retries=?); it takes name, "
         "description, timeout, strict, inline, eager, on_error, return_direct, needs_approval, max_retries, "
-        "enabled"
+        "enabled, input_guardrails, output_guardrails"
     )
     with pytest.raises(TypeError, match=r"'requires_approval' \(did you mean needs_approval=\?\), 'timout'"):
         tool(requires_approval=True, timout=3)  # type: ignore[call-overload]

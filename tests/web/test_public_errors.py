@@ -154,6 +154,14 @@ def test_a_cancelled_run_keeps_its_answer_and_gets_public_tool_texts() -> None:
     assert event.partial.tool_results[0].error == "at /srv/app"  # the event itself is unchanged
 
 
+def test_a_tool_guardrail_s_rejection_is_sent_as_a_public_text() -> None:
+    stopped = ToolResult("c1", "refund", "TOOL_ERROR: over 500 for ACME", ok=False, error_type="rejected")
+    event = ToolFailed(call=ToolCall("c1", "refund", "{}"), result=stopped, run_id="run_1", seq=3)
+    public = public_event(event)
+    assert public.result.output == "The tool call was stopped by a policy check."
+    assert "ACME" not in orjson.dumps(public.to_dict()).decode()
+
+
 class GatewayError(ModelError):
     """A model error of a transport of your own."""
 
@@ -168,6 +176,7 @@ class GatewayError(ModelError):
         ("GatewayError", 502, "The model service returned an error (HTTP 502)."),
         ("SessionConflictError", None, "The run failed."),  # retryable, but not the model's
         ("ToolFatalError", None, "The run failed."),
+        ("ToolGuardrailTripped", None, "A tool call was stopped by a policy check."),
     ],
 )
 def test_public_run_error(error_type: str, status: int | None, text: str) -> None:
