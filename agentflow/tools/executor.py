@@ -419,7 +419,7 @@ class ToolExecutor:
         limits = {self._limit(tool) for tool in found if tool is not None}
         if len(limits) != 1:
             return None
-        if any(tool is not None and tool._guarded for tool in found):
+        if self._registry.has_guardrails and any(tool is not None and tool._guarded for tool in found):
             return None  # a guardrail may wait, and its time is no part of its call's limit
         return limits.pop()
 

@@ -106,6 +106,7 @@ class ToolRegistry:
         "_has_approval",
         "_has_conditional",
         "_has_eager",
+        "_has_guardrails",
         "_has_return_direct",
         "_hosted",
         "_listed",
@@ -153,6 +154,7 @@ class ToolRegistry:
         self._has_eager = any(t.eager for t in self._tools.values())
         self._has_return_direct = any(t.return_direct for t in self._tools.values())
         self._has_approval = any(t.needs_approval is not False for t in self._tools.values())
+        self._has_guardrails = any(t._guarded for t in self._tools.values())
         self._has_conditional = any(t.enabled is not None for t in self._tools.values())
         self._subsets: dict[frozenset[str], ToolRegistry] = {}
 
@@ -255,6 +257,11 @@ class ToolRegistry:
                     subsets.pop(next(iter(subsets)), None)
             subsets[names] = found
         return found
+
+    @property
+    def has_guardrails(self) -> bool:
+        """Whether any tool checks its calls (``@tool(input_guardrails=..., output_guardrails=...)``)."""
+        return self._has_guardrails
 
     @property
     def has_approval(self) -> bool:
