@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import copy
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
@@ -207,10 +208,14 @@ async def check_call(
     try:
         for function in guardrails:
             try:
-                verdict = function(ctx, value)
+                # In a context of its own, as a tool call: a ContextVar it sets (sync or async) stays its own.
+                context = contextvars.copy_context()
+                # Each input guardrail gets its own copy: one that changes the arguments changes neither the
+                # call nor what the next one checks.
+                checked = _copied(value) if ctx.kind == "input" else value
+                verdict = context.run(function, ctx, checked)
                 if inspect.isawaitable(verdict):
-                    # In a context of its own, as a tool call: a ContextVar it sets stays its own.
-                    verdict = await noting_waits(verdict, on_wait, contextvars.copy_context())
+                    verdict = await noting_waits(verdict, on_wait, context)
             except Exception as exc:
                 text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
                 return _failed(ctx, function, call, text, duration, exc)
@@ -222,13 +227,23 @@ async def check_call(
             if verdict is None:
                 continue
             if isinstance(verdict, Rejection):
-                return failed_result(
-                    call, "rejected", verdict.message, tool=ctx.tool_name, duration=duration
-                ), None
+                message = verdict.message
+                if ctx.kind == "output":
+                    # The model must know the call did run (a payment made): it must not simply call again.
+                    message = f"the call ran, but its result is withheld: {message}"
+                return failed_result(call, "rejected", message, tool=ctx.tool_name, duration=duration), None
             return _stopped(ctx, function, call, verdict, duration)
         return None
     finally:
         ctx._finish()
+
+
+def _copied(arguments: Any) -> Any:
+    """A deep copy of a call's arguments, or a shallow one of what cannot be copied deeply."""
+    try:
+        return copy.deepcopy(arguments)
+    except Exception:
+        return dict(arguments)
 
 
 def _withheld(

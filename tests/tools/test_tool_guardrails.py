@@ -5,6 +5,7 @@ run goes on, ``Tripwire`` stops the run with ``ToolGuardrailTripped``, a guardra
 
 from __future__ import annotations
 
+import contextvars
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -213,7 +214,10 @@ async def test_an_output_rejection_replaces_the_result_the_model_sees() -> None:
 
     assert result.output_text == "I cannot say."
     told = tool_error_text(
-        "rejected", "the result held an account number; ask the user for it", "lookup", "c1"
+        "rejected",
+        "the call ran, but its result is withheld: the result held an account number; ask the user for it",
+        "lookup",
+        "c1",
     )
     assert outputs(model.prompts[1].items) == {"c1": told}
     [rejected] = result.tool_results
@@ -359,7 +363,7 @@ async def test_async_guardrails_of_both_kinds_are_awaited() -> None:
     assert sorted(refunds.done) == ["B2", "C3"]
     assert [(r.call_id, r.ok, r.error) for r in result.tool_results] == [
         ("c1", False, "refunds over 500 need a manager; offer to escalate"),
-        ("c2", False, "withheld"),
+        ("c2", False, "the call ran, but its result is withheld: withheld"),
         ("c3", True, None),
     ]
     assert [e.call_id for e in events if isinstance(e, ToolProgress)] == ["c1", "c2", "c3"]
@@ -446,6 +450,42 @@ async def test_the_guardrail_gets_a_copy_of_the_arguments_and_cannot_change_the_
     ex = ToolExecutor([refunds.tool], emit=_ignore)
     [result] = await ex.run_calls([ToolCall("c1", "refund", '{"order":"A","amount":7}')], run_id="r", step=0)
     assert result.output == "refunded 7 on A"
+
+
+async def test_nested_changes_reach_neither_the_call_nor_the_next_guardrail() -> None:
+    seen: list[Any] = []
+
+    def meddle(ctx: ToolGuardrailContext[Any], arguments: dict[str, Any]) -> None:
+        arguments["tags"].clear()
+        arguments["note"] = "changed"
+
+    def look(ctx: ToolGuardrailContext[Any], arguments: dict[str, Any]) -> None:
+        seen.append((arguments["tags"], arguments.get("note"), ctx.arguments["tags"]))
+
+    got: list[list[str]] = []
+
+    @tool(input_guardrails=[meddle, look])
+    def tag(tags: list[str]) -> str:
+        """Tag an order."""
+        got.append(tags)
+        return "ok"
+
+    ex = ToolExecutor([tag], emit=_ignore)
+    await ex.run_calls([ToolCall("c1", "tag", '{"tags":["a","b"]}')], run_id="r", step=0)
+    assert seen == [(["a", "b"], None, ["a", "b"])]
+    assert got == [["a", "b"]]
+
+
+async def test_a_context_variable_a_sync_guardrail_sets_stays_its_own() -> None:
+    marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="unset")
+
+    def mark(ctx: ToolGuardrailContext[Any], arguments: dict[str, Any]) -> None:
+        marker.set("guardrail")
+
+    refunds = Refunds(input_guardrails=[mark])
+    ex = ToolExecutor([refunds.tool], emit=_ignore)
+    await ex.run_calls([ToolCall("c1", "refund", '{"order":"A","amount":7}')], run_id="r", step=0)
+    assert marker.get() == "unset"
 
 
 # -- a guardrail that fails ----------------------------------------------------------------------------------
